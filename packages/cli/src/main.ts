@@ -1,0 +1,76 @@
+import { mintToken } from '@bubble/gateway';
+import { Command, InvalidArgumentError } from 'commander';
+import { loadConfig } from './config.js';
+import { createLogger } from './logger.js';
+import { startAll } from './roles/all.js';
+import { resolveSecrets, tokenSecret } from './secrets.js';
+import { exitOnSignals } from './shutdown.js';
+
+export async function main(argv: string[]): Promise<void> {
+  const program = new Command('bubble')
+    .description('unread badges, computed for online users and pushed live')
+    .showHelpAfterError();
+
+  program
+    .command('all')
+    .description('every role in one process (in memory without REDIS_URL, Redis with it)')
+    .action(async () => {
+      const config = loadConfig();
+      const logger = createLogger(config.LOG_LEVEL, 'bubble-all');
+      const secrets = resolveSecrets(config, true);
+      const running = await startAll(config, secrets, logger);
+      exitOnSignals(() => running.close(), logger);
+      if (secrets.generated) printDevelopmentBanner(running.url, secrets.auth.apiKey);
+    });
+
+  program
+    .command('token')
+    .description('print a JWT for <user> signed with BUBBLE_JWT_SECRET')
+    .argument('<user>', 'the user id (the token subject)')
+    .option('--ttl <duration>', 'lifetime, e.g. 30s, 15m, 1h, 7d', parseDuration, 3600)
+    .action(async (user: string, options: { ttl: number }) => {
+      const config = loadConfig();
+      const token = await mintToken({
+        secret: tokenSecret(config),
+        user,
+        ttlSeconds: options.ttl,
+        audience: config.BUBBLE_JWT_AUDIENCE,
+      });
+      process.stdout.write(`${token}\n`);
+    });
+
+  program
+    .command('dev-env')
+    .description('print shell exports of the development API key and JWT secret')
+    .action(() => {
+      const config = loadConfig();
+      const { auth, generated } = resolveSecrets(config, true);
+      if (!generated) throw new Error('secrets are configured; dev-env only prints generated ones');
+      process.stdout.write(`export BUBBLE_API_KEY='${auth.apiKey}'\nexport BUBBLE_JWT_SECRET='${auth.jwtSecret}'\n`);
+    });
+
+  await program.parseAsync(argv);
+}
+
+function printDevelopmentBanner(url: string, apiKey: string): void {
+  process.stderr.write(
+    [
+      '',
+      `  bubble is running at ${url} (development mode: generated secrets in .bubble-dev/)`,
+      `  API key:        ${apiKey}`,
+      '  mint a token:   npx bubble token <user>',
+      '  load both:      eval "$(npx bubble dev-env)"',
+      '',
+      '',
+    ].join('\n'),
+  );
+}
+
+export function parseDuration(text: string): number {
+  const match = /^(\d+)(s|m|h|d)?$/.exec(text.trim());
+  if (!match) throw new InvalidArgumentError('use a number of seconds or 30s, 15m, 1h, 7d');
+  const unit = { s: 1, m: 60, h: 3600, d: 86400 }[(match[2] ?? 's') as 's' | 'm' | 'h' | 'd'];
+  const seconds = Number(match[1]) * unit;
+  if (seconds < 1 || seconds > 366 * 86400) throw new InvalidArgumentError('between 1 s and 366 days');
+  return seconds;
+}

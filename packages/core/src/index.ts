@@ -1,0 +1,1 @@
+export { BadgeService, DEFAULT_RULES, type BadgeRules } from './badge-service.js';

@@ -1,0 +1,159 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { BubbleError } from '@bubble/protocol';
+import type { BadgeService } from '@bubble/core';
+import type { Logger } from 'pino';
+import { Authenticator, type AuthOptions } from './auth.js';
+import { sendError } from './http/respond.js';
+import { Router } from './http/router.js';
+import { LoadMonitor } from './load-monitor.js';
+import { GatewayMetrics } from './metrics.js';
+import { addClientRoutes } from './routes/client-routes.js';
+import { addOperatorRoutes } from './routes/operator-routes.js';
+import { addPlatformRoutes } from './routes/platform-routes.js';
+
+export interface GatewayOptions {
+  service: BadgeService;
+  auth: AuthOptions;
+  logger: Logger;
+  metrics?: GatewayMetrics;
+  basePollSeconds?: number;
+  maxInFlight?: number;
+  /** Time allowed for requests in flight to finish on shutdown. */
+  drainTimeoutMs?: number;
+  /** Which route groups this server answers; default all. */
+  serves?: readonly RouteGroup[];
+}
+
+export type RouteGroup = 'operator' | 'platform' | 'client';
+
+/** The HTTP face of bubble: client, platform and operator routes on one node:http server. */
+export class HttpGateway {
+  readonly server: Server;
+  readonly metrics: GatewayMetrics;
+  readonly load: LoadMonitor;
+  private readonly router = new Router();
+  private readonly logger: Logger;
+  private draining = false;
+  private closing: Promise<void> | undefined;
+
+  constructor(private readonly options: GatewayOptions) {
+    this.logger = options.logger.child({ module: 'http-gateway' });
+    this.metrics = options.metrics ?? new GatewayMetrics();
+    this.load = new LoadMonitor({
+      basePollSeconds: options.basePollSeconds ?? 15,
+      maxInFlight: options.maxInFlight ?? 10_000,
+    });
+    const auth = new Authenticator(options.auth);
+    const { service } = options;
+    const serves = new Set(options.serves ?? ['operator', 'platform', 'client']);
+    if (serves.has('operator')) {
+      addOperatorRoutes(this.router, {
+        metrics: this.metrics,
+        checkDependencies: () => service.store.ping(),
+        isDraining: () => this.draining,
+        isOverloaded: () => this.load.overloaded(),
+      });
+    }
+    if (serves.has('platform')) addPlatformRoutes(this.router, { service, auth, metrics: this.metrics });
+    if (serves.has('client')) {
+      addClientRoutes(this.router, { service, auth, load: this.load, metrics: this.metrics });
+    }
+    this.server = createServer({ requestTimeout: 30_000, headersTimeout: 10_000 }, (req, res) => {
+      void this.handle(req, res);
+    });
+    this.server.keepAliveTimeout = 65_000;
+  }
+
+  async listen(port: number, host = '0.0.0.0'): Promise<AddressInfo> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, host, () => {
+        this.server.off('error', reject);
+        resolve();
+      });
+    });
+    return this.server.address() as AddressInfo;
+  }
+
+  /** Stop accepting, let requests in flight finish (bounded), then close. Safe to call twice. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      this.draining = true;
+      const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+      this.server.closeIdleConnections();
+      const timeout = new Promise<void>((resolve) =>
+        setTimeout(resolve, this.options.drainTimeoutMs ?? 5000).unref(),
+      );
+      await Promise.race([closed, timeout]);
+      this.server.closeAllConnections();
+      this.load.close();
+    })();
+    return this.closing;
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const started = performance.now();
+    const method = req.method ?? 'GET';
+    let route = 'unmatched';
+    this.load.inFlight++;
+    try {
+      const url = new URL(req.url ?? '/', 'http://bubble.invalid');
+      if (hasCredentialInQuery(url)) {
+        throw new BubbleError('UB_ERR_BAD_REQUEST', 'credentials are never accepted in a query string');
+      }
+      const match = this.router.match(method, url.pathname);
+      if (match.kind === 'not-found') {
+        throw new BubbleError('UB_ERR_NOT_FOUND', `no route for ${method} ${url.pathname}`);
+      }
+      route = match.route;
+      if (match.kind === 'method-not-allowed') {
+        sendError(res, new BubbleError('UB_ERR_METHOD_NOT_ALLOWED', `${method} is not allowed here`), {
+          allow: match.allow.join(', '),
+        });
+        return;
+      }
+      await match.handler({ req, res, params: match.params, route });
+    } catch (err) {
+      this.fail(res, err, method, route);
+    } finally {
+      this.load.inFlight--;
+      const status = String(res.statusCode);
+      this.metrics.httpRequests.inc({ route, method, status });
+      this.metrics.httpDuration.observe({ route }, (performance.now() - started) / 1000);
+    }
+  }
+
+  private fail(res: ServerResponse, err: unknown, method: string, route: string): void {
+    const error =
+      err instanceof BubbleError
+        ? err
+        : isConnectionError(err)
+          ? new BubbleError('UB_ERR_UNAVAILABLE', 'the store is not reachable', { cause: err })
+          : new BubbleError('UB_ERR_INTERNAL', 'internal error', { cause: err });
+    if (error.status >= 500) this.logger.error({ err, method, route }, 'request failed');
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    sendError(res, error, error.code === 'UB_ERR_TOO_LARGE' ? { connection: 'close' } : {});
+  }
+}
+
+const CREDENTIAL_PARAMS = ['token', 'access_token', 'jwt', 'api_key', 'apikey', 'key'];
+
+function hasCredentialInQuery(url: URL): boolean {
+  for (const name of url.searchParams.keys()) {
+    if (CREDENTIAL_PARAMS.includes(name.toLowerCase())) return true;
+  }
+  return false;
+}
+
+/** ioredis gives up on a command when the connection is down: a temporary condition. */
+function isConnectionError(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  return (
+    err.name === 'MaxRetriesPerRequestError' ||
+    /Connection is closed|ECONNREFUSED|ECONNRESET|ETIMEDOUT/.test(err.message)
+  );
+}

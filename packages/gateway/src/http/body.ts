@@ -1,0 +1,44 @@
+import type { IncomingMessage } from 'node:http';
+import { BubbleError, LIMITS, describeIssues } from '@bubble/protocol';
+import type { z } from 'zod';
+
+/**
+ * Reads a JSON body of at most `limit` bytes. A declared length over the limit is refused
+ * before any byte is read; a body that grows past it is cut off at the limit.
+ */
+export async function readJson(req: IncomingMessage, limit: number = LIMITS.maxBodyBytes): Promise<unknown> {
+  const declared = req.headers['content-length'];
+  if (declared !== undefined && Number(declared) > limit) {
+    req.resume();
+    throw tooLarge(limit);
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limit) {
+      req.resume();
+      throw tooLarge(limit);
+    }
+    chunks.push(chunk);
+  }
+  const text = Buffer.concat(chunks, size).toString('utf8');
+  if (text.trim() === '') throw new BubbleError('UB_ERR_BAD_REQUEST', 'a JSON body is required');
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (err) {
+    throw new BubbleError('UB_ERR_BAD_REQUEST', 'the body is not valid JSON', { cause: err });
+  }
+}
+
+export async function readBody<T extends z.ZodType>(req: IncomingMessage, schema: T): Promise<z.infer<T>> {
+  const parsed = schema.safeParse(await readJson(req));
+  if (!parsed.success) {
+    throw new BubbleError('UB_ERR_BAD_REQUEST', describeIssues(parsed.error), { cause: parsed.error });
+  }
+  return parsed.data;
+}
+
+function tooLarge(limit: number): BubbleError {
+  return new BubbleError('UB_ERR_TOO_LARGE', `the body is larger than ${limit} bytes`);
+}

@@ -1,0 +1,4 @@
+export { HttpGateway, type GatewayOptions, type RouteGroup } from './http-gateway.js';
+export { Authenticator, mintToken, type AuthOptions, type MintOptions } from './auth.js';
+export { GatewayMetrics } from './metrics.js';
+export { LoadMonitor } from './load-monitor.js';

@@ -1,0 +1,35 @@
+import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** One registry per process role, so several roles can live in one process (`bubble all`). */
+export class GatewayMetrics {
+  readonly registry = new Registry();
+  readonly httpRequests = new Counter({
+    name: 'bubble_http_requests_total',
+    help: 'HTTP requests answered, by route pattern, method and status',
+    labelNames: ['route', 'method', 'status'] as const,
+    registers: [this.registry],
+  });
+  readonly httpDuration = new Histogram({
+    name: 'bubble_http_request_duration_seconds',
+    help: 'Time to answer an HTTP request, by route pattern',
+    labelNames: ['route'] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [this.registry],
+  });
+  readonly coldStarts = new Histogram({
+    name: 'bubble_cold_start_seconds',
+    help: 'Time to compute one badge on demand from the stored sources',
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1],
+    registers: [this.registry],
+  });
+  readonly postsIngested = new Counter({
+    name: 'bubble_posts_ingested_total',
+    help: 'Posts received by POST /v1/posts, by outcome',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
+  constructor(options: { defaultMetrics?: boolean } = {}) {
+    if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: 'bubble_' });
+  }
+}

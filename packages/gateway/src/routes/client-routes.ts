@@ -1,0 +1,52 @@
+import { badgeEtag, readRequestSchema, BubbleError } from '@bubble/protocol';
+import type { BadgeService } from '@bubble/core';
+import type { Authenticator } from '../auth.js';
+import { readBody } from '../http/body.js';
+import { sendEmpty, sendJson } from '../http/respond.js';
+import type { Router } from '../http/router.js';
+import type { LoadMonitor } from '../load-monitor.js';
+import type { GatewayMetrics } from '../metrics.js';
+
+export interface ClientDeps {
+  service: BadgeService;
+  auth: Authenticator;
+  load: LoadMonitor;
+  metrics: GatewayMetrics;
+}
+
+/** End-user calls, authenticated by a JWT; the user is always the token's subject. */
+export function addClientRoutes(router: Router, { service, auth, load, metrics }: ClientDeps): void {
+  router
+    .add('GET', '/v1/badge', async ({ req, res }) => {
+      const user = await auth.requireUser(req);
+      if (load.overloaded()) {
+        throw new BubbleError('UB_ERR_UNAVAILABLE', 'the gateway is overloaded; poll again later');
+      }
+      const started = performance.now();
+      const badge = await service.badge(user);
+      metrics.coldStarts.observe((performance.now() - started) / 1000);
+      const etag = badgeEtag(badge);
+      const headers = {
+        etag,
+        'x-poll-interval': String(load.pollIntervalSeconds()),
+        'cache-control': 'private, no-cache',
+      };
+      if (ifNoneMatch(req.headers['if-none-match'], etag)) {
+        sendEmpty(res, 304, headers);
+        return;
+      }
+      sendJson(res, 200, badge, headers);
+    })
+    .add('POST', '/v1/badge/read', async ({ req, res }) => {
+      const user = await auth.requireUser(req);
+      const body = await readBody(req, readRequestSchema);
+      const badge = await service.read(user, body);
+      sendJson(res, 200, badge, { etag: badgeEtag(badge) });
+    });
+}
+
+function ifNoneMatch(header: string | undefined, etag: string): boolean {
+  if (!header) return false;
+  if (header.trim() === '*') return true;
+  return header.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag);
+}

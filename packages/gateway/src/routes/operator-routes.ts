@@ -1,0 +1,35 @@
+import { BubbleError } from '@bubble/protocol';
+import { sendJson } from '../http/respond.js';
+import type { Router } from '../http/router.js';
+import type { GatewayMetrics } from '../metrics.js';
+
+export interface OperatorDeps {
+  metrics: GatewayMetrics;
+  /** Resolves when every dependency answers; throws otherwise. */
+  checkDependencies(): Promise<void>;
+  isDraining(): boolean;
+  isOverloaded(): boolean;
+}
+
+/** Liveness, readiness and metrics, served by every role. */
+export function addOperatorRoutes(router: Router, deps: OperatorDeps): void {
+  router
+    .add('GET', '/healthz', async ({ res }) => {
+      sendJson(res, 200, { status: 'ok' });
+    })
+    .add('GET', '/readyz', async ({ res }) => {
+      if (deps.isDraining()) throw new BubbleError('UB_ERR_UNAVAILABLE', 'draining');
+      if (deps.isOverloaded()) throw new BubbleError('UB_ERR_UNAVAILABLE', 'overloaded');
+      try {
+        await deps.checkDependencies();
+      } catch (err) {
+        throw new BubbleError('UB_ERR_UNAVAILABLE', 'a dependency does not answer', { cause: err });
+      }
+      sendJson(res, 200, { status: 'ready' });
+    })
+    .add('GET', '/metrics', async ({ res }) => {
+      const text = await deps.metrics.registry.metrics();
+      res.writeHead(200, { 'content-type': deps.metrics.registry.contentType });
+      res.end(text);
+    });
+}

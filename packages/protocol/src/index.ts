@@ -1,0 +1,6 @@
+export * from './errors.js';
+export * from './ids.js';
+export * from './time.js';
+export * from './badge.js';
+export * from './schemas.js';
+export * from './pool-hash.js';

@@ -1,0 +1,27 @@
+export const SECOND_MS = 1000;
+export const MINUTE_MS = 60 * SECOND_MS;
+export const HOUR_MS = 60 * MINUTE_MS;
+export const DAY_MS = 24 * HOUR_MS;
+
+/** A post may be stamped at most this far ahead of the server's clock. */
+export const MAX_FUTURE_SKEW_MS = 60 * SECOND_MS;
+
+export interface Clock {
+  now(): number;
+}
+
+export const systemClock: Clock = { now: () => Date.now() };
+
+/** A clock tests move by hand. */
+export class ManualClock implements Clock {
+  constructor(private current: number) {}
+  now(): number {
+    return this.current;
+  }
+  set(ms: number): void {
+    this.current = ms;
+  }
+  advance(ms: number): void {
+    this.current += ms;
+  }
+}

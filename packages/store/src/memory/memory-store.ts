@@ -1,0 +1,193 @@
+import { BubbleError } from '@bubble/protocol';
+import { newEpoch } from '../epoch.js';
+import type {
+  BadgeFields,
+  BadgeStamp,
+  BadgeStates,
+  BubbleStore,
+  FeedInputs,
+  FollowGraph,
+  FollowOutcome,
+  IngestResult,
+  Post,
+  PostIndex,
+  ReadCursors,
+  StoredBadge,
+} from '../types.js';
+import { SortedPosts } from './sorted-posts.js';
+
+/**
+ * The embedded engine: all state in this process, same semantics as the Redis engine.
+ * Methods are async to share the interfaces, but each one runs to completion without
+ * yielding, which is what makes its compound operations atomic.
+ */
+export class MemoryStore implements BubbleStore {
+  readonly engine = 'memory' as const;
+  readonly follows: FollowGraph;
+  readonly posts: PostIndex;
+  readonly cursors: ReadCursors;
+  readonly badges: BadgeStates;
+
+  constructor() {
+    this.follows = new MemoryFollowGraph();
+    this.posts = new MemoryPostIndex();
+    this.cursors = new MemoryReadCursors();
+    this.badges = new MemoryBadgeStates();
+  }
+
+  async feedInputs(user: string): Promise<FeedInputs> {
+    const [follows, readAt] = await Promise.all([
+      this.follows.list(user),
+      this.cursors.feedReadAt(user),
+    ]);
+    return { follows, readAt };
+  }
+
+  async ping(): Promise<void> {}
+
+  async close(): Promise<void> {}
+}
+
+class MemoryFollowGraph implements FollowGraph {
+  private readonly byUser = new Map<string, Set<string>>();
+
+  async follow(user: string, author: string, cap: number): Promise<FollowOutcome> {
+    let set = this.byUser.get(user);
+    if (set?.has(author)) return 'exists';
+    if ((set?.size ?? 0) >= cap) {
+      throw new BubbleError('UB_ERR_FOLLOW_CAP', `a user may follow at most ${cap} authors`);
+    }
+    if (!set) this.byUser.set(user, (set = new Set()));
+    set.add(author);
+    return 'added';
+  }
+
+  async unfollow(user: string, author: string): Promise<boolean> {
+    const set = this.byUser.get(user);
+    if (!set?.delete(author)) return false;
+    if (set.size === 0) this.byUser.delete(user);
+    return true;
+  }
+
+  async replace(user: string, authors: readonly string[]): Promise<void> {
+    if (authors.length === 0) this.byUser.delete(user);
+    else this.byUser.set(user, new Set(authors));
+  }
+
+  async list(user: string): Promise<string[]> {
+    return [...(this.byUser.get(user) ?? [])];
+  }
+}
+
+class MemoryPostIndex implements PostIndex {
+  private readonly byAuthor = new Map<string, SortedPosts>();
+  /** author → (post id → the time the tombstone may be forgotten after). */
+  private readonly deleted = new Map<string, Map<string, number>>();
+
+  async ingest(posts: readonly Post[], minTs: number): Promise<IngestResult> {
+    let accepted = 0;
+    let ignored = 0;
+    const touched = new Set<string>();
+    for (const post of posts) {
+      touched.add(post.author);
+      if (post.ts <= minTs || this.isDeleted(post.author, post.id, minTs)) {
+        ignored++;
+        continue;
+      }
+      let sorted = this.byAuthor.get(post.author);
+      if (!sorted) this.byAuthor.set(post.author, (sorted = new SortedPosts()));
+      sorted.add(post.id, post.ts);
+      accepted++;
+    }
+    for (const author of touched) this.trim(author, minTs);
+    return { accepted, ignored };
+  }
+
+  async remove(author: string, id: string, now: number, minTs: number): Promise<void> {
+    const sorted = this.byAuthor.get(author);
+    const ts = sorted?.tsOf(id);
+    sorted?.remove(id);
+    let tombs = this.deleted.get(author);
+    if (!tombs) this.deleted.set(author, (tombs = new Map()));
+    tombs.set(id, Math.max(ts ?? now, now));
+    this.trim(author, minTs);
+  }
+
+  async countBetween(authors: readonly string[], afterTs: number, untilTs: number): Promise<number> {
+    let total = 0;
+    for (const author of authors) {
+      total += this.byAuthor.get(author)?.countBetween(afterTs, untilTs) ?? 0;
+    }
+    return total;
+  }
+
+  private isDeleted(author: string, id: string, minTs: number): boolean {
+    const until = this.deleted.get(author)?.get(id);
+    return until !== undefined && until > minTs;
+  }
+
+  private trim(author: string, minTs: number): void {
+    const sorted = this.byAuthor.get(author);
+    if (sorted) {
+      sorted.trimThrough(minTs);
+      if (sorted.size === 0) this.byAuthor.delete(author);
+    }
+    const tombs = this.deleted.get(author);
+    if (tombs) {
+      for (const [id, until] of tombs) if (until <= minTs) tombs.delete(id);
+      if (tombs.size === 0) this.deleted.delete(author);
+    }
+  }
+}
+
+class MemoryReadCursors implements ReadCursors {
+  private readonly feed = new Map<string, number>();
+
+  async feedReadAt(user: string): Promise<number | null> {
+    return this.feed.get(user) ?? null;
+  }
+
+  async advanceFeedReadAt(user: string, to: number): Promise<number> {
+    const next = Math.max(this.feed.get(user) ?? -Infinity, to);
+    this.feed.set(user, next);
+    return next;
+  }
+}
+
+class MemoryBadgeStates implements BadgeStates {
+  private readonly byUser = new Map<string, StoredBadge>();
+
+  async load(user: string): Promise<StoredBadge | null> {
+    const stored = this.byUser.get(user);
+    return stored ? { ...stored, fields: { ...stored.fields } } : null;
+  }
+
+  async save(user: string, fields: BadgeFields, computedAt: number): Promise<BadgeStamp> {
+    const nonZero = nonZeroFields(fields);
+    const stored = this.byUser.get(user);
+    if (!stored) {
+      const fresh = { epoch: newEpoch(), version: 1, computedAt, fields: nonZero };
+      this.byUser.set(user, fresh);
+      return { epoch: fresh.epoch, version: 1, changed: true };
+    }
+    stored.computedAt = computedAt;
+    if (sameFields(stored.fields, nonZero)) {
+      return { epoch: stored.epoch, version: stored.version, changed: false };
+    }
+    stored.fields = nonZero;
+    stored.version++;
+    return { epoch: stored.epoch, version: stored.version, changed: true };
+  }
+}
+
+function nonZeroFields(fields: BadgeFields): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [name, value] of Object.entries(fields)) if (value !== 0) out[name] = value;
+  return out;
+}
+
+function sameFields(a: Record<string, number>, b: Record<string, number>): boolean {
+  const keys = Object.keys(a);
+  if (keys.length !== Object.keys(b).length) return false;
+  return keys.every((key) => a[key] === b[key]);
+}

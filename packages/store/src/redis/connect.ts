@@ -1,0 +1,43 @@
+import { Cluster, Redis } from 'ioredis';
+
+export type RedisClient = Redis | Cluster;
+
+export interface RedisTarget {
+  url?: string;
+  /** host:port seeds; selects Redis Cluster. */
+  clusterNodes?: string[];
+}
+
+/**
+ * One client per process. Auto-pipelining turns the many independent commands of one tick
+ * (a cold start's per-followee counts) into one write per node.
+ */
+export function connectRedis(target: RedisTarget, name = 'bubble'): RedisClient {
+  if (target.clusterNodes && target.clusterNodes.length > 0) {
+    return new Cluster(
+      target.clusterNodes.map((node) => {
+        const [host, port] = splitHostPort(node);
+        return { host, port };
+      }),
+      {
+        enableAutoPipelining: true,
+        redisOptions: { connectionName: name, maxRetriesPerRequest: 2 },
+      },
+    );
+  }
+  if (!target.url) throw new Error('a Redis URL or cluster nodes are required');
+  return new Redis(target.url, {
+    enableAutoPipelining: true,
+    connectionName: name,
+    maxRetriesPerRequest: 2,
+  });
+}
+
+function splitHostPort(node: string): [string, number] {
+  const at = node.lastIndexOf(':');
+  const port = Number(node.slice(at + 1));
+  if (at <= 0 || !Number.isInteger(port) || port <= 0 || port > 65535) {
+    throw new Error(`cluster node ${JSON.stringify(node)} is not host:port`);
+  }
+  return [node.slice(0, at), port];
+}

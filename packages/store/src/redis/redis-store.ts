@@ -1,0 +1,205 @@
+import { BubbleError } from '@bubble/protocol';
+import { newEpoch } from '../epoch.js';
+import type {
+  BadgeFields,
+  BadgeStamp,
+  BadgeStates,
+  BubbleStore,
+  FeedInputs,
+  FollowGraph,
+  FollowOutcome,
+  IngestResult,
+  Post,
+  PostIndex,
+  ReadCursors,
+  StoredBadge,
+} from '../types.js';
+import { connectRedis, type RedisClient, type RedisTarget } from './connect.js';
+import { RedisKeys } from './keys.js';
+import { defineScripts, type ScriptCommands } from './scripts.js';
+
+const FEED_CURSOR = 'feed';
+
+export interface RedisStoreOptions extends RedisTarget {
+  keyPrefix: string;
+  pools: number;
+  /** Use this client instead of connecting; the store then does not close it. */
+  client?: RedisClient;
+}
+
+type ScriptedClient = RedisClient & ScriptCommands;
+
+export class RedisStore implements BubbleStore {
+  readonly engine = 'redis' as const;
+  readonly keys: RedisKeys;
+  readonly redis: ScriptedClient;
+  readonly follows: FollowGraph;
+  readonly posts: PostIndex;
+  readonly cursors: ReadCursors;
+  readonly badges: BadgeStates;
+  private readonly ownsClient: boolean;
+
+  constructor(options: RedisStoreOptions) {
+    this.keys = new RedisKeys(options.keyPrefix, options.pools);
+    this.ownsClient = !options.client;
+    const client = options.client ?? connectRedis(options);
+    defineScripts(client);
+    this.redis = client as ScriptedClient;
+    this.follows = new RedisFollowGraph(this.redis, this.keys);
+    this.posts = new RedisPostIndex(this.redis, this.keys);
+    this.cursors = new RedisReadCursors(this.redis, this.keys);
+    this.badges = new RedisBadgeStates(this.redis, this.keys);
+  }
+
+  async feedInputs(user: string): Promise<FeedInputs> {
+    const [follows, readAt] = await Promise.all([
+      this.redis.smembers(this.keys.follows(user)),
+      this.redis.hget(this.keys.cursors(user), FEED_CURSOR),
+    ]);
+    return { follows, readAt: readAt === null ? null : Number(readAt) };
+  }
+
+  async ping(): Promise<void> {
+    await this.redis.ping();
+  }
+
+  async close(): Promise<void> {
+    if (!this.ownsClient) return;
+    try {
+      await this.redis.quit();
+    } catch {
+      this.redis.disconnect();
+    }
+  }
+}
+
+class RedisFollowGraph implements FollowGraph {
+  constructor(
+    private readonly redis: ScriptedClient,
+    private readonly keys: RedisKeys,
+  ) {}
+
+  async follow(user: string, author: string, cap: number): Promise<FollowOutcome> {
+    const result = await this.redis.followAuthor(this.keys.follows(user), author, cap);
+    if (result === -1) {
+      throw new BubbleError('UB_ERR_FOLLOW_CAP', `a user may follow at most ${cap} authors`);
+    }
+    return result === 1 ? 'added' : 'exists';
+  }
+
+  async unfollow(user: string, author: string): Promise<boolean> {
+    return (await this.redis.srem(this.keys.follows(user), author)) === 1;
+  }
+
+  async replace(user: string, authors: readonly string[]): Promise<void> {
+    await this.redis.replaceFollows(this.keys.follows(user), ...authors);
+  }
+
+  async list(user: string): Promise<string[]> {
+    return this.redis.smembers(this.keys.follows(user));
+  }
+}
+
+class RedisPostIndex implements PostIndex {
+  constructor(
+    private readonly redis: ScriptedClient,
+    private readonly keys: RedisKeys,
+  ) {}
+
+  async ingest(posts: readonly Post[], minTs: number): Promise<IngestResult> {
+    const byAuthor = new Map<string, (string | number)[]>();
+    for (const post of posts) {
+      let pairs = byAuthor.get(post.author);
+      if (!pairs) byAuthor.set(post.author, (pairs = []));
+      pairs.push(post.id, post.ts);
+    }
+    const results = await Promise.all(
+      [...byAuthor].map(([author, pairs]) =>
+        this.redis.ingestPosts(
+          this.keys.posts(author),
+          this.keys.deletedPosts(author),
+          minTs,
+          ...pairs,
+        ),
+      ),
+    );
+    let accepted = 0;
+    let ignored = 0;
+    for (const [a, i] of results) {
+      accepted += a;
+      ignored += i;
+    }
+    return { accepted, ignored };
+  }
+
+  async remove(author: string, id: string, now: number, minTs: number): Promise<void> {
+    await this.redis.deletePost(
+      this.keys.posts(author),
+      this.keys.deletedPosts(author),
+      id,
+      now,
+      minTs,
+    );
+  }
+
+  async countBetween(authors: readonly string[], afterTs: number, untilTs: number): Promise<number> {
+    if (untilTs <= afterTs || authors.length === 0) return 0;
+    const low = `(${afterTs}`;
+    const counts = await Promise.all(
+      authors.map((author) => this.redis.zcount(this.keys.posts(author), low, untilTs)),
+    );
+    let total = 0;
+    for (const count of counts) total += count;
+    return total;
+  }
+}
+
+class RedisReadCursors implements ReadCursors {
+  constructor(
+    private readonly redis: ScriptedClient,
+    private readonly keys: RedisKeys,
+  ) {}
+
+  async feedReadAt(user: string): Promise<number | null> {
+    const value = await this.redis.hget(this.keys.cursors(user), FEED_CURSOR);
+    return value === null ? null : Number(value);
+  }
+
+  async advanceFeedReadAt(user: string, to: number): Promise<number> {
+    return Number(await this.redis.advanceCursor(this.keys.cursors(user), FEED_CURSOR, to));
+  }
+}
+
+class RedisBadgeStates implements BadgeStates {
+  constructor(
+    private readonly redis: ScriptedClient,
+    private readonly keys: RedisKeys,
+  ) {}
+
+  async load(user: string): Promise<StoredBadge | null> {
+    const hash = await this.redis.hgetall(this.keys.badge(user));
+    if (hash._e === undefined) return null;
+    const fields: Record<string, number> = {};
+    for (const [name, value] of Object.entries(hash)) {
+      if (!name.startsWith('_')) fields[name] = Number(value);
+    }
+    return {
+      epoch: hash._e,
+      version: Number(hash._v),
+      computedAt: Number(hash._at),
+      fields,
+    };
+  }
+
+  async save(user: string, fields: BadgeFields, computedAt: number): Promise<BadgeStamp> {
+    const pairs: (string | number)[] = [];
+    for (const [name, value] of Object.entries(fields)) if (value !== 0) pairs.push(name, value);
+    const [epoch, version, changed] = await this.redis.saveBadge(
+      this.keys.badge(user),
+      newEpoch(),
+      computedAt,
+      ...pairs,
+    );
+    return { epoch, version: Number(version), changed: changed === 1 };
+  }
+}

@@ -1,0 +1,54 @@
+import { readFileSync, readdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { Cluster, Redis } from 'ioredis';
+
+/** The Lua scripts live in packages/store/lua, the same distance from src/ and dist/. */
+const LUA_DIR = fileURLToPath(new URL('../../lua/', import.meta.url));
+const SCRIPT_FILE = /^([a-z][A-Za-z]*)-(\d+)\.lua$/;
+
+export interface ScriptSource {
+  name: string;
+  numberOfKeys: number;
+  lua: string;
+}
+
+/** Reads every `verbNoun-N.lua` file once; N is the number of KEYS the script takes. */
+export function loadScripts(dir = LUA_DIR): ScriptSource[] {
+  return readdirSync(dir)
+    .filter((file) => SCRIPT_FILE.test(file))
+    .sort()
+    .map((file) => {
+      const [, name, keys] = SCRIPT_FILE.exec(file)!;
+      return { name: name!, numberOfKeys: Number(keys), lua: readFileSync(dir + file, 'utf8') };
+    });
+}
+
+let cached: ScriptSource[] | undefined;
+
+/** Registers every script on a client through defineCommand (EVALSHA with EVAL fallback). */
+export function defineScripts(client: Redis | Cluster): void {
+  cached ??= loadScripts();
+  for (const script of cached) {
+    client.defineCommand(script.name, { numberOfKeys: script.numberOfKeys, lua: script.lua });
+  }
+}
+
+/** The script commands as they appear on a client after defineScripts. */
+export interface ScriptCommands {
+  followAuthor(follows: string, author: string, cap: number): Promise<number>;
+  replaceFollows(follows: string, ...authors: string[]): Promise<number>;
+  ingestPosts(
+    posts: string,
+    deleted: string,
+    minTs: number,
+    ...idTsPairs: (string | number)[]
+  ): Promise<[number, number]>;
+  deletePost(posts: string, deleted: string, id: string, now: number, minTs: number): Promise<number>;
+  advanceCursor(cursors: string, field: string, target: number): Promise<string>;
+  saveBadge(
+    badge: string,
+    freshEpoch: string,
+    computedAt: number,
+    ...fieldValuePairs: (string | number)[]
+  ): Promise<[string, number, number]>;
+}

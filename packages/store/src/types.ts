@@ -1,0 +1,95 @@
+/**
+ * What the feed bubble needs from storage, as small interfaces. Each has an in-memory
+ * implementation (memory/) and a Redis one (redis/); test/contract proves them equal.
+ */
+
+export interface Post {
+  author: string;
+  id: string;
+  ts: number;
+}
+
+export interface IngestResult {
+  /** Posts now stored, including ones that were stored already (ingest is idempotent). */
+  accepted: number;
+  /** Posts older than the lookback window, or deleted before: not stored. */
+  ignored: number;
+}
+
+export type FollowOutcome = 'added' | 'exists';
+
+export interface FollowGraph {
+  /** Throws UB_ERR_FOLLOW_CAP when `user` already follows `cap` authors. */
+  follow(user: string, author: string, cap: number): Promise<FollowOutcome>;
+  unfollow(user: string, author: string): Promise<boolean>;
+  /** Replaces the whole set atomically. `authors` must be de-duplicated and within the cap. */
+  replace(user: string, authors: readonly string[]): Promise<void>;
+  list(user: string): Promise<string[]>;
+}
+
+export interface PostIndex {
+  /**
+   * Stores each post unless it is at or before `minTs` (outside the lookback) or was deleted.
+   * The first stored ts of an (author, id) wins. Entries at or before `minTs` are trimmed.
+   */
+  ingest(posts: readonly Post[], minTs: number): Promise<IngestResult>;
+  /**
+   * Deletes a post, known or not, and remembers the deletion for the lookback window so a
+   * late or retried ingest cannot bring it back.
+   */
+  remove(author: string, id: string, now: number, minTs: number): Promise<void>;
+  /** Number of stored posts by any of `authors` with afterTs < ts ≤ untilTs, in one batch. */
+  countBetween(authors: readonly string[], afterTs: number, untilTs: number): Promise<number>;
+}
+
+export interface ReadCursors {
+  /** The feed read cursor, or null before the user's first read. */
+  feedReadAt(user: string): Promise<number | null>;
+  /** readAt := max(readAt, to); returns the cursor after the move. */
+  advanceFeedReadAt(user: string, to: number): Promise<number>;
+}
+
+/** Everything that describes one user's feed computation, read in one batch. */
+export interface FeedInputs {
+  follows: string[];
+  readAt: number | null;
+}
+
+/** The counts a badge state is compared on. Zero counts are not stored. */
+export type BadgeFields = Readonly<Record<string, number>>;
+
+export interface BadgeStamp {
+  epoch: string;
+  version: number;
+  /** True when this save changed the stored state (and so bumped the version). */
+  changed: boolean;
+}
+
+export interface StoredBadge {
+  epoch: string;
+  version: number;
+  computedAt: number;
+  fields: Record<string, number>;
+}
+
+export interface BadgeStates {
+  load(user: string): Promise<StoredBadge | null>;
+  /**
+   * Stores `fields` as the user's badge state. When they differ from what is stored the version
+   * moves to the next one; a user with no stored state gets a fresh epoch.
+   */
+  save(user: string, fields: BadgeFields, computedAt: number): Promise<BadgeStamp>;
+}
+
+export interface BubbleStore {
+  readonly engine: 'memory' | 'redis';
+  readonly follows: FollowGraph;
+  readonly posts: PostIndex;
+  readonly cursors: ReadCursors;
+  readonly badges: BadgeStates;
+  /** Follows and read cursor of one user, fetched together. */
+  feedInputs(user: string): Promise<FeedInputs>;
+  /** Resolves when the backing store answers. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}

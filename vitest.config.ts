@@ -1,0 +1,49 @@
+import { fileURLToPath } from 'node:url';
+import { configDefaults, defineConfig } from 'vitest/config';
+
+// Tests import workspace packages straight from their TS sources, so no build is needed.
+const workspacePackages = [
+  'protocol',
+  'store',
+  'core',
+  'gateway',
+  'cli',
+  'test-utils',
+  'client',
+] as const;
+
+const alias = Object.fromEntries(
+  workspacePackages.map((name) => [
+    `@bubble/${name}`,
+    fileURLToPath(new URL(`./packages/${name}/src/index.ts`, import.meta.url)),
+  ]),
+);
+
+export default defineConfig({
+  test: {
+    // Vitest 4 picks the "agent" reporter when it detects an AI agent; always use the default one.
+    reporters: ['default'],
+    projects: [
+      {
+        resolve: { alias },
+        test: {
+          name: 'unit',
+          include: ['packages/*/src/**/*.test.ts', 'test/unit/**/*.test.ts'],
+          environment: 'node',
+        },
+      },
+      {
+        resolve: { alias },
+        test: {
+          name: 'integration',
+          include: ['test/**/*.test.ts'],
+          exclude: [...configDefaults.exclude, 'test/unit/**'],
+          environment: 'node',
+          pool: 'forks',
+          testTimeout: 60_000,
+          hookTimeout: 60_000,
+        },
+      },
+    ],
+  },
+});
