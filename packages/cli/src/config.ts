@@ -1,9 +1,12 @@
 import { z } from 'zod';
 
 const MS_OR_CRON = /^(\d+|(\S+\s+){4,5}\S+)$/;
-const ID_LIST = z
-  .string()
-  .transform((value) => value.split(',').map((part) => part.trim()).filter((part) => part !== ''));
+const ID_LIST = z.string().transform((value) =>
+  value
+    .split(',')
+    .map((part) => part.trim())
+    .filter((part) => part !== ''),
+);
 
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 
@@ -12,21 +15,51 @@ const int = (min: number, max: number) => z.coerce.number().int().min(min).max(m
  * Parsed once at start; a bad value stops the process naming the variable.
  */
 export const configSchema = z.object({
-  REDIS_URL: z.string().url().optional().describe('Redis to use; without it `bubble all` runs in memory'),
+  REDIS_URL: z
+    .string()
+    .url()
+    .optional()
+    .describe('Redis to use; without it `bubble all` runs in memory'),
   REDIS_CLUSTER_NODES: ID_LIST.optional().describe('comma host:port seeds; selects Redis Cluster'),
-  BUBBLE_LOCK_REDIS_URLS: ID_LIST.optional().describe('independent Redis masters for the lock quorum'),
-  BUBBLE_KEY_PREFIX: z.string().regex(/^[A-Za-z0-9_.:-]{1,32}$/).default('ub').describe('prefix of every Redis key'),
+  BUBBLE_LOCK_REDIS_URLS: ID_LIST.optional().describe(
+    'independent Redis masters for the lock quorum',
+  ),
+  BUBBLE_KEY_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_.:-]{1,32}$/)
+    .default('ub')
+    .describe('prefix of every Redis key'),
   BUBBLE_POOLS: int(1, 10_000).default(100).describe('number of online-user pools'),
-  BUBBLE_TICK: z.string().regex(MS_OR_CRON, 'milliseconds or a node-cron expression').default('1000').describe('sweep period'),
+  BUBBLE_TICK: z
+    .string()
+    .regex(MS_OR_CRON, 'milliseconds or a node-cron expression')
+    .default('1000')
+    .describe('sweep period'),
   BUBBLE_LEASE_MS: int(500, 600_000).default(10_000).describe('pool lease duration'),
-  BUBBLE_LOOKBACK_DAYS: z.coerce.number().positive().max(365).default(7).describe('feed lookback window, days'),
+  BUBBLE_LOOKBACK_DAYS: z.coerce
+    .number()
+    .positive()
+    .max(365)
+    .default(7)
+    .describe('feed lookback window, days'),
   BUBBLE_FOLLOW_CAP: int(1, 1_000_000).default(2000).describe('most authors one user may follow'),
   BUBBLE_DISPLAY_CAP: int(1, 1_000_000).default(99).describe('badge display cap ("99+")'),
-  BUBBLE_INACTIVE_DAYS: z.coerce.number().positive().max(3650).default(30).describe('per-user state dropped after this much absence'),
-  BUBBLE_LARGE_GROUP: int(2, 10_000_000).default(500).describe('conversations above this size write once per message'),
-  BUBBLE_WS_MAX_PAYLOAD: int(256, 1024 * 1024).default(4096).describe('largest WebSocket frame accepted, bytes'),
+  BUBBLE_INACTIVE_DAYS: z.coerce
+    .number()
+    .positive()
+    .max(3650)
+    .default(30)
+    .describe('per-user state dropped after this much absence'),
+  BUBBLE_LARGE_GROUP: int(2, 10_000_000)
+    .default(500)
+    .describe('conversations above this size write once per message'),
+  BUBBLE_WS_MAX_PAYLOAD: int(256, 1024 * 1024)
+    .default(4096)
+    .describe('largest WebSocket frame accepted, bytes'),
   PORT: int(0, 65535).default(8080).describe('HTTP port'),
-  BUBBLE_INTERNAL_PORT: int(0, 65535).optional().describe('port for /healthz, /readyz, /metrics when set'),
+  BUBBLE_INTERNAL_PORT: int(0, 65535)
+    .optional()
+    .describe('port for /healthz, /readyz, /metrics when set'),
   BUBBLE_JWT_SECRET: z.string().min(1).optional().describe('HS256 secret for end-user tokens'),
   BUBBLE_JWT_AUDIENCE: z.string().min(1).optional().describe('required `aud` of end-user tokens'),
   BUBBLE_API_KEY: z.string().min(1).optional().describe('platform API key (X-Api-Key)'),
@@ -43,7 +76,9 @@ export class ConfigError extends Error {
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const defined = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value !== ''));
+  const defined = Object.fromEntries(
+    Object.entries(env).filter(([, value]) => value !== undefined && value !== ''),
+  );
   const parsed = configSchema.safeParse(defined);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`);

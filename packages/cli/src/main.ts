@@ -46,7 +46,9 @@ export async function main(argv: string[]): Promise<void> {
       const config = loadConfig();
       const { auth, generated } = resolveSecrets(config, true);
       if (!generated) throw new Error('secrets are configured; dev-env only prints generated ones');
-      process.stdout.write(`export BUBBLE_API_KEY='${auth.apiKey}'\nexport BUBBLE_JWT_SECRET='${auth.jwtSecret}'\n`);
+      process.stdout.write(
+        `export BUBBLE_API_KEY='${auth.apiKey}'\nexport BUBBLE_JWT_SECRET='${auth.jwtSecret}'\n`,
+      );
     });
 
   await program.parseAsync(argv);
@@ -71,6 +73,7 @@ export function parseDuration(text: string): number {
   if (!match) throw new InvalidArgumentError('use a number of seconds or 30s, 15m, 1h, 7d');
   const unit = { s: 1, m: 60, h: 3600, d: 86400 }[(match[2] ?? 's') as 's' | 'm' | 'h' | 'd'];
   const seconds = Number(match[1]) * unit;
-  if (seconds < 1 || seconds > 366 * 86400) throw new InvalidArgumentError('between 1 s and 366 days');
+  if (seconds < 1 || seconds > 366 * 86400)
+    throw new InvalidArgumentError('between 1 s and 366 days');
   return seconds;
 }

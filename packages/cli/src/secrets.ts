@@ -13,10 +13,16 @@ export interface ResolvedSecrets {
  * generated development secrets; every other case stops before anything listens.
  */
 export function resolveSecrets(config: Config, allowDevelopment: boolean): ResolvedSecrets {
-  const { BUBBLE_API_KEY: apiKey, BUBBLE_JWT_SECRET: jwtSecret, BUBBLE_JWT_AUDIENCE: jwtAudience } = config;
+  const {
+    BUBBLE_API_KEY: apiKey,
+    BUBBLE_JWT_SECRET: jwtSecret,
+    BUBBLE_JWT_AUDIENCE: jwtAudience,
+  } = config;
   if (apiKey && jwtSecret) return { auth: { apiKey, jwtSecret, jwtAudience }, generated: false };
   if (!allowDevelopment || isProduction(config)) {
-    const missing = [!apiKey && 'BUBBLE_API_KEY', !jwtSecret && 'BUBBLE_JWT_SECRET'].filter(Boolean);
+    const missing = [!apiKey && 'BUBBLE_API_KEY', !jwtSecret && 'BUBBLE_JWT_SECRET'].filter(
+      Boolean,
+    );
     throw new Error(`${missing.join(' and ')} must be set`);
   }
   const dev = loadOrCreateDevSecrets();
@@ -30,6 +36,7 @@ export function resolveSecrets(config: Config, allowDevelopment: boolean): Resol
 export function tokenSecret(config: Config): string {
   if (config.BUBBLE_JWT_SECRET) return config.BUBBLE_JWT_SECRET;
   const dev = isProduction(config) ? null : loadDevSecrets();
-  if (!dev) throw new Error('BUBBLE_JWT_SECRET must be set (or run `bubble all` once in development)');
+  if (!dev)
+    throw new Error('BUBBLE_JWT_SECRET must be set (or run `bubble all` once in development)');
   return dev.jwtSecret;
 }

@@ -4,7 +4,11 @@ import type { Logger } from 'pino';
  * SIGTERM / SIGINT run `close` once under a hard deadline, then exit. A second signal while
  * closing is ignored; the deadline still ends the process.
  */
-export function exitOnSignals(close: () => Promise<void>, logger: Logger, deadlineMs = 10_000): void {
+export function exitOnSignals(
+  close: () => Promise<void>,
+  logger: Logger,
+  deadlineMs = 10_000,
+): void {
   let closing = false;
   const onSignal = (signal: NodeJS.Signals) => {
     if (closing) return;

@@ -45,7 +45,8 @@ export class Authenticator {
   }
 
   async verifyToken(token: string): Promise<string> {
-    if (token === '' || token.length > MAX_TOKEN_LENGTH) throw unauthorized('the token is not valid');
+    if (token === '' || token.length > MAX_TOKEN_LENGTH)
+      throw unauthorized('the token is not valid');
     try {
       const { payload } = await jwtVerify(token, this.secret, {
         algorithms: ['HS256'],
@@ -58,9 +59,13 @@ export class Authenticator {
     } catch (err) {
       if (err instanceof BubbleError) throw err;
       const expired = err instanceof joseErrors.JWTExpired;
-      throw new BubbleError('UB_ERR_UNAUTHORIZED', expired ? 'the token has expired' : 'the token is not valid', {
-        cause: err,
-      });
+      throw new BubbleError(
+        'UB_ERR_UNAUTHORIZED',
+        expired ? 'the token has expired' : 'the token is not valid',
+        {
+          cause: err,
+        },
+      );
     }
   }
 }
@@ -72,7 +77,12 @@ export interface MintOptions {
   audience?: string | undefined;
 }
 
-export async function mintToken({ secret, user, ttlSeconds, audience }: MintOptions): Promise<string> {
+export async function mintToken({
+  secret,
+  user,
+  ttlSeconds,
+  audience,
+}: MintOptions): Promise<string> {
   if (!isValidId(user)) throw new BubbleError('UB_ERR_BAD_ID', 'the user id is not valid');
   const jwt = new SignJWT({})
     .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })

@@ -55,7 +55,8 @@ export class HttpGateway {
         isOverloaded: () => this.load.overloaded(),
       });
     }
-    if (serves.has('platform')) addPlatformRoutes(this.router, { service, auth, metrics: this.metrics });
+    if (serves.has('platform'))
+      addPlatformRoutes(this.router, { service, auth, metrics: this.metrics });
     if (serves.has('client')) {
       addClientRoutes(this.router, { service, auth, load: this.load, metrics: this.metrics });
     }
@@ -100,7 +101,10 @@ export class HttpGateway {
     try {
       const url = new URL(req.url ?? '/', 'http://bubble.invalid');
       if (hasCredentialInQuery(url)) {
-        throw new BubbleError('UB_ERR_BAD_REQUEST', 'credentials are never accepted in a query string');
+        throw new BubbleError(
+          'UB_ERR_BAD_REQUEST',
+          'credentials are never accepted in a query string',
+        );
       }
       const match = this.router.match(method, url.pathname);
       if (match.kind === 'not-found') {
@@ -108,9 +112,13 @@ export class HttpGateway {
       }
       route = match.route;
       if (match.kind === 'method-not-allowed') {
-        sendError(res, new BubbleError('UB_ERR_METHOD_NOT_ALLOWED', `${method} is not allowed here`), {
-          allow: match.allow.join(', '),
-        });
+        sendError(
+          res,
+          new BubbleError('UB_ERR_METHOD_NOT_ALLOWED', `${method} is not allowed here`),
+          {
+            allow: match.allow.join(', '),
+          },
+        );
         return;
       }
       await match.handler({ req, res, params: match.params, route });

@@ -7,7 +7,9 @@ export const LIMITS = {
   maxPostsPerBatch: 1000,
 } as const;
 
-export const idSchema = z.string().regex(ID_PATTERN, 'must be 1 to 64 characters of [A-Za-z0-9_.:@-]');
+export const idSchema = z
+  .string()
+  .regex(ID_PATTERN, 'must be 1 to 64 characters of [A-Za-z0-9_.:@-]');
 
 const epochMs = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
 

@@ -12,7 +12,11 @@ export interface RunningRole {
 }
 
 /** Every role in one process: the store, the badge rules and the HTTP gateway. */
-export async function startAll(config: Config, secrets: ResolvedSecrets, logger: Logger): Promise<RunningRole> {
+export async function startAll(
+  config: Config,
+  secrets: ResolvedSecrets,
+  logger: Logger,
+): Promise<RunningRole> {
   const store = createStore(config);
   const service = new BadgeService(store, systemClock, {
     lookbackDays: config.BUBBLE_LOOKBACK_DAYS,
@@ -21,7 +25,13 @@ export async function startAll(config: Config, secrets: ResolvedSecrets, logger:
   });
   const metrics = new GatewayMetrics();
   const internal = config.BUBBLE_INTERNAL_PORT !== undefined;
-  const common = { service, auth: secrets.auth, logger, metrics, basePollSeconds: config.BUBBLE_POLL_INTERVAL_S };
+  const common = {
+    service,
+    auth: secrets.auth,
+    logger,
+    metrics,
+    basePollSeconds: config.BUBBLE_POLL_INTERVAL_S,
+  };
   const gateway = new HttpGateway({
     ...common,
     serves: internal ? ['platform', 'client'] : ['operator', 'platform', 'client'],
@@ -32,7 +42,10 @@ export async function startAll(config: Config, secrets: ResolvedSecrets, logger:
     const address = await gateway.listen(config.PORT);
     if (operator) await operator.listen(config.BUBBLE_INTERNAL_PORT!);
     const url = `http://localhost:${address.port}`;
-    logger.info({ url, engine: store.engine, internalPort: config.BUBBLE_INTERNAL_PORT }, 'bubble all is listening');
+    logger.info(
+      { url, engine: store.engine, internalPort: config.BUBBLE_INTERNAL_PORT },
+      'bubble all is listening',
+    );
     return {
       url,
       async close() {

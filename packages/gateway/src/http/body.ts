@@ -6,7 +6,10 @@ import type { z } from 'zod';
  * Reads a JSON body of at most `limit` bytes. A declared length over the limit is refused
  * before any byte is read; a body that grows past it is cut off at the limit.
  */
-export async function readJson(req: IncomingMessage, limit: number = LIMITS.maxBodyBytes): Promise<unknown> {
+export async function readJson(
+  req: IncomingMessage,
+  limit: number = LIMITS.maxBodyBytes,
+): Promise<unknown> {
   const declared = req.headers['content-length'];
   if (declared !== undefined && Number(declared) > limit) {
     req.resume();
@@ -31,10 +34,15 @@ export async function readJson(req: IncomingMessage, limit: number = LIMITS.maxB
   }
 }
 
-export async function readBody<T extends z.ZodType>(req: IncomingMessage, schema: T): Promise<z.infer<T>> {
+export async function readBody<T extends z.ZodType>(
+  req: IncomingMessage,
+  schema: T,
+): Promise<z.infer<T>> {
   const parsed = schema.safeParse(await readJson(req));
   if (!parsed.success) {
-    throw new BubbleError('UB_ERR_BAD_REQUEST', describeIssues(parsed.error), { cause: parsed.error });
+    throw new BubbleError('UB_ERR_BAD_REQUEST', describeIssues(parsed.error), {
+      cause: parsed.error,
+    });
   }
   return parsed.data;
 }

@@ -15,7 +15,10 @@ export interface ClientDeps {
 }
 
 /** End-user calls, authenticated by a JWT; the user is always the token's subject. */
-export function addClientRoutes(router: Router, { service, auth, load, metrics }: ClientDeps): void {
+export function addClientRoutes(
+  router: Router,
+  { service, auth, load, metrics }: ClientDeps,
+): void {
   router
     .add('GET', '/v1/badge', async ({ req, res }) => {
       const user = await auth.requireUser(req);

@@ -90,6 +90,7 @@ export function addPlatformRoutes(router: Router, { service, auth, metrics }: Pl
 
 export function param(params: Record<string, string>, name: string): string {
   const value = params[name];
-  if (value === undefined) throw new BubbleError('UB_ERR_BAD_REQUEST', `missing path parameter ${name}`);
+  if (value === undefined)
+    throw new BubbleError('UB_ERR_BAD_REQUEST', `missing path parameter ${name}`);
   return value;
 }

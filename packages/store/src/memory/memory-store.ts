@@ -113,7 +113,11 @@ class MemoryPostIndex implements PostIndex {
     this.trim(author, minTs);
   }
 
-  async countBetween(authors: readonly string[], afterTs: number, untilTs: number): Promise<number> {
+  async countBetween(
+    authors: readonly string[],
+    afterTs: number,
+    untilTs: number,
+  ): Promise<number> {
     let total = 0;
     for (const author of authors) {
       total += this.byAuthor.get(author)?.countBetween(afterTs, untilTs) ?? 0;

@@ -142,7 +142,11 @@ class RedisPostIndex implements PostIndex {
     );
   }
 
-  async countBetween(authors: readonly string[], afterTs: number, untilTs: number): Promise<number> {
+  async countBetween(
+    authors: readonly string[],
+    afterTs: number,
+    untilTs: number,
+  ): Promise<number> {
     if (untilTs <= afterTs || authors.length === 0) return 0;
     const low = `(${afterTs}`;
     const counts = await Promise.all(

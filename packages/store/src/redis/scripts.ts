@@ -43,7 +43,13 @@ export interface ScriptCommands {
     minTs: number,
     ...idTsPairs: (string | number)[]
   ): Promise<[number, number]>;
-  deletePost(posts: string, deleted: string, id: string, now: number, minTs: number): Promise<number>;
+  deletePost(
+    posts: string,
+    deleted: string,
+    id: string,
+    now: number,
+    minTs: number,
+  ): Promise<number>;
   advanceCursor(cursors: string, field: string, target: number): Promise<string>;
   saveBadge(
     badge: string,
