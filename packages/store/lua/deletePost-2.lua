@@ -18,6 +18,11 @@ local keepUntil = now
 if ts and tonumber(ts) > now then
   keepUntil = tonumber(ts)
 end
+-- A repeated delete must not shorten the tombstone a post stamped ahead of now got.
+local tomb = redis.call('ZSCORE', deletedKey, id)
+if tomb and tonumber(tomb) > keepUntil then
+  keepUntil = tonumber(tomb)
+end
 local removed = redis.call('ZREM', postsKey, id)
 redis.call('ZADD', deletedKey, keepUntil, id)
 redis.call('ZREMRANGEBYSCORE', postsKey, '-inf', minTs)

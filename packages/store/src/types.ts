@@ -93,3 +93,5 @@ export interface BubbleStore {
   ping(): Promise<void>;
   close(): Promise<void>;
 }
+
+export type * from './cluster-types.js';

@@ -109,7 +109,8 @@ class MemoryPostIndex implements PostIndex {
     sorted?.remove(id);
     let tombs = this.deleted.get(author);
     if (!tombs) this.deleted.set(author, (tombs = new Map()));
-    tombs.set(id, Math.max(ts ?? now, now));
+    // A repeated delete must not shorten the tombstone a post stamped ahead of `now` got.
+    tombs.set(id, Math.max(tombs.get(id) ?? now, ts ?? now, now));
     this.trim(author, minTs);
   }
 

@@ -8,7 +8,8 @@ export const KEY_PREFIX_PATTERN = /^[A-Za-z0-9_.:-]{1,32}$/;
  * Hash tags put what one command or script touches into one slot:
  *   {u:<user>}   a user's own sources (follows, cursors)
  *   {a:<author>} an author's posts and their tombstones
- *   {p:<pool>}   the badge states of a pool's users, next to the pool's fencing counter
+ *   {p:<pool>}   a pool's online users, change log, fencing counter and badge states
+ *   {g}          cluster-wide coordination and the post change log
  */
 export class RedisKeys {
   constructor(
@@ -39,6 +40,70 @@ export class RedisKeys {
 
   badge(user: string): string {
     return `${this.prefix}:{p:${poolOf(user, this.pools)}}:badge:${user}`;
+  }
+
+  /** ZSET user → presence expiry (ms). */
+  online(pool: number): string {
+    return `${this.prefix}:{p:${pool}}:online`;
+  }
+
+  /** STREAM of PoolEvents for the pool's owner. */
+  poolEvents(pool: number): string {
+    return `${this.prefix}:{p:${pool}}:events`;
+  }
+
+  /** STRING counter: the pool's fencing token. */
+  fence(pool: number): string {
+    return `${this.prefix}:{p:${pool}}:fence`;
+  }
+
+  /** STRING counter: badge writes refused for carrying an old fencing token. */
+  staleWrites(pool: number): string {
+    return `${this.prefix}:{p:${pool}}:stale`;
+  }
+
+  /** Pub/sub channel of the pool's badge changes (SPUBLISH on Redis Cluster). */
+  badgeChannel(pool: number): string {
+    return `${this.prefix}:{p:${pool}}:changes`;
+  }
+
+  /** Redlock resource of the pool; lives on the lock quorum's servers. */
+  poolLock(pool: number): string {
+    return `${this.prefix}:lock:{p:${pool}}`;
+  }
+
+  /** STREAM of PostEvents every core follows. */
+  postEvents(): string {
+    return `${this.prefix}:{g}:posts`;
+  }
+
+  /** STRING: id of the leading bubble-server, with a TTL (the leader lease). */
+  leader(): string {
+    return `${this.prefix}:{g}:leader`;
+  }
+
+  /** ZSET node id → last heartbeat + ttl; HASH node id → NodeInfo JSON. */
+  nodesAlive(): string {
+    return `${this.prefix}:{g}:nodes`;
+  }
+
+  nodesInfo(): string {
+    return `${this.prefix}:{g}:nodeinfo`;
+  }
+
+  /** STRING: the Assignment JSON written by the leader. */
+  assignment(): string {
+    return `${this.prefix}:{g}:assignment`;
+  }
+
+  /** Pub/sub channel of sweep ticks. */
+  tickChannel(): string {
+    return `${this.prefix}:{g}:tick`;
+  }
+
+  /** HASH node id → latest SweepReport JSON. */
+  sweepReports(): string {
+    return `${this.prefix}:{g}:sweeps`;
   }
 
   /** A pattern matching every key under this prefix, for SCAN in tests and tools. */

@@ -1,0 +1,194 @@
+/**
+ * What the cluster roles (bubble-server, bubble-core, gateways) share through the store:
+ * presence, the change logs cores follow, coordination of leaders and pool owners, and
+ * fenced badge writes. Memory and Redis implementations side by side, one contract suite.
+ */
+
+/** Changes a core applies to the users of one pool, in log order. */
+export type PoolEvent =
+  | { kind: 'online'; user: string }
+  | { kind: 'offline'; user: string }
+  /** The user's follow set changed: reload it. */
+  | { kind: 'follows'; user: string }
+  /** The user's feed read cursor moved to `readAt`. */
+  | { kind: 'cursor'; user: string; readAt: number };
+
+/** Changes to the post index, in log order; every core follows all of them. */
+export type PostEvent =
+  | { kind: 'post'; author: string; id: string; ts: number }
+  | { kind: 'delete'; author: string; id: string; ts: number };
+
+export interface LogEntry<E> {
+  /** Position in the log, "<ms>-<seq>" as Redis stream ids, ordered. */
+  id: string;
+  event: E;
+}
+
+export interface LogRead<E> {
+  entries: LogEntry<E>[];
+  /**
+   * True when entries after `after` were trimmed before they could be read: the reader
+   * missed changes and must reload what it holds from the stored sources.
+   */
+  gap: boolean;
+}
+
+/** The position before any entry. */
+export const LOG_START = '0-0';
+
+export interface ChangeLog {
+  appendPoolEvents(pool: number, events: readonly PoolEvent[]): Promise<void>;
+  /** One batch for many pools: one read per pool, issued together. */
+  readPoolEvents(
+    cursors: ReadonlyArray<{ pool: number; after: string }>,
+    limit: number,
+  ): Promise<Map<number, LogRead<PoolEvent>>>;
+  /** Position of the newest pool entry (LOG_START when empty): where a new owner starts. */
+  poolLogEnd(pool: number): Promise<string>;
+
+  appendPostEvents(events: readonly PostEvent[]): Promise<void>;
+  readPostEvents(after: string, limit: number): Promise<LogRead<PostEvent>>;
+  postLogEnd(): Promise<string>;
+}
+
+export interface PresenceChange {
+  user: string;
+  /** The user was offline (or lapsed) before this call made them online, or vice versa. */
+  changed: boolean;
+}
+
+export interface PresenceStore {
+  /**
+   * Online until `now + ttlMs` (renewing extends it). Records an `online` pool event for each
+   * user who was not online before. Returns one entry per user, in input order.
+   */
+  setOnline(users: ReadonlyArray<{ user: string; ttlMs: number }>, now: number): Promise<PresenceChange[]>;
+  /** Offline now; records an `offline` pool event when the user was online. */
+  setOffline(user: string): Promise<boolean>;
+  isOnline(user: string, now: number): Promise<boolean>;
+  /**
+   * Removes up to `limit` users of `pool` whose presence lapsed at or before `now`, recording an
+   * `offline` event for each, and returns them.
+   */
+  expire(pool: number, now: number, limit: number): Promise<string[]>;
+  /** Users of `pool` online at `now`. */
+  members(pool: number, now: number): Promise<string[]>;
+  /** Online users per pool at `now` (index = pool). */
+  poolSizes(now: number): Promise<number[]>;
+}
+
+export interface NodeInfo {
+  id: string;
+  role: 'server' | 'core' | 'gateway' | 'all';
+  /** Where the node's HTTP endpoints answer, when it has any. */
+  url?: string;
+  startedAt: number;
+  /** Last heartbeat, ms. */
+  seenAt: number;
+}
+
+export interface SweepReport {
+  node: string;
+  at: number;
+  pools: number;
+  users: number;
+  changed: number;
+  durationMs: number;
+  redisCommands: number;
+  staleWritesRejected: number;
+  driftRepaired: number;
+}
+
+export interface Assignment {
+  /** Increases with every change of owners. */
+  generation: number;
+  /** owners[pool] = node id, or null while unassigned. */
+  owners: (string | null)[];
+}
+
+export interface Coordination {
+  /** Takes the leader lease if free or already ours, and extends it; true while we lead. */
+  tryLead(node: string, ttlMs: number): Promise<boolean>;
+  /** Gives the lease up if we hold it. */
+  resign(node: string): Promise<void>;
+  leader(): Promise<string | null>;
+
+  /** Announces a node; it counts as live until `seenAt + ttlMs`. */
+  heartbeat(node: NodeInfo, ttlMs: number): Promise<void>;
+  /** Forgets a node at once (clean shutdown). */
+  removeNode(node: string): Promise<void>;
+  liveNodes(now: number): Promise<NodeInfo[]>;
+
+  /** Written only by the leader. */
+  setAssignment(assignment: Assignment): Promise<void>;
+  assignment(): Promise<Assignment | null>;
+
+  /** Increments and returns the pool's fencing counter: every acquisition gets a larger token. */
+  nextFence(pool: number): Promise<number>;
+  currentFence(pool: number): Promise<number>;
+
+  /** Sweep triggers from the leader; handlers run for every tick published after subscribing. */
+  publishTick(seq: number): Promise<void>;
+  onTick(handler: (seq: number) => void): Promise<() => Promise<void>>;
+
+  reportSweep(report: SweepReport): Promise<void>;
+  /** The latest report of each node. */
+  sweepReports(): Promise<SweepReport[]>;
+}
+
+export interface FencedBadgeWrite {
+  user: string;
+  fields: Readonly<Record<string, number>>;
+}
+
+export interface FencedSaveResult {
+  /** False when `fence` is older than the pool's current token: nothing was written. */
+  accepted: boolean;
+  /** Per write, in input order, when accepted. */
+  stamps: Array<{ epoch: string; version: number; changed: boolean }>;
+}
+
+export interface BadgeChange {
+  user: string;
+  epoch: string;
+  version: number;
+  fields: Record<string, number>;
+  computedAt: number;
+}
+
+export interface FencedBadges {
+  /**
+   * Writes the badge states of users of one pool in one step, guarded by the pool's fencing
+   * token; each changed state gets the next version and is published as a BadgeChange.
+   * A rejected write is counted in the pool's stale-write counter.
+   */
+  saveFenced(
+    pool: number,
+    fence: number,
+    writes: readonly FencedBadgeWrite[],
+    computedAt: number,
+  ): Promise<FencedSaveResult>;
+  staleWritesRejected(pool: number): Promise<number>;
+  /** Receives every published change of the given pools. */
+  subscribe(pools: readonly number[], handler: (pool: number, changes: BadgeChange[]) => void): Promise<() => Promise<void>>;
+}
+
+export interface HeldLock {
+  readonly resource: string;
+  /** Aborted when the lock is lost (an extension failed or it expired) or released. */
+  readonly signal: AbortSignal;
+  /** Wall-clock ms until which the lock is known to be held; writes must stop before it. */
+  validUntil(): number;
+  /** Stops extending and releases it; harmless to call twice. */
+  release(): Promise<void>;
+}
+
+/**
+ * Exclusive, self-extending locks on pools. The Redis implementation is Redlock over a quorum
+ * of independent masters; the memory one serves a single process.
+ */
+export interface PoolLocks {
+  /** One attempt; null when another holder has the lock. Extended every ttl/3 until lost. */
+  tryAcquire(pool: number, ttlMs: number): Promise<HeldLock | null>;
+  close(): Promise<void>;
+}
