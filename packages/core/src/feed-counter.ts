@@ -1,0 +1,403 @@
+import { InternTable, growFloat64, growInt32, idHash } from './intern-table.js';
+import { TimeHeap } from './time-heap.js';
+
+/** A post as the counter keeps it: no id string, just its hash. */
+export interface WindowPost {
+  id: string;
+  ts: number;
+}
+
+/**
+ * The feed bubble of every user a core holds, kept exact incrementally.
+ *
+ * For each held user u it maintains
+ *     count[u] = #{ posts p of authors u follows : max(readAt[u], T − L) < ts(p) ≤ T }
+ * at the time T of the last advanceTo(). Posts live in per-author sorted windows (ts > T − L);
+ * a reverse index (author → followers) turns a new post, a delete, a post becoming due
+ * (ts reached) or expiring (ts left the lookback) into one walk over that author's followers.
+ * Nothing here walks users × follows except recompute(), which is per user and used only when
+ * that user's own inputs change.
+ */
+export class FeedCounter {
+  readonly users = new InternTable();
+  readonly authors = new InternTable();
+  private readonly lookbackMs: number;
+  private now = -Infinity;
+
+  private userFollows: (Int32Array | undefined)[] = [];
+  private readAt = new Float64Array(0);
+  private count = new Int32Array(0);
+  private dirtyMark = new Uint8Array(0);
+  private dirtyList: number[] = [];
+
+  private followers: (Int32Array<ArrayBuffer> | undefined)[] = [];
+  private followerCount = new Int32Array(0);
+  /** 1 once an author's stored posts have been loaded into its window. */
+  private tracked = new Uint8Array(0);
+  private postTs: (Float64Array<ArrayBuffer> | undefined)[] = [];
+  private postHash: (Int32Array<ArrayBuffer> | undefined)[] = [];
+  private postStart = new Int32Array(0);
+  private postEnd = new Int32Array(0);
+
+  private readonly expiries = new TimeHeap();
+  private readonly arrivals = new TimeHeap();
+
+  constructor(options: { lookbackMs: number }) {
+    this.lookbackMs = options.lookbackMs;
+  }
+
+  get time(): number {
+    return this.now;
+  }
+
+  get userCount(): number {
+    return this.users.size;
+  }
+
+  get trackedAuthorCount(): number {
+    return this.authors.size;
+  }
+
+  hasUser(user: string): boolean {
+    return this.users.idOf(user) !== undefined;
+  }
+
+  countOf(user: string): number | undefined {
+    const u = this.users.idOf(user);
+    return u === undefined ? undefined : this.count[u];
+  }
+
+  readAtOf(user: string): number | null {
+    const u = this.users.idOf(user);
+    if (u === undefined) return null;
+    const at = this.readAt[u]!;
+    return at === -Infinity ? null : at;
+  }
+
+  followsOf(user: string): string[] {
+    const u = this.users.idOf(user);
+    const follows = u === undefined ? undefined : this.userFollows[u];
+    return follows ? Array.from(follows, (a) => this.authors.nameOf(a)) : [];
+  }
+
+  /** Users whose count changed since the last call, each once. */
+  takeDirty(): string[] {
+    const out = this.dirtyList.map((u) => this.users.nameOf(u));
+    for (const u of this.dirtyList) this.dirtyMark[u] = 0;
+    this.dirtyList = [];
+    return out;
+  }
+
+  /**
+   * Moves the counter's clock to T: posts whose ts has come count from now on, posts that left
+   * the lookback stop counting. Time never moves back.
+   */
+  advanceTo(time: number): void {
+    if (time <= this.now) return;
+    const previous = this.now;
+    this.now = time;
+    const horizon = time - this.lookbackMs;
+    while (this.expiries.peekTs() <= horizon) {
+      this.expiries.pop((_ts, author) => this.trimAuthor(author, horizon, previous));
+    }
+    while (this.arrivals.peekTs() <= time) {
+      this.arrivals.pop((ts, author, hash) => {
+        if (ts > horizon && this.findPost(author, ts, hash) >= 0) this.walk(author, ts, 1);
+      });
+    }
+  }
+
+  /**
+   * Adds or replaces a user. Returns the authors whose posts must be loaded (loadAuthor) before
+   * the user's count is right; recompute() the user afterwards.
+   */
+  setUser(user: string, follows: readonly string[], readAt: number | null): string[] {
+    const u = this.users.intern(user);
+    this.ensureUserCapacity(u + 1);
+    this.readAt[u] = readAt ?? -Infinity;
+    return this.setFollowsOf(u, follows);
+  }
+
+  /** Replaces the user's follow set; returns authors to load, as setUser. */
+  setFollows(user: string, follows: readonly string[]): string[] {
+    const u = this.users.idOf(user);
+    return u === undefined ? [] : this.setFollowsOf(u, follows);
+  }
+
+  /** readAt := max(readAt, at), then the count is recomputed. */
+  advanceReadAt(user: string, at: number): void {
+    const u = this.users.idOf(user);
+    if (u === undefined || at <= this.readAt[u]!) return;
+    this.readAt[u] = at;
+    this.recomputeId(u);
+  }
+
+  removeUser(user: string): void {
+    const u = this.users.idOf(user);
+    if (u === undefined) return;
+    const follows = this.userFollows[u];
+    if (follows) for (const a of follows) this.removeFollower(a, u);
+    this.userFollows[u] = undefined;
+    this.count[u] = 0;
+    this.readAt[u] = -Infinity;
+    this.users.release(u);
+  }
+
+  /** Authors that are followed but whose posts are not loaded yet. */
+  isAuthorLoaded(author: string): boolean {
+    const a = this.authors.idOf(author);
+    return a !== undefined && this.tracked[a] === 1;
+  }
+
+  /**
+   * Fills an author's window from the stored posts. Posts already present (from the change log)
+   * are recognised by (ts, id) and not counted twice. Followers must be recomputed afterwards.
+   */
+  loadAuthor(author: string, posts: readonly WindowPost[]): void {
+    const a = this.authors.idOf(author);
+    if (a === undefined || this.followerCount[a] === 0) return;
+    this.tracked[a] = 1;
+    for (const post of posts) this.insertPost(a, post.ts, idHash(post.id), false);
+  }
+
+  /** Recomputes one user from the windows: O(follows × log posts). */
+  recompute(user: string): void {
+    const u = this.users.idOf(user);
+    if (u !== undefined) this.recomputeId(u);
+  }
+
+  /** A new post from the change log. Ignored unless a held user follows its author. */
+  addPost(author: string, id: string, ts: number): void {
+    const a = this.authors.idOf(author);
+    if (a === undefined || this.tracked[a] !== 1) return;
+    if (ts <= this.now - this.lookbackMs) return;
+    this.insertPost(a, ts, idHash(id), true);
+  }
+
+  deletePost(author: string, id: string, ts: number): void {
+    const a = this.authors.idOf(author);
+    if (a === undefined || this.tracked[a] !== 1) return;
+    const at = this.findPost(a, ts, idHash(id));
+    if (at < 0) return;
+    this.removeAt(a, at);
+    if (ts <= this.now) this.walk(a, ts, -1);
+  }
+
+  /** Every held user, for reconciliation and pool hand-over. */
+  heldUsers(): string[] {
+    const out: string[] = [];
+    for (let u = 0; u < this.users.capacity; u++) {
+      if (this.userFollows[u] !== undefined || this.count[u] !== 0) out.push(this.users.nameOf(u));
+    }
+    return out;
+  }
+
+  private setFollowsOf(u: number, follows: readonly string[]): string[] {
+    const old = this.userFollows[u];
+    const next = new Int32Array(new Set(follows).size);
+    const toLoad: string[] = [];
+    let i = 0;
+    for (const name of new Set(follows)) {
+      const a = this.authors.intern(name);
+      this.ensureAuthorCapacity(a + 1);
+      next[i++] = a;
+    }
+    const oldSet = new Set(old ?? []);
+    const nextSet = new Set(next);
+    if (old) for (const a of old) if (!nextSet.has(a)) this.removeFollower(a, u);
+    for (const a of next) {
+      if (!oldSet.has(a)) this.addFollower(a, u);
+      if (this.tracked[a] !== 1) toLoad.push(this.authors.nameOf(a));
+    }
+    this.userFollows[u] = next;
+    return toLoad;
+  }
+
+  private recomputeId(u: number): void {
+    const follows = this.userFollows[u];
+    let total = 0;
+    if (follows) {
+      const after = Math.max(this.readAt[u]!, this.now - this.lookbackMs);
+      for (const a of follows) total += this.countBetween(a, after, this.now);
+    }
+    if (total !== this.count[u]) {
+      this.count[u] = total;
+      this.markDirty(u);
+    }
+  }
+
+  /** Adds `delta` to every follower for whom a post at `ts` counts (readAt < ts). */
+  private walk(a: number, ts: number, delta: number): void {
+    const list = this.followers[a];
+    if (!list) return;
+    const n = this.followerCount[a]!;
+    const readAt = this.readAt;
+    const count = this.count;
+    const mark = this.dirtyMark;
+    for (let i = 0; i < n; i++) {
+      const u = list[i]!;
+      if (readAt[u]! < ts) {
+        count[u]! += delta;
+        if (mark[u] === 0) {
+          mark[u] = 1;
+          this.dirtyList.push(u);
+        }
+      }
+    }
+  }
+
+  private insertPost(a: number, ts: number, hash: number, countIt: boolean): void {
+    let tsArr = this.postTs[a];
+    let hashArr = this.postHash[a];
+    if (!tsArr || !hashArr) {
+      tsArr = this.postTs[a] = new Float64Array(8);
+      hashArr = this.postHash[a] = new Int32Array(8);
+      this.postStart[a] = 0;
+      this.postEnd[a] = 0;
+    }
+    const start = this.postStart[a]!;
+    let end = this.postEnd[a]!;
+    const at = upperBound(tsArr, start, end, ts);
+    for (let i = at - 1; i >= start && tsArr[i] === ts; i--) if (hashArr[i] === hash) return;
+    if (end === tsArr.length) {
+      // Compact the trimmed head first; grow only when the live part is really full.
+      const live = end - start;
+      const size = live + 1 > tsArr.length / 2 ? tsArr.length * 2 : tsArr.length;
+      const nextTs = new Float64Array(size);
+      const nextHash = new Int32Array(size);
+      nextTs.set(tsArr.subarray(start, end));
+      nextHash.set(hashArr.subarray(start, end));
+      this.postTs[a] = tsArr = nextTs;
+      this.postHash[a] = hashArr = nextHash;
+      this.postStart[a] = 0;
+      this.postEnd[a] = end = live;
+      return this.insertPost(a, ts, hash, countIt);
+    }
+    if (at < end) {
+      tsArr.copyWithin(at + 1, at, end);
+      hashArr.copyWithin(at + 1, at, end);
+    }
+    tsArr[at] = ts;
+    hashArr[at] = hash;
+    this.postEnd[a] = end + 1;
+    this.expiries.push(ts, a, hash);
+    if (ts > this.now) this.arrivals.push(ts, a, hash);
+    else if (countIt) this.walk(a, ts, 1);
+  }
+
+  private findPost(a: number, ts: number, hash: number): number {
+    const tsArr = this.postTs[a];
+    const hashArr = this.postHash[a];
+    if (!tsArr || !hashArr) return -1;
+    const start = this.postStart[a]!;
+    for (
+      let i = upperBound(tsArr, start, this.postEnd[a]!, ts) - 1;
+      i >= start && tsArr[i] === ts;
+      i--
+    ) {
+      if (hashArr[i] === hash) return i;
+    }
+    return -1;
+  }
+
+  private removeAt(a: number, at: number): void {
+    const tsArr = this.postTs[a]!;
+    const hashArr = this.postHash[a]!;
+    const end = this.postEnd[a]!;
+    tsArr.copyWithin(at, at + 1, end);
+    hashArr.copyWithin(at, at + 1, end);
+    this.postEnd[a] = end - 1;
+  }
+
+  /** Drops posts with ts ≤ horizon; those that were counted (ts ≤ previous T) stop counting. */
+  private trimAuthor(a: number, horizon: number, previous: number): void {
+    const tsArr = this.postTs[a];
+    if (!tsArr) return;
+    let start = this.postStart[a]!;
+    const end = this.postEnd[a]!;
+    while (start < end && tsArr[start]! <= horizon) {
+      const ts = tsArr[start++]!;
+      if (ts <= previous) this.walk(a, ts, -1);
+    }
+    this.postStart[a] = start;
+  }
+
+  private countBetween(a: number, after: number, until: number): number {
+    const tsArr = this.postTs[a];
+    if (!tsArr || until <= after) return 0;
+    const start = this.postStart[a]!;
+    const end = this.postEnd[a]!;
+    return upperBound(tsArr, start, end, until) - upperBound(tsArr, start, end, after);
+  }
+
+  private addFollower(a: number, u: number): void {
+    const n = this.followerCount[a]!;
+    let list = this.followers[a];
+    if (!list || list.length === n) {
+      list = this.followers[a] = growInt32(list ?? new Int32Array(0), n + 1);
+    }
+    list[n] = u;
+    this.followerCount[a] = n + 1;
+  }
+
+  private removeFollower(a: number, u: number): void {
+    const list = this.followers[a];
+    if (!list) return;
+    const n = this.followerCount[a]!;
+    for (let i = 0; i < n; i++) {
+      if (list[i] === u) {
+        list[i] = list[n - 1]!;
+        this.followerCount[a] = n - 1;
+        break;
+      }
+    }
+    if (this.followerCount[a] === 0) this.untrack(a);
+  }
+
+  /** An author nobody held follows: forget its window so memory follows what is live. */
+  private untrack(a: number): void {
+    this.tracked[a] = 0;
+    this.postTs[a] = undefined;
+    this.postHash[a] = undefined;
+    this.postStart[a] = 0;
+    this.postEnd[a] = 0;
+    this.followers[a] = undefined;
+    this.authors.release(a);
+  }
+
+  private markDirty(u: number): void {
+    if (this.dirtyMark[u] === 0) {
+      this.dirtyMark[u] = 1;
+      this.dirtyList.push(u);
+    }
+  }
+
+  private ensureUserCapacity(n: number): void {
+    if (this.readAt.length >= n) return;
+    this.readAt = growFloat64(this.readAt, n, -Infinity);
+    this.count = growInt32(this.count, n);
+    const mark = new Uint8Array(this.readAt.length);
+    mark.set(this.dirtyMark);
+    this.dirtyMark = mark;
+  }
+
+  private ensureAuthorCapacity(n: number): void {
+    if (this.followerCount.length >= n) return;
+    this.followerCount = growInt32(this.followerCount, n);
+    this.postStart = growInt32(this.postStart, n);
+    this.postEnd = growInt32(this.postEnd, n);
+    const tracked = new Uint8Array(this.followerCount.length);
+    tracked.set(this.tracked);
+    this.tracked = tracked;
+  }
+}
+
+/** First index in [lo, hi) whose value is > x. */
+function upperBound(sorted: Float64Array, lo: number, hi: number, x: number): number {
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (sorted[mid]! <= x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
