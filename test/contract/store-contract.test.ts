@@ -1,10 +1,10 @@
 /**
  * The BubbleStore contract (packages/store/src/types.ts), run against both engines, plus the
- * feed-bubble rules of BadgeService (docs: /shared/spec/semantics.md, "Feed bubble") on top of
+ * feed-bubble rules of BadgeService (semantics.md, "Feed bubble") on top of
  * each engine. Both engines must pass the very same assertions.
  */
 import { BubbleError, DAY_MS, HOUR_MS, MINUTE_MS, type ErrorCode } from '@bubble/protocol';
-import type { BubbleStore, Post } from '@bubble/store';
+import { RedisStore, type BubbleStore, type Post } from '@bubble/store';
 import { expect, it } from 'vitest';
 import { T0, describeEachEngine, manualService, scanKeys } from '../support/engines.js';
 
@@ -192,7 +192,7 @@ describeEachEngine('BubbleStore contract', (ctx) => {
   });
 
   it('ingest trims entries at or before minTs', async () => {
-    const { store, admin, engine } = ctx();
+    const { store, admin } = ctx();
     await store.posts.ingest(
       [
         { author: 'a', id: 'p1', ts: 100 },
@@ -206,9 +206,8 @@ describeEachEngine('BubbleStore contract', (ctx) => {
     // p1 and p2 (at or before 200) are gone even to a count that asks for them.
     expect(await countAll(store, ['a'])).toBe(2);
     expect(await store.posts.countBetween(['a'], 0, 200)).toBe(0);
-    if (engine === 'redis') {
-      const { keys } = store as unknown as { keys: { posts(a: string): string } };
-      expect(await admin!.zrange(keys.posts('a'), 0, -1)).toEqual(['p3', 'p4']);
+    if (store instanceof RedisStore && admin) {
+      expect(await admin.zrange(store.keys.posts('a'), '0', '-1')).toEqual(['p3', 'p4']);
     }
     // Once trimmed, the id is forgotten: the index only remembers the lookback window.
     expect(await store.posts.ingest([{ author: 'a', id: 'p1', ts: 500 }], 200)).toEqual({
@@ -701,7 +700,7 @@ describeEachEngine('BubbleStore contract', (ctx) => {
     expect(badge.feed).toBe(expected);
     expect(badge.display).toBe('99+');
     // One batch, not 2000 round trips: generous bound, this is not a benchmark.
-    expect(elapsed).toBeLessThan(2_000);
+    expect(elapsed).toBeLessThan(5_000);
   });
 
   it('service: errors carry the status of their code', async () => {

@@ -145,15 +145,20 @@ describe('FeedCounter', () => {
     );
   });
 
-  it('reports each changed user once as dirty', () => {
+  it('hands out each changed count once', () => {
     const counter = new FeedCounter({ lookbackMs: L });
     counter.advanceTo(5000);
-    load(counter, new Model(), counter.setUser('u0', ['a0'], null));
+    counter.setUser('u0', ['a0'], null);
+    counter.setUser('u1', ['a1'], null);
     counter.loadAuthor('a0', []);
-    counter.takeDirty();
+    counter.loadAuthor('a1', []);
+    const first = counter.takeChanged();
+    expect(Array.from(first.ids, (id) => counter.nameAt(id)).sort()).toEqual(['u0', 'u1']);
     counter.addPost('a0', 'p1', 4990);
     counter.addPost('a0', 'p2', 4995);
-    expect(counter.takeDirty()).toEqual(['u0']);
-    expect(counter.takeDirty()).toEqual([]);
+    const second = counter.takeChanged();
+    expect(Array.from(second.ids, (id) => counter.nameAt(id))).toEqual(['u0']);
+    expect(Array.from(second.counts)).toEqual([2]);
+    expect(counter.takeChanged().ids.length).toBe(0);
   });
 });

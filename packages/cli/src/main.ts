@@ -1,5 +1,6 @@
 import { mintToken } from '@bubble/gateway';
 import { Command, InvalidArgumentError } from 'commander';
+import { runBench, SCENARIOS } from './bench-command.js';
 import { loadConfig } from './config.js';
 import { createLogger } from './logger.js';
 import { startAll } from './roles/all.js';
@@ -49,6 +50,17 @@ export async function main(argv: string[]): Promise<void> {
       process.stdout.write(
         `export BUBBLE_API_KEY='${auth.apiKey}'\nexport BUBBLE_JWT_SECRET='${auth.jwtSecret}'\n`,
       );
+    });
+
+  program
+    .command('bench')
+    .description(
+      `run benchmarks of docs/benchmarks.md: ${Object.keys(SCENARIOS).join(', ')} (default all)`,
+    )
+    .argument('[scenario...]', 'scenario ids')
+    .action(async (names: string[]) => {
+      await runBench(names);
+      process.exit(0);
     });
 
   await program.parseAsync(argv);

@@ -1,6 +1,12 @@
 import { InternTable, growFloat64, growInt32, idHash } from './intern-table.js';
 import { TimeHeap } from './time-heap.js';
 
+export interface ChangedCounts {
+  /** User ids (see nameAt) whose count changed; valid until the next takeChanged(). */
+  ids: Int32Array;
+  counts: Int32Array;
+}
+
 /** A post as the counter keeps it: no id string, just its hash. */
 export interface WindowPost {
   id: string;
@@ -27,8 +33,12 @@ export class FeedCounter {
   private userFollows: (Int32Array | undefined)[] = [];
   private readAt = new Float64Array(0);
   private count = new Int32Array(0);
-  private dirtyMark = new Uint8Array(0);
-  private dirtyList: number[] = [];
+  /** The count last handed out by takeChanged(); -1 before the first time. */
+  private reported = new Int32Array(0);
+  /** 1 for ids of users held now. */
+  private held = new Uint8Array(0);
+  private changedIds = new Int32Array(0);
+  private changedCounts = new Int32Array(0);
 
   private followers: (Int32Array<ArrayBuffer> | undefined)[] = [];
   private followerCount = new Int32Array(0);
@@ -38,6 +48,9 @@ export class FeedCounter {
   private postHash: (Int32Array<ArrayBuffer> | undefined)[] = [];
   private postStart = new Int32Array(0);
   private postEnd = new Int32Array(0);
+
+  private scratch = new Int32Array(0);
+  private scratchStamp = 0;
 
   private readonly expiries = new TimeHeap();
   private readonly arrivals = new TimeHeap();
@@ -80,12 +93,42 @@ export class FeedCounter {
     return follows ? Array.from(follows, (a) => this.authors.nameOf(a)) : [];
   }
 
-  /** Users whose count changed since the last call, each once. */
-  takeDirty(): string[] {
-    const out = this.dirtyList.map((u) => this.users.nameOf(u));
-    for (const u of this.dirtyList) this.dirtyMark[u] = 0;
-    this.dirtyList = [];
-    return out;
+  /**
+   * Users whose count differs from the one last handed out, with their counts. A scan of one
+   * typed array: cheaper than marking users inside the follower walks.
+   */
+  takeChanged(): ChangedCounts {
+    const capacity = this.users.capacity;
+    const count = this.count;
+    const reported = this.reported;
+    const held = this.held;
+    if (this.changedIds.length < capacity) {
+      this.changedIds = new Int32Array(capacity);
+      this.changedCounts = new Int32Array(capacity);
+    }
+    const ids = this.changedIds;
+    const counts = this.changedCounts;
+    let n = 0;
+    for (let u = 0; u < capacity; u++) {
+      const c = count[u]!;
+      if (c !== reported[u] && held[u] === 1) {
+        reported[u] = c;
+        ids[n] = u;
+        counts[n++] = c;
+      }
+    }
+    return { ids: ids.subarray(0, n), counts: counts.subarray(0, n) };
+  }
+
+  /** Records that `count` is what the user's stored badge already shows. */
+  markReported(user: string, count: number): void {
+    const u = this.users.idOf(user);
+    if (u !== undefined) this.reported[u] = count;
+  }
+
+  /** Names of takeChanged() ids. */
+  nameAt(id: number): string {
+    return this.users.nameOf(id);
   }
 
   /**
@@ -112,9 +155,12 @@ export class FeedCounter {
    * the user's count is right; recompute() the user afterwards.
    */
   setUser(user: string, follows: readonly string[], readAt: number | null): string[] {
+    const fresh = this.users.idOf(user) === undefined;
     const u = this.users.intern(user);
     this.ensureUserCapacity(u + 1);
     this.readAt[u] = readAt ?? -Infinity;
+    if (fresh) this.reported[u] = -1;
+    this.held[u] = 1;
     return this.setFollowsOf(u, follows);
   }
 
@@ -138,6 +184,7 @@ export class FeedCounter {
     const follows = this.userFollows[u];
     if (follows) for (const a of follows) this.removeFollower(a, u);
     this.userFollows[u] = undefined;
+    this.held[u] = 0;
     this.count[u] = 0;
     this.readAt[u] = -Infinity;
     this.users.release(u);
@@ -157,7 +204,44 @@ export class FeedCounter {
     const a = this.authors.idOf(author);
     if (a === undefined || this.followerCount[a] === 0) return;
     this.tracked[a] = 1;
-    for (const post of posts) this.insertPost(a, post.ts, idHash(post.id), false);
+    const horizon = this.now - this.lookbackMs;
+    const incoming = posts.filter((post) => post.ts > horizon);
+    if (incoming.length === 0) return;
+    incoming.sort((x, y) => x.ts - y.ts);
+    const tsArr = this.postTs[a];
+    const start = this.postStart[a]!;
+    const end = this.postEnd[a]!;
+    const size = end - start + incoming.length;
+    const nextTs = new Float64Array(Math.max(8, size * 1.25) | 0);
+    const nextHash = new Int32Array(nextTs.length);
+    let n = 0;
+    let i = start;
+    let j = 0;
+    // Merge the sorted window with the sorted load, skipping posts the window already holds.
+    while (i < end || j < incoming.length) {
+      const takeOld = j >= incoming.length || (i < end && tsArr![i]! <= incoming[j]!.ts);
+      if (takeOld) {
+        nextTs[n] = tsArr![i]!;
+        nextHash[n++] = this.postHash[a]![i++]!;
+        continue;
+      }
+      const post = incoming[j++]!;
+      const hash = idHash(post.id);
+      let present = false;
+      for (let k = n - 1; k >= 0 && nextTs[k] === post.ts; k--)
+        if (nextHash[k] === hash) present = true;
+      for (let k = i; !present && k < end && tsArr![k] === post.ts; k++)
+        if (this.postHash[a]![k] === hash) present = true;
+      if (present) continue;
+      nextTs[n] = post.ts;
+      nextHash[n++] = hash;
+      this.expiries.push(post.ts, a, hash);
+      if (post.ts > this.now) this.arrivals.push(post.ts, a, hash);
+    }
+    this.postTs[a] = nextTs;
+    this.postHash[a] = nextHash;
+    this.postStart[a] = 0;
+    this.postEnd[a] = n;
   }
 
   /** Recomputes one user from the windows: O(follows × log posts). */
@@ -194,23 +278,41 @@ export class FeedCounter {
 
   private setFollowsOf(u: number, follows: readonly string[]): string[] {
     const old = this.userFollows[u];
-    const next = new Int32Array(new Set(follows).size);
+    const seen = this.scratchMark();
+    const next = new Int32Array(follows.length);
     const toLoad: string[] = [];
-    let i = 0;
-    for (const name of new Set(follows)) {
+    let n = 0;
+    for (const name of follows) {
       const a = this.authors.intern(name);
       this.ensureAuthorCapacity(a + 1);
-      next[i++] = a;
+      this.scratch = growInt32(this.scratch, a + 1);
+      if (this.scratch[a] === seen) continue;
+      this.scratch[a] = seen;
+      next[n++] = a;
     }
-    const oldSet = new Set(old ?? []);
-    const nextSet = new Set(next);
-    if (old) for (const a of old) if (!nextSet.has(a)) this.removeFollower(a, u);
-    for (const a of next) {
-      if (!oldSet.has(a)) this.addFollower(a, u);
-      if (this.tracked[a] !== 1) toLoad.push(this.authors.nameOf(a));
+    const kept = n === next.length ? next : next.slice(0, n);
+    if (old) {
+      const stillFollowed = this.scratchMark();
+      for (const a of kept) this.scratch[a] = stillFollowed;
+      for (const a of old) if (this.scratch[a] !== stillFollowed) this.removeFollower(a, u);
+      const wasFollowed = this.scratchMark();
+      for (const a of old) this.scratch[a] = wasFollowed;
+      for (const a of kept) if (this.scratch[a] !== wasFollowed) this.addFollower(a, u);
+    } else {
+      for (const a of kept) this.addFollower(a, u);
     }
-    this.userFollows[u] = next;
+    for (const a of kept) if (this.tracked[a] !== 1) toLoad.push(this.authors.nameOf(a));
+    this.userFollows[u] = kept;
     return toLoad;
+  }
+
+  /** A fresh stamp for the per-author scratch marks: set membership without allocating a Set. */
+  private scratchMark(): number {
+    if (++this.scratchStamp === 0x7fffffff) {
+      this.scratch.fill(0);
+      this.scratchStamp = 1;
+    }
+    return this.scratchStamp;
   }
 
   private recomputeId(u: number): void {
@@ -220,10 +322,7 @@ export class FeedCounter {
       const after = Math.max(this.readAt[u]!, this.now - this.lookbackMs);
       for (const a of follows) total += this.countBetween(a, after, this.now);
     }
-    if (total !== this.count[u]) {
-      this.count[u] = total;
-      this.markDirty(u);
-    }
+    this.count[u] = total;
   }
 
   /** Adds `delta` to every follower for whom a post at `ts` counts (readAt < ts). */
@@ -233,16 +332,9 @@ export class FeedCounter {
     const n = this.followerCount[a]!;
     const readAt = this.readAt;
     const count = this.count;
-    const mark = this.dirtyMark;
     for (let i = 0; i < n; i++) {
       const u = list[i]!;
-      if (readAt[u]! < ts) {
-        count[u]! += delta;
-        if (mark[u] === 0) {
-          mark[u] = 1;
-          this.dirtyList.push(u);
-        }
-      }
+      if (readAt[u]! < ts) count[u]! += delta;
     }
   }
 
@@ -365,20 +457,14 @@ export class FeedCounter {
     this.authors.release(a);
   }
 
-  private markDirty(u: number): void {
-    if (this.dirtyMark[u] === 0) {
-      this.dirtyMark[u] = 1;
-      this.dirtyList.push(u);
-    }
-  }
-
   private ensureUserCapacity(n: number): void {
     if (this.readAt.length >= n) return;
     this.readAt = growFloat64(this.readAt, n, -Infinity);
     this.count = growInt32(this.count, n);
-    const mark = new Uint8Array(this.readAt.length);
-    mark.set(this.dirtyMark);
-    this.dirtyMark = mark;
+    this.reported = growInt32(this.reported, n);
+    const held = new Uint8Array(this.readAt.length);
+    held.set(this.held);
+    this.held = held;
   }
 
   private ensureAuthorCapacity(n: number): void {

@@ -1,5 +1,12 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  STATUS_CODES,
+  createServer,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { BubbleError } from '@bubble/protocol';
 import type { BadgeService } from '@bubble/core';
 import type { Logger } from 'pino';
@@ -64,6 +71,9 @@ export class HttpGateway {
       void this.handle(req, res);
     });
     this.server.keepAliveTimeout = 65_000;
+    this.server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) =>
+      answerClientError(err, socket),
+    );
   }
 
   async listen(port: number, host = '0.0.0.0'): Promise<AddressInfo> {
@@ -146,6 +156,36 @@ export class HttpGateway {
     }
     sendError(res, error, error.code === 'UB_ERR_TOO_LARGE' ? { connection: 'close' } : {});
   }
+}
+
+/**
+ * A request node:http cannot parse still gets the contract's JSON error body (node's default
+ * answer has none). Timeouts and resets just close the connection.
+ */
+function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+  // Never write into a response already under way on this connection.
+  const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (
+    err.code === 'ECONNRESET' ||
+    err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ||
+    !socket.writable ||
+    inFlight?.headersSent
+  ) {
+    socket.destroy();
+    return;
+  }
+  const error =
+    err.code === 'HPE_HEADER_OVERFLOW' || err.code === 'HPE_CHUNK_EXTENSIONS_OVERFLOW'
+      ? new BubbleError('UB_ERR_TOO_LARGE', 'the request head is too large')
+      : new BubbleError('UB_ERR_BAD_REQUEST', 'the request is not valid HTTP/1.1');
+  const body = JSON.stringify(error.toJSON());
+  socket.end(
+    `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\n` +
+      'content-type: application/json; charset=utf-8\r\n' +
+      `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
+  // Let the answer drain, but keep no half-closed connection around.
+  setTimeout(() => socket.destroy(), 1000).unref();
 }
 
 const CREDENTIAL_PARAMS = ['token', 'access_token', 'jwt', 'api_key', 'apikey', 'key'];

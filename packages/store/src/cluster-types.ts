@@ -62,7 +62,10 @@ export interface PresenceStore {
    * Online until `now + ttlMs` (renewing extends it). Records an `online` pool event for each
    * user who was not online before. Returns one entry per user, in input order.
    */
-  setOnline(users: ReadonlyArray<{ user: string; ttlMs: number }>, now: number): Promise<PresenceChange[]>;
+  setOnline(
+    users: ReadonlyArray<{ user: string; ttlMs: number }>,
+    now: number,
+  ): Promise<PresenceChange[]>;
   /** Offline now; records an `offline` pool event when the user was online. */
   setOffline(user: string): Promise<boolean>;
   isOnline(user: string, now: number): Promise<boolean>;
@@ -170,7 +173,10 @@ export interface FencedBadges {
   ): Promise<FencedSaveResult>;
   staleWritesRejected(pool: number): Promise<number>;
   /** Receives every published change of the given pools. */
-  subscribe(pools: readonly number[], handler: (pool: number, changes: BadgeChange[]) => void): Promise<() => Promise<void>>;
+  subscribe(
+    pools: readonly number[],
+    handler: (pool: number, changes: BadgeChange[]) => void,
+  ): Promise<() => Promise<void>>;
 }
 
 export interface HeldLock {

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { BubbleError, LIMITS, describeIssues } from '@bubble/protocol';
+import { BubbleError, ID_PATTERN, LIMITS, describeIssues } from '@bubble/protocol';
 import type { z } from 'zod';
 
 /**
@@ -40,11 +40,19 @@ export async function readBody<T extends z.ZodType>(
 ): Promise<z.infer<T>> {
   const parsed = schema.safeParse(await readJson(req));
   if (!parsed.success) {
-    throw new BubbleError('UB_ERR_BAD_REQUEST', describeIssues(parsed.error), {
-      cause: parsed.error,
-    });
+    // A string breaking the id grammar is UB_ERR_BAD_ID wherever it appears (semantics.md).
+    const code = parsed.error.issues.every(isBadId) ? 'UB_ERR_BAD_ID' : 'UB_ERR_BAD_REQUEST';
+    throw new BubbleError(code, describeIssues(parsed.error), { cause: parsed.error });
   }
   return parsed.data;
+}
+
+const ID_PATTERN_SOURCE = String(ID_PATTERN);
+
+function isBadId(issue: z.ZodError['issues'][number]): boolean {
+  return (
+    issue.code === 'invalid_format' && 'pattern' in issue && issue.pattern === ID_PATTERN_SOURCE
+  );
 }
 
 function tooLarge(limit: number): BubbleError {

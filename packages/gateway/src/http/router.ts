@@ -64,7 +64,9 @@ function matchSegments(pattern: string[], parts: string[]): Params | null {
       try {
         decoded = decodeURIComponent(got);
       } catch {
-        return null;
+        // A malformed escape is a bad id on a known route (400), not an unknown route (404):
+        // the raw segment keeps its '%', which no id may contain.
+        decoded = got;
       }
       if (decoded === '') return null;
       params[want.slice(1)] = decoded;

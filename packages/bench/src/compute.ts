@@ -1,0 +1,197 @@
+import { FeedCounter } from '@bubble/core';
+import { DAY_MS } from '@bubble/protocol';
+import { startRedisServer } from '@bubble/test-utils';
+import { Redis } from 'ioredis';
+import { buildWorkload, percentile, postBatch, type Workload } from './workload.js';
+
+export interface ComputeOptions {
+  users: number;
+  authors: number;
+  windowPosts: number;
+  rounds: number;
+  /** Upper bound on the time the naive baseline may run. */
+  naiveSeconds: number;
+  seed: number;
+  log: (line: string) => void;
+}
+
+export const COMPUTE_DEFAULTS: ComputeOptions = {
+  users: 100_000,
+  authors: 50_000,
+  windowPosts: 500_000,
+  rounds: 7,
+  naiveSeconds: 5,
+  seed: 42,
+  log: () => {},
+};
+
+const LOOKBACK = 7 * DAY_MS;
+const NOW = Date.UTC(2026, 10, 30);
+
+interface RoundFigures {
+  usersPerSec: number;
+  changedPerRound: number;
+  medianMs: number;
+}
+
+/**
+ * bench.md "compute": one core's in-process compute for 100k held users when posts from 1,000
+ * distinct authors arrive, against the naive design (one pipelined ZCOUNT per followee).
+ */
+export async function benchCompute(partial: Partial<ComputeOptions> = {}) {
+  const options = { ...COMPUTE_DEFAULTS, ...partial };
+  const redis = await startRedisServer();
+  const client = new Redis(redis.url);
+  try {
+    const figures200 = await measure(200, options, client, true);
+    const figures2000 = await measure(2000, options, client, false);
+    return {
+      scenario: 'compute',
+      users: options.users,
+      authorsPosting: 1000,
+      usersPerSec_200: Math.round(figures200.ours.usersPerSec),
+      usersPerSec_2000: Math.round(figures2000.ours.usersPerSec),
+      changedPerRound_200: figures200.ours.changedPerRound,
+      changedPerRound_2000: figures2000.ours.changedPerRound,
+      roundMedianMs_200: round2(figures200.ours.medianMs),
+      roundMedianMs_2000: round2(figures2000.ours.medianMs),
+      naiveUsersPerSec_200: Math.round(figures200.naive!),
+      ratio_200: Math.round(figures200.ours.usersPerSec / figures200.naive!),
+    };
+  } finally {
+    client.disconnect();
+    await redis.stop();
+  }
+}
+
+async function measure(
+  follows: number,
+  options: ComputeOptions,
+  client: Redis,
+  withNaive: boolean,
+) {
+  options.log(`compute: building ${options.users} users × ${follows} follows`);
+  const workload = buildWorkload({
+    seed: options.seed + follows,
+    users: options.users,
+    authors: options.authors,
+    follows: { fixed: follows },
+    windowPosts: options.windowPosts,
+    now: NOW,
+  });
+  const counter = loadCounter(workload);
+  const ours = measureOurs(counter, workload, options);
+  options.log(`compute: ours at ${follows} follows: ${Math.round(ours.usersPerSec)} users/s`);
+  let naive: number | undefined;
+  if (withNaive) {
+    await client.flushall();
+    await loadPosts(client, workload);
+    naive = await measureNaive(client, workload, options);
+    options.log(`compute: naive at ${follows} follows: ${Math.round(naive)} users/s`);
+  }
+  return { ours, naive };
+}
+
+function loadCounter(workload: Workload): FeedCounter {
+  const counter = new FeedCounter({ lookbackMs: LOOKBACK });
+  counter.advanceTo(NOW);
+  const postsByAuthor = new Map<number, { id: string; ts: number }[]>();
+  for (const post of workload.posts) {
+    let list = postsByAuthor.get(post.author);
+    if (!list) postsByAuthor.set(post.author, (list = []));
+    list.push({ id: post.id, ts: post.ts });
+  }
+  for (let u = 0; u < workload.users.length; u++) {
+    const names = Array.from(workload.follows[u]!, (a) => workload.authors[a]!);
+    for (const author of counter.setUser(workload.users[u]!, names, workload.readAt[u]!)) {
+      counter.loadAuthor(author, postsByAuthor.get(Number(author.slice(1))) ?? []);
+    }
+  }
+  for (const user of workload.users) counter.recompute(user);
+  counter.takeChanged();
+  return counter;
+}
+
+/**
+ * Each round: time moves on by a second, 1,000 authors post, and every held user's new count
+ * is known (the changed ones listed with their counts, the rest unchanged by construction).
+ */
+function measureOurs(
+  counter: FeedCounter,
+  workload: Workload,
+  options: ComputeOptions,
+): RoundFigures {
+  const times: number[] = [];
+  let changed = 0;
+  let sink = 0;
+  for (let round = 1; round <= options.rounds; round++) {
+    const ts = NOW + round * 1000;
+    const batch = postBatch(workload, 1000, ts, `r${round}`).map((p) => ({
+      author: workload.authors[p.author]!,
+      id: p.id,
+      ts: p.ts,
+    }));
+    const started = performance.now();
+    counter.advanceTo(ts);
+    for (const post of batch) counter.addPost(post.author, post.id, post.ts);
+    const { ids, counts } = counter.takeChanged();
+    for (let i = 0; i < ids.length; i++) sink += counts[i]!;
+    times.push(performance.now() - started);
+    changed = ids.length;
+  }
+  if (sink < 0) throw new Error('unreachable');
+  times.sort((a, b) => a - b);
+  const medianMs = percentile(times, 50);
+  return {
+    usersPerSec: workload.users.length / (medianMs / 1000),
+    changedPerRound: changed,
+    medianMs,
+  };
+}
+
+async function loadPosts(client: Redis, workload: Workload): Promise<void> {
+  const chunk = 10_000;
+  for (let i = 0; i < workload.posts.length; i += chunk) {
+    const pipeline = client.pipeline();
+    for (const post of workload.posts.slice(i, i + chunk)) {
+      pipeline.zadd(`naive:{a:${workload.authors[post.author]}}:posts`, post.ts, post.id);
+    }
+    await pipeline.exec();
+  }
+}
+
+/**
+ * The naive design at its best: follows already in memory, one ZCOUNT per followee, sent in
+ * large pipelines. Runs over as many users as fit in the time bound.
+ */
+async function measureNaive(
+  client: Redis,
+  workload: Workload,
+  options: ComputeOptions,
+): Promise<number> {
+  const T = NOW + 1000;
+  const usersPerPipeline = 100;
+  const deadline = performance.now() + options.naiveSeconds * 1000;
+  const started = performance.now();
+  let done = 0;
+  let sink = 0;
+  while (done < workload.users.length && performance.now() < deadline) {
+    const pipeline = client.pipeline();
+    const end = Math.min(done + usersPerPipeline, workload.users.length);
+    for (let u = done; u < end; u++) {
+      const after = `(${Math.max(workload.readAt[u] ?? -Infinity, T - LOOKBACK)}`;
+      for (const a of workload.follows[u]!) {
+        pipeline.zcount(`naive:{a:${workload.authors[a]}}:posts`, after, T);
+      }
+    }
+    const results = await pipeline.exec();
+    for (const [, count] of results ?? []) sink += count as number;
+    done = end;
+  }
+  if (sink < 0) throw new Error('unreachable');
+  return done / ((performance.now() - started) / 1000);
+}
+
+function round2(x: number): number {
+  return Math.round(x * 100) / 100;
+}

@@ -1,0 +1,127 @@
+import { DAY_MS } from '@bubble/protocol';
+
+/** mulberry32: a small, fast, seedable PRNG so every run builds the same data. */
+export function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Draws ranks 0..n-1 with P(k) ∝ 1/(k+1)^s: a few are picked most of the time. */
+export class ZipfSampler {
+  private readonly cdf: Float64Array;
+
+  constructor(
+    readonly n: number,
+    exponent: number,
+    private readonly random: () => number,
+  ) {
+    this.cdf = new Float64Array(n);
+    let sum = 0;
+    for (let k = 0; k < n; k++) this.cdf[k] = sum += 1 / (k + 1) ** exponent;
+    for (let k = 0; k < n; k++) this.cdf[k]! /= sum;
+  }
+
+  next(): number {
+    const x = this.random();
+    let lo = 0;
+    let hi = this.n - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.cdf[mid]! < x) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+}
+
+export interface WorkloadOptions {
+  seed: number;
+  users: number;
+  authors: number;
+  /** Follows per user: a fixed number, or a power law with this median and cap. */
+  follows: { fixed: number } | { median: number; cap: number };
+  /** Posts already in the lookback window, spread over it. */
+  windowPosts: number;
+  now: number;
+  lookbackMs?: number;
+}
+
+export interface Workload {
+  users: string[];
+  authors: string[];
+  /** follows[u] = author indices */
+  follows: Int32Array[];
+  /** readAt[u], or null for users who never read */
+  readAt: (number | null)[];
+  posts: { author: number; id: string; ts: number }[];
+  authorRank: ZipfSampler;
+  random: () => number;
+}
+
+/**
+ * The shape of docs/benchmarks.md: authors followed and posting by power laws, posts spread
+ * over the lookback, read cursors spread over it too (a fifth never read).
+ */
+export function buildWorkload(options: WorkloadOptions): Workload {
+  const random = seededRandom(options.seed);
+  const lookbackMs = options.lookbackMs ?? 7 * DAY_MS;
+  const authors = Array.from({ length: options.authors }, (_, i) => `a${i}`);
+  const users = Array.from({ length: options.users }, (_, i) => `u${i}`);
+  const authorRank = new ZipfSampler(options.authors, 0.9, random);
+  const follows: Int32Array[] = [];
+  const chosen = new Uint8Array(options.authors);
+  for (let u = 0; u < options.users; u++) {
+    const want = Math.min(followCount(options.follows, random), options.authors);
+    const list = new Int32Array(want);
+    let n = 0;
+    while (n < want) {
+      // Popular authors first, then anyone: keeps large follow sets from stalling on duplicates.
+      const a = n < want * 0.8 ? authorRank.next() : Math.floor(random() * options.authors);
+      if (chosen[a] === 1) continue;
+      chosen[a] = 1;
+      list[n++] = a;
+    }
+    for (const a of list) chosen[a] = 0;
+    follows.push(list);
+  }
+  const readAt = users.map(() =>
+    random() < 0.2 ? null : options.now - Math.floor(random() * lookbackMs),
+  );
+  const posts = Array.from({ length: options.windowPosts }, (_, i) => ({
+    author: authorRank.next(),
+    id: `w${i}`,
+    ts: options.now - 1 - Math.floor(random() * (lookbackMs - 2)),
+  }));
+  return { users, authors, follows, readAt, posts, authorRank, random };
+}
+
+function followCount(shape: WorkloadOptions['follows'], random: () => number): number {
+  if ('fixed' in shape) return shape.fixed;
+  // Log-normal around the median, capped: a few users follow very many.
+  const normal = Math.sqrt(-2 * Math.log(1 - random())) * Math.cos(2 * Math.PI * random());
+  return Math.max(1, Math.min(shape.cap, Math.round(shape.median * Math.exp(normal))));
+}
+
+/** `count` posts from distinct authors drawn by activity, stamped `ts`. */
+export function postBatch(workload: Workload, count: number, ts: number, tag: string) {
+  const seen = new Set<number>();
+  const batch: { author: number; id: string; ts: number }[] = [];
+  while (batch.length < count && seen.size < workload.authors.length) {
+    const a = workload.authorRank.next();
+    if (seen.has(a)) continue;
+    seen.add(a);
+    batch.push({ author: a, id: `${tag}-${batch.length}`, ts });
+  }
+  return batch;
+}
+
+export function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return 0;
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+}

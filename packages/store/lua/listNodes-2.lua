@@ -1,0 +1,22 @@
+--[[
+  Forget the nodes whose heartbeat lapsed, then list the live ones.
+  KEYS[1] nodesAlive ZSET  node id → time the node stops counting as live (ms)
+  KEYS[2] nodesInfo  HASH  node id → NodeInfo JSON
+  ARGV[1] now (ms)
+  Returns the NodeInfo JSON of every node live after now (false where the info is missing)
+]]
+local aliveKey = KEYS[1]
+local infoKey = KEYS[2]
+local now = ARGV[1]
+
+local lapsed = redis.call('ZRANGEBYSCORE', aliveKey, '-inf', now)
+if #lapsed > 0 then
+  redis.call('ZREM', aliveKey, unpack(lapsed))
+  redis.call('HDEL', infoKey, unpack(lapsed))
+end
+
+local live = redis.call('ZRANGEBYSCORE', aliveKey, '(' .. now, '+inf')
+if #live == 0 then
+  return {}
+end
+return redis.call('HMGET', infoKey, unpack(live))

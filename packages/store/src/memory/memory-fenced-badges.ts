@@ -1,0 +1,143 @@
+import { poolOf } from '@bubble/protocol';
+import type {
+  BadgeChange,
+  FencedBadges,
+  FencedBadgeWrite,
+  FencedSaveResult,
+} from '../cluster-types.js';
+import { newEpoch } from '../epoch.js';
+import type { BadgeFields, BadgeStamp, StoredBadge } from '../types.js';
+
+export interface MemoryFencedBadgesOptions {
+  pools: number;
+  /** user → badge state, the very map the engine's BadgeStates reads and writes. */
+  badges: Map<string, StoredBadge>;
+  /**
+   * The pool's current fencing token (0 before the first). Synchronous, so that checking it and
+   * writing happen in one step, as in the Redis script.
+   */
+  currentFence: (pool: number) => number;
+}
+
+type ChangeHandler = (pool: number, changes: BadgeChange[]) => void;
+
+/** Fenced badge writes of this process; changes are published to in-process subscribers. */
+export class MemoryFencedBadges implements FencedBadges {
+  private readonly pools: number;
+  private readonly badges: Map<string, StoredBadge>;
+  private readonly currentFence: (pool: number) => number;
+  private readonly staleWrites = new Map<number, number>();
+  private readonly handlers = new Map<number, Set<ChangeHandler>>();
+
+  constructor(options: MemoryFencedBadgesOptions) {
+    if (!Number.isInteger(options.pools) || options.pools < 1) {
+      throw new RangeError('pools must be a positive integer');
+    }
+    this.pools = options.pools;
+    this.badges = options.badges;
+    this.currentFence = options.currentFence;
+  }
+
+  async saveFenced(
+    pool: number,
+    fence: number,
+    writes: readonly FencedBadgeWrite[],
+    computedAt: number,
+  ): Promise<FencedSaveResult> {
+    checkPool(writes, pool, this.pools);
+    if (fence < this.currentFence(pool)) {
+      this.staleWrites.set(pool, (this.staleWrites.get(pool) ?? 0) + 1);
+      return { accepted: false, stamps: [] };
+    }
+    let freshEpoch: string | undefined;
+    const changes: BadgeChange[] = [];
+    const stamps = writes.map(({ user, fields }) => {
+      const stamp = saveBadgeState(
+        this.badges,
+        user,
+        fields,
+        computedAt,
+        () => (freshEpoch ??= newEpoch()),
+      );
+      if (stamp.changed) {
+        const stored = this.badges.get(user)!;
+        changes.push({
+          user,
+          epoch: stamp.epoch,
+          version: stamp.version,
+          fields: { ...stored.fields },
+          computedAt,
+        });
+      }
+      return stamp;
+    });
+    if (changes.length > 0) this.publish(pool, changes);
+    return { accepted: true, stamps };
+  }
+
+  async staleWritesRejected(pool: number): Promise<number> {
+    return this.staleWrites.get(pool) ?? 0;
+  }
+
+  async subscribe(pools: readonly number[], handler: ChangeHandler): Promise<() => Promise<void>> {
+    const subscribed = [...new Set(pools)];
+    for (const pool of subscribed) {
+      let set = this.handlers.get(pool);
+      if (!set) this.handlers.set(pool, (set = new Set()));
+      set.add(handler);
+    }
+    return async () => {
+      for (const pool of subscribed) this.handlers.get(pool)?.delete(handler);
+    };
+  }
+
+  /** Delivered later, as over Redis: a handler never runs inside the writer's call. */
+  private publish(pool: number, changes: BadgeChange[]): void {
+    for (const handler of this.handlers.get(pool) ?? []) {
+      queueMicrotask(() => {
+        if (this.handlers.get(pool)?.has(handler)) handler(pool, structuredClone(changes));
+      });
+    }
+  }
+}
+
+/**
+ * The badge-state write both memory BadgeStates and fenced writes perform on the shared map:
+ * only non-zero counts are kept; the version moves on only when they differ; a user with no
+ * state starts at version 1 in a fresh epoch.
+ */
+export function saveBadgeState(
+  badges: Map<string, StoredBadge>,
+  user: string,
+  fields: BadgeFields,
+  computedAt: number,
+  freshEpoch: () => string = newEpoch,
+): BadgeStamp {
+  const nonZero: Record<string, number> = {};
+  for (const [name, value] of Object.entries(fields)) if (value !== 0) nonZero[name] = value;
+  const stored = badges.get(user);
+  if (!stored) {
+    const fresh = { epoch: freshEpoch(), version: 1, computedAt, fields: nonZero };
+    badges.set(user, fresh);
+    return { epoch: fresh.epoch, version: 1, changed: true };
+  }
+  stored.computedAt = computedAt;
+  if (sameFields(stored.fields, nonZero)) {
+    return { epoch: stored.epoch, version: stored.version, changed: false };
+  }
+  stored.fields = nonZero;
+  stored.version++;
+  return { epoch: stored.epoch, version: stored.version, changed: true };
+}
+
+function sameFields(a: Record<string, number>, b: Record<string, number>): boolean {
+  const names = Object.keys(a);
+  if (names.length !== Object.keys(b).length) return false;
+  return names.every((name) => a[name] === b[name]);
+}
+
+function checkPool(writes: readonly FencedBadgeWrite[], pool: number, pools: number): void {
+  for (const { user } of writes) {
+    if (poolOf(user, pools) !== pool) throw new RangeError(`user ${user} is not in pool ${pool}`);
+  }
+}

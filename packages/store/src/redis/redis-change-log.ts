@@ -1,0 +1,162 @@
+import {
+  LOG_START,
+  type ChangeLog,
+  type LogRead,
+  type PoolEvent,
+  type PostEvent,
+} from '../cluster-types.js';
+import type { RedisClient } from './connect.js';
+import type { RedisKeys } from './keys.js';
+import { defineScripts } from './scripts.js';
+
+export interface RedisChangeLogOptions {
+  client: RedisClient;
+  keys: RedisKeys;
+  /** Approximate cap (MAXLEN ~) of the post log. Default 100_000. */
+  maxPostEvents?: number;
+  /** Approximate cap (MAXLEN ~) of each pool's log, presence events included. Default 10_000. */
+  maxPoolEvents?: number;
+}
+
+/** An XRANGE entry: [id, [field, value, …]]. */
+type RawEntry = [string, string[]];
+
+interface ChangeLogScripts {
+  appendEvents(log: string, maxLen: number, ...entries: (string | number)[]): Promise<string>;
+  readEvents(log: string, after: string, limit: number): Promise<[number, RawEntry[]]>;
+}
+
+/**
+ * The change logs as Redis streams, one entry per event with positional fields (cheap to
+ * parse, and the presence scripts write the same layout):
+ *   pool  k <online|offline|follows> u <user>   ·   k cursor u <user> r <readAt>
+ *   posts k <post|delete> a <author> i <id> t <ts>
+ * A batch goes through appendEvents-1.lua: one command, atomic, consecutive ids. Trimming is
+ * MAXLEN ~, so a log keeps at least its cap (up to one stream node more).
+ */
+export class RedisChangeLog implements ChangeLog {
+  readonly maxPostEvents: number;
+  readonly maxPoolEvents: number;
+  private readonly redis: RedisClient & ChangeLogScripts;
+  private readonly keys: RedisKeys;
+
+  constructor(options: RedisChangeLogOptions) {
+    this.maxPostEvents = positiveInteger('maxPostEvents', options.maxPostEvents ?? 100_000);
+    this.maxPoolEvents = positiveInteger('maxPoolEvents', options.maxPoolEvents ?? 10_000);
+    defineScripts(options.client);
+    this.redis = options.client as RedisClient & ChangeLogScripts;
+    this.keys = options.keys;
+  }
+
+  async appendPoolEvents(pool: number, events: readonly PoolEvent[]): Promise<void> {
+    if (events.length === 0) return;
+    const args: (string | number)[] = [];
+    for (const event of events) {
+      if (event.kind === 'cursor') {
+        args.push(6, 'k', event.kind, 'u', event.user, 'r', event.readAt);
+      } else {
+        args.push(4, 'k', event.kind, 'u', event.user);
+      }
+    }
+    await this.redis.appendEvents(this.keys.poolEvents(pool), this.maxPoolEvents, ...args);
+  }
+
+  async readPoolEvents(
+    cursors: ReadonlyArray<{ pool: number; after: string }>,
+    limit: number,
+  ): Promise<Map<number, LogRead<PoolEvent>>> {
+    checkLimit(limit);
+    for (const { after } of cursors) checkId(after);
+    // One script call per pool (each pool is its own slot); auto-pipelining sends them together.
+    const reads = await Promise.all(
+      cursors.map(({ pool, after }) =>
+        this.redis.readEvents(this.keys.poolEvents(pool), after, limit),
+      ),
+    );
+    const byPool = new Map<number, LogRead<PoolEvent>>();
+    cursors.forEach(({ pool }, i) => byPool.set(pool, decodeRead(reads[i]!, decodePoolEvent)));
+    return byPool;
+  }
+
+  async poolLogEnd(pool: number): Promise<string> {
+    return this.logEnd(this.keys.poolEvents(pool));
+  }
+
+  async appendPostEvents(events: readonly PostEvent[]): Promise<void> {
+    if (events.length === 0) return;
+    const args: (string | number)[] = [];
+    for (const { kind, author, id, ts } of events)
+      args.push(8, 'k', kind, 'a', author, 'i', id, 't', ts);
+    await this.redis.appendEvents(this.keys.postEvents(), this.maxPostEvents, ...args);
+  }
+
+  async readPostEvents(after: string, limit: number): Promise<LogRead<PostEvent>> {
+    checkLimit(limit);
+    checkId(after);
+    const read = await this.redis.readEvents(this.keys.postEvents(), after, limit);
+    return decodeRead(read, decodePostEvent);
+  }
+
+  async postLogEnd(): Promise<string> {
+    return this.logEnd(this.keys.postEvents());
+  }
+
+  private async logEnd(key: string): Promise<string> {
+    const [newest] = await this.redis.xrevrange(key, '+', '-', 'COUNT', 1);
+    return newest?.[0] ?? LOG_START;
+  }
+}
+
+function decodeRead<E>(
+  [gap, entries]: [number, RawEntry[]],
+  decode: (fields: string[]) => E,
+): LogRead<E> {
+  return {
+    gap: gap === 1,
+    entries: entries.map(([id, fields]) => ({ id, event: decode(fields) })),
+  };
+}
+
+function decodePoolEvent(fields: string[]): PoolEvent {
+  const kind = fields[1];
+  const user = fields[3]!;
+  switch (kind) {
+    case 'online':
+    case 'offline':
+    case 'follows':
+      return { kind, user };
+    case 'cursor':
+      return { kind, user, readAt: Number(fields[5]) };
+    default:
+      throw new Error(`unknown pool event kind ${JSON.stringify(kind)}`);
+  }
+}
+
+function decodePostEvent(fields: string[]): PostEvent {
+  const kind = fields[1];
+  if (kind !== 'post' && kind !== 'delete') {
+    throw new Error(`unknown post event kind ${JSON.stringify(kind)}`);
+  }
+  return { kind, author: fields[3]!, id: fields[5]!, ts: Number(fields[7]) };
+}
+
+const STREAM_ID = /^\d+-\d+$/;
+
+function checkId(id: string): void {
+  if (!STREAM_ID.test(id)) {
+    throw new RangeError(`${JSON.stringify(id)} is not a log position "<ms>-<seq>"`);
+  }
+}
+
+function checkLimit(limit: number): void {
+  if (!Number.isInteger(limit) || limit < 1) {
+    throw new RangeError('limit must be a positive integer');
+  }
+}
+
+function positiveInteger(name: string, value: number): number {
+  if (!Number.isInteger(value) || value < 1) {
+    throw new RangeError(`${name} must be a positive integer`);
+  }
+  return value;
+}

@@ -1,0 +1,141 @@
+import { Cluster, type ChainableCommander } from 'ioredis';
+import type { Assignment, Coordination, NodeInfo, SweepReport } from '../cluster-types.js';
+import type { RedisClient } from './connect.js';
+import type { RedisKeys } from './keys.js';
+import { defineScripts } from './scripts.js';
+
+export interface RedisCoordinationOptions {
+  /** Shared command connection; not closed by this class. */
+  client: RedisClient;
+  keys: RedisKeys;
+  /**
+   * Opens the dedicated connection each onTick subscription needs; default `client.duplicate()`.
+   * On Redis Cluster a plain SUBSCRIBE on any node hears every PUBLISH, so a duplicate of the
+   * Cluster client serves as well.
+   */
+  subscriber?: () => RedisClient;
+}
+
+/** The scripts of packages/store/lua this class runs, as defineScripts registers them. */
+interface CoordinationScripts {
+  renewLeader(leader: string, node: string, ttlMs: number): Promise<number>;
+  resignLeader(leader: string, node: string): Promise<number>;
+  listNodes(nodesAlive: string, nodesInfo: string, now: number): Promise<(string | null)[]>;
+}
+
+/** Coordination through the {g} keys of one Redis (or one Redis Cluster slot). */
+export class RedisCoordination implements Coordination {
+  private readonly redis: RedisClient & CoordinationScripts;
+  private readonly keys: RedisKeys;
+  private readonly openSubscriber: () => RedisClient;
+
+  constructor(options: RedisCoordinationOptions) {
+    defineScripts(options.client);
+    this.redis = options.client as RedisClient & CoordinationScripts;
+    this.keys = options.keys;
+    const { client } = options;
+    this.openSubscriber =
+      options.subscriber ??
+      (() => (client instanceof Cluster ? client.duplicate() : client.duplicate()));
+  }
+
+  async tryLead(node: string, ttlMs: number): Promise<boolean> {
+    // The holder renews far more often than a free lease is taken: try renewing first.
+    if ((await this.redis.renewLeader(this.keys.leader(), node, ttlMs)) === 1) return true;
+    return (await this.redis.set(this.keys.leader(), node, 'PX', ttlMs, 'NX')) === 'OK';
+  }
+
+  async resign(node: string): Promise<void> {
+    await this.redis.resignLeader(this.keys.leader(), node);
+  }
+
+  async leader(): Promise<string | null> {
+    return this.redis.get(this.keys.leader());
+  }
+
+  async heartbeat(node: NodeInfo, ttlMs: number): Promise<void> {
+    await execAll(
+      this.redis
+        .multi()
+        .zadd(this.keys.nodesAlive(), node.seenAt + ttlMs, node.id)
+        .hset(this.keys.nodesInfo(), node.id, JSON.stringify(node)),
+    );
+  }
+
+  async removeNode(node: string): Promise<void> {
+    await execAll(
+      this.redis.multi().zrem(this.keys.nodesAlive(), node).hdel(this.keys.nodesInfo(), node),
+    );
+  }
+
+  async liveNodes(now: number): Promise<NodeInfo[]> {
+    const infos = await this.redis.listNodes(this.keys.nodesAlive(), this.keys.nodesInfo(), now);
+    const nodes: NodeInfo[] = [];
+    for (const json of infos) if (json) nodes.push(JSON.parse(json) as NodeInfo);
+    return nodes.sort((a, b) => compare(a.id, b.id));
+  }
+
+  async setAssignment(assignment: Assignment): Promise<void> {
+    await this.redis.set(this.keys.assignment(), JSON.stringify(assignment));
+  }
+
+  async assignment(): Promise<Assignment | null> {
+    const json = await this.redis.get(this.keys.assignment());
+    return json === null ? null : (JSON.parse(json) as Assignment);
+  }
+
+  async nextFence(pool: number): Promise<number> {
+    return this.redis.incr(this.keys.fence(pool));
+  }
+
+  async currentFence(pool: number): Promise<number> {
+    const value = await this.redis.get(this.keys.fence(pool));
+    return value === null ? 0 : Number(value);
+  }
+
+  async publishTick(seq: number): Promise<void> {
+    await this.redis.publish(this.keys.tickChannel(), String(seq));
+  }
+
+  async onTick(handler: (seq: number) => void): Promise<() => Promise<void>> {
+    const channel = this.keys.tickChannel();
+    const subscriber = this.openSubscriber();
+    subscriber.on('message', (from: string, message: string) => {
+      if (from === channel) handler(Number(message));
+    });
+    try {
+      // Resolves once the server confirmed the subscription: later ticks reach the handler.
+      await subscriber.subscribe(channel);
+    } catch (error) {
+      subscriber.disconnect();
+      throw error;
+    }
+    let closing: Promise<void> | undefined;
+    return () =>
+      (closing ??= subscriber.quit().then(
+        () => undefined,
+        () => subscriber.disconnect(),
+      ));
+  }
+
+  async reportSweep(report: SweepReport): Promise<void> {
+    await this.redis.hset(this.keys.sweepReports(), report.node, JSON.stringify(report));
+  }
+
+  async sweepReports(): Promise<SweepReport[]> {
+    const byNode = await this.redis.hgetall(this.keys.sweepReports());
+    return Object.values(byNode)
+      .map((json) => JSON.parse(json) as SweepReport)
+      .sort((a, b) => compare(a.node, b.node));
+  }
+}
+
+/** EXEC reports a failed command in its results instead of rejecting. */
+async function execAll(transaction: ChainableCommander): Promise<void> {
+  const results = await transaction.exec();
+  for (const [error] of results ?? []) if (error) throw error;
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

@@ -1,0 +1,174 @@
+import { poolOf } from '@bubble/protocol';
+import type { ChainableCommander, Cluster, Redis } from 'ioredis';
+import type {
+  BadgeChange,
+  FencedBadges,
+  FencedBadgeWrite,
+  FencedSaveResult,
+} from '../cluster-types.js';
+import { newEpoch } from '../epoch.js';
+import type { RedisClient } from './connect.js';
+import type { RedisKeys } from './keys.js';
+import { defineScripts } from './scripts.js';
+
+export interface RedisFencedBadgesOptions {
+  client: RedisClient;
+  keys: RedisKeys;
+  /**
+   * Publish with SPUBLISH and subscribe with SSUBSCRIBE (Redis ≥ 7): on a Redis Cluster a
+   * message then stays on the pool's shard instead of being broadcast to every node.
+   */
+  sharded: boolean;
+}
+
+type SaveReply = -1 | (string | number)[];
+
+interface FencedBadgeScripts {
+  saveFencedBadges(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Promise<SaveReply>;
+}
+
+interface FencedBadgePipeline extends ChainableCommander {
+  saveFencedBadges(numberOfKeys: number, ...keysAndArgs: (string | number)[]): ChainableCommander;
+}
+
+/** The message saveFencedBadges-n.lua publishes: the changes plus the writer's token. */
+interface WireChange extends BadgeChange {
+  fence: number;
+}
+
+/**
+ * Fenced badge writes through saveFencedBadges-n.lua, in the hash layout of saveBadge-1.lua so
+ * that plain BadgeStates reads them. Each accepted call publishes one message per pool.
+ */
+export class RedisFencedBadges implements FencedBadges {
+  private readonly redis: RedisClient & FencedBadgeScripts;
+  private readonly keys: RedisKeys;
+  private readonly sharded: boolean;
+
+  constructor(options: RedisFencedBadgesOptions) {
+    defineScripts(options.client);
+    this.redis = options.client as RedisClient & FencedBadgeScripts;
+    this.keys = options.keys;
+    this.sharded = options.sharded;
+  }
+
+  async saveFenced(
+    pool: number,
+    fence: number,
+    writes: readonly FencedBadgeWrite[],
+    computedAt: number,
+  ): Promise<FencedSaveResult> {
+    const badgeKeys: string[] = [];
+    const perWrite: (string | number)[] = [];
+    for (const { user, fields } of writes) {
+      // Every key of the script must be in the pool's slot.
+      if (poolOf(user, this.keys.pools) !== pool) {
+        throw new RangeError(`user ${user} is not in pool ${pool}`);
+      }
+      badgeKeys.push(this.keys.badge(user));
+      const pairs: (string | number)[] = [];
+      for (const [name, value] of Object.entries(fields)) if (value !== 0) pairs.push(name, value);
+      perWrite.push(user, pairs.length / 2, ...pairs);
+    }
+    const args: [number, ...(string | number)[]] = [
+      2 + badgeKeys.length,
+      this.keys.fence(pool),
+      this.keys.staleWrites(pool),
+      ...badgeKeys,
+      fence,
+      computedAt,
+      newEpoch(),
+      this.keys.badgeChannel(pool),
+      this.sharded ? 'SPUBLISH' : 'PUBLISH',
+      ...perWrite,
+    ];
+    const result = this.redis.isCluster
+      ? await this.saveInOwnPipeline(args)
+      : await this.redis.saveFencedBadges(...args);
+    if (result === -1) return { accepted: false, stamps: [] };
+    const stamps: FencedSaveResult['stamps'] = [];
+    for (let i = 0; i < result.length; i += 3) {
+      stamps.push({
+        epoch: String(result[i]),
+        version: Number(result[i + 1]),
+        changed: result[i + 2] === 1,
+      });
+    }
+    return { accepted: true, stamps };
+  }
+
+  /**
+   * On a Cluster, auto-pipelining files a script call under the slot of its first argument,
+   * which for a per-call key count is that count, not a key: saves of pools on different
+   * shards would share a pipeline and fail. A pipeline of its own is routed by the real keys.
+   */
+  private async saveInOwnPipeline(args: [number, ...(string | number)[]]): Promise<SaveReply> {
+    const pipeline = this.redis.pipeline() as FencedBadgePipeline;
+    const [reply] = (await pipeline.saveFencedBadges(...args).exec()) ?? [];
+    if (!reply) throw new Error('saveFencedBadges: the pipeline was discarded');
+    const [error, result] = reply;
+    if (error) throw error;
+    return result as SaveReply;
+  }
+
+  async staleWritesRejected(pool: number): Promise<number> {
+    return Number((await this.redis.get(this.keys.staleWrites(pool))) ?? 0);
+  }
+
+  /**
+   * Listens on a connection of its own. On a Cluster with `sharded`, ioredis' sharded
+   * subscriber group keeps one connection per shard; otherwise one connection does.
+   */
+  async subscribe(
+    pools: readonly number[],
+    handler: (pool: number, changes: BadgeChange[]) => void,
+  ): Promise<() => Promise<void>> {
+    const poolOfChannel = new Map(pools.map((pool) => [this.keys.badgeChannel(pool), pool]));
+    const channels = [...poolOfChannel.keys()];
+    const subscriber = this.subscriberConnection();
+    const onMessage = (channel: string, message: string): void => {
+      const pool = poolOfChannel.get(channel);
+      if (pool !== undefined) handler(pool, decodeChanges(message));
+    };
+    subscriber.on(this.sharded ? 'smessage' : 'message', onMessage);
+    try {
+      if (this.sharded) {
+        // Each pool's channel hashes to its own slot; SSUBSCRIBE takes one slot per call.
+        await Promise.all(channels.map((channel) => subscriber.ssubscribe(channel)));
+      } else if (channels.length > 0) {
+        await subscriber.subscribe(...channels);
+      }
+    } catch (error) {
+      subscriber.disconnect();
+      throw error;
+    }
+    let closing: Promise<void> | undefined;
+    return () =>
+      (closing ??= subscriber.quit().then(
+        () => undefined,
+        () => subscriber.disconnect(),
+      ));
+  }
+
+  /** Auto-pipelining is off: it would batch SSUBSCRIBE onto a command connection. */
+  private subscriberConnection(): Redis | Cluster {
+    if (this.redis.isCluster) {
+      return (this.redis as Cluster).duplicate([], {
+        enableAutoPipelining: false,
+        shardedSubscribers: this.sharded,
+      });
+    }
+    return (this.redis as Redis).duplicate({ enableAutoPipelining: false });
+  }
+}
+
+function decodeChanges(message: string): BadgeChange[] {
+  const changes = JSON.parse(message) as WireChange[];
+  return changes.map(({ user, epoch, version, fields, computedAt }) => ({
+    user,
+    epoch,
+    version,
+    fields,
+    computedAt,
+  }));
+}

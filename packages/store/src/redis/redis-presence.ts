@@ -1,0 +1,120 @@
+import { poolOf } from '@bubble/protocol';
+import type { PresenceChange, PresenceStore } from '../cluster-types.js';
+import type { RedisClient } from './connect.js';
+import type { RedisKeys } from './keys.js';
+import type { RedisChangeLog } from './redis-change-log.js';
+import { defineScripts } from './scripts.js';
+
+export interface RedisPresenceOptions {
+  client: RedisClient;
+  keys: RedisKeys;
+  /** The pool logs the presence events go to; its maxPoolEvents caps them. */
+  log: RedisChangeLog;
+}
+
+interface PresenceScripts {
+  setOnline(
+    online: string,
+    events: string,
+    now: number,
+    maxLen: number,
+    ...userExpiryPairs: (string | number)[]
+  ): Promise<number[]>;
+  setOffline(online: string, events: string, user: string, maxLen: number): Promise<number>;
+  expirePresence(
+    online: string,
+    events: string,
+    now: number,
+    limit: number,
+    maxLen: number,
+  ): Promise<string[]>;
+}
+
+/**
+ * Presence as one sorted set per pool (user → expiry), events written by the same scripts.
+ * A lapsed user stays in the set, not online, until expire() removes them and records
+ * their `offline` event.
+ */
+export class RedisPresence implements PresenceStore {
+  private readonly redis: RedisClient & PresenceScripts;
+  private readonly keys: RedisKeys;
+  private readonly maxLen: number;
+
+  constructor(options: RedisPresenceOptions) {
+    defineScripts(options.client);
+    this.redis = options.client as RedisClient & PresenceScripts;
+    this.keys = options.keys;
+    this.maxLen = options.log.maxPoolEvents;
+  }
+
+  async setOnline(
+    users: ReadonlyArray<{ user: string; ttlMs: number }>,
+    now: number,
+  ): Promise<PresenceChange[]> {
+    const byPool = new Map<number, { indexes: number[]; pairs: (string | number)[] }>();
+    users.forEach(({ user, ttlMs }, i) => {
+      const pool = poolOf(user, this.keys.pools);
+      let batch = byPool.get(pool);
+      if (!batch) byPool.set(pool, (batch = { indexes: [], pairs: [] }));
+      batch.indexes.push(i);
+      batch.pairs.push(user, now + ttlMs);
+    });
+    const changes: PresenceChange[] = users.map(({ user }) => ({ user, changed: false }));
+    // One script call per pool (one slot each), all issued together.
+    await Promise.all(
+      [...byPool].map(async ([pool, { indexes, pairs }]) => {
+        const flags = await this.redis.setOnline(
+          this.keys.online(pool),
+          this.keys.poolEvents(pool),
+          now,
+          this.maxLen,
+          ...pairs,
+        );
+        indexes.forEach((index, j) => (changes[index]!.changed = flags[j] === 1));
+      }),
+    );
+    return changes;
+  }
+
+  async setOffline(user: string): Promise<boolean> {
+    const pool = poolOf(user, this.keys.pools);
+    const removed = await this.redis.setOffline(
+      this.keys.online(pool),
+      this.keys.poolEvents(pool),
+      user,
+      this.maxLen,
+    );
+    return removed === 1;
+  }
+
+  async isOnline(user: string, now: number): Promise<boolean> {
+    const expiry = await this.redis.zscore(this.keys.online(poolOf(user, this.keys.pools)), user);
+    return expiry !== null && Number(expiry) > now;
+  }
+
+  async expire(pool: number, now: number, limit: number): Promise<string[]> {
+    if (!Number.isInteger(limit) || limit < 1) {
+      throw new RangeError('limit must be a positive integer');
+    }
+    return this.redis.expirePresence(
+      this.keys.online(pool),
+      this.keys.poolEvents(pool),
+      now,
+      limit,
+      this.maxLen,
+    );
+  }
+
+  async members(pool: number, now: number): Promise<string[]> {
+    return this.redis.zrangebyscore(this.keys.online(pool), `(${now}`, '+inf');
+  }
+
+  async poolSizes(now: number): Promise<number[]> {
+    const after = `(${now}`;
+    return Promise.all(
+      Array.from({ length: this.keys.pools }, (_, pool) =>
+        this.redis.zcount(this.keys.online(pool), after, '+inf'),
+      ),
+    );
+  }
+}

@@ -1,0 +1,674 @@
+/**
+ * The cluster store contract (packages/store/src/cluster-types.ts): change logs, presence and
+ * fenced badge writes, run against both engines with the very same assertions; then the Redis
+ * implementations once more on a real 3-master Redis Cluster.
+ *
+ * The classes are imported from their files until the store's barrel exports them.
+ */
+import { poolOf } from '@bubble/protocol';
+import type {
+  BadgeChange,
+  ChangeLog,
+  FencedBadges,
+  LogRead,
+  PoolEvent,
+  PostEvent,
+  PresenceStore,
+  RedisStore,
+  StoredBadge,
+} from '@bubble/store';
+import { LOG_START } from '@bubble/store';
+import {
+  startRedisCluster,
+  uniquePrefix,
+  waitFor,
+  type RedisClusterHandle,
+} from '@bubble/test-utils';
+import { Cluster } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MemoryChangeLog } from '../../packages/store/src/memory/memory-change-log.js';
+import { MemoryFencedBadges } from '../../packages/store/src/memory/memory-fenced-badges.js';
+import { MemoryPresence } from '../../packages/store/src/memory/memory-presence.js';
+import { RedisKeys } from '../../packages/store/src/redis/keys.js';
+import { RedisChangeLog } from '../../packages/store/src/redis/redis-change-log.js';
+import { RedisFencedBadges } from '../../packages/store/src/redis/redis-fenced-badges.js';
+import { RedisPresence } from '../../packages/store/src/redis/redis-presence.js';
+import { TEST_POOLS, T0, describeEachEngine, type EngineContext } from '../support/engines.js';
+
+interface Parts {
+  log: ChangeLog;
+  presence: PresenceStore;
+  badges: FencedBadges;
+  /** Sets the pool's current fencing token, as Coordination.nextFence would. */
+  setFence(pool: number, fence: number): Promise<void>;
+  storedBadge(user: string): Promise<StoredBadge | null>;
+}
+
+interface LogCaps {
+  maxPoolEvents?: number;
+  maxPostEvents?: number;
+}
+
+function partsOf(ctx: EngineContext, caps: LogCaps = {}): Parts {
+  if (ctx.engine === 'memory') {
+    const log = new MemoryChangeLog(caps);
+    const fences = new Map<number, number>();
+    const states = new Map<string, StoredBadge>();
+    return {
+      log,
+      presence: new MemoryPresence({ pools: TEST_POOLS, log }),
+      badges: new MemoryFencedBadges({
+        pools: TEST_POOLS,
+        badges: states,
+        currentFence: (pool) => fences.get(pool) ?? 0,
+      }),
+      setFence: async (pool, fence) => void fences.set(pool, fence),
+      storedBadge: async (user) => structuredClone(states.get(user) ?? null),
+    };
+  }
+  const store = ctx.store as RedisStore;
+  const { redis: client, keys } = store;
+  const log = new RedisChangeLog({ client, keys, ...caps });
+  return {
+    log,
+    presence: new RedisPresence({ client, keys, log }),
+    badges: new RedisFencedBadges({ client, keys, sharded: false }),
+    setFence: async (pool, fence) => void (await client.set(keys.fence(pool), fence)),
+    storedBadge: (user) => store.badges.load(user),
+  };
+}
+
+/** `count` user ids of `pool`, in a stable order. */
+function usersOf(pool: number, count: number, pools = TEST_POOLS, tag = 'u'): string[] {
+  const users: string[] = [];
+  for (let i = 0; users.length < count; i++) {
+    if (poolOf(`${tag}${i}`, pools) === pool) users.push(`${tag}${i}`);
+  }
+  return users;
+}
+
+async function allPoolEvents(log: ChangeLog, pool: number): Promise<PoolEvent[]> {
+  const read = (await log.readPoolEvents([{ pool, after: LOG_START }], 10_000)).get(pool)!;
+  return read.entries.map((entry) => entry.event);
+}
+
+function expectIncreasingIds(read: LogRead<unknown>): void {
+  const ids = read.entries.map((entry) => entry.id.split('-').map(Number) as [number, number]);
+  for (let i = 1; i < ids.length; i++) {
+    const [ms, seq] = ids[i]!;
+    const [prevMs, prevSeq] = ids[i - 1]!;
+    expect(ms > prevMs || (ms === prevMs && seq > prevSeq), `${ids[i - 1]} < ${ids[i]}`).toBe(true);
+  }
+}
+
+const online = (user: string): PoolEvent => ({ kind: 'online', user });
+const offline = (user: string): PoolEvent => ({ kind: 'offline', user });
+
+describeEachEngine('cluster store contract', (ctx) => {
+  // ---------------------------------------------------------------- presence
+
+  it('setOnline records one online event; a renewal only extends the presence', async () => {
+    const { presence, log } = partsOf(ctx());
+    const [u] = usersOf(7, 1);
+    expect(await presence.setOnline([{ user: u!, ttlMs: 1_000 }], T0)).toEqual([
+      { user: u, changed: true },
+    ]);
+    expect(await presence.setOnline([{ user: u!, ttlMs: 1_000 }], T0 + 500)).toEqual([
+      { user: u, changed: false },
+    ]);
+    expect(await presence.isOnline(u!, T0 + 1_499)).toBe(true);
+    expect(await presence.isOnline(u!, T0 + 1_500)).toBe(false);
+    expect(await presence.isOnline('nobody', T0)).toBe(false);
+    expect(await allPoolEvents(log, 7)).toEqual([online(u!)]);
+  });
+
+  it('setOnline answers in input order across pools; a repeat within a call is a renewal', async () => {
+    const { presence, log } = partsOf(ctx());
+    const [a, b] = usersOf(3, 2);
+    const [c] = usersOf(4, 1);
+    await presence.setOnline([{ user: b!, ttlMs: 1_000 }], T0);
+    const changes = await presence.setOnline(
+      [
+        { user: c!, ttlMs: 1_000 },
+        { user: a!, ttlMs: 1_000 },
+        { user: b!, ttlMs: 1_000 },
+        { user: c!, ttlMs: 2_000 },
+      ],
+      T0 + 10,
+    );
+    expect(changes).toEqual([
+      { user: c, changed: true },
+      { user: a, changed: true },
+      { user: b, changed: false },
+      { user: c, changed: false },
+    ]);
+    expect(await allPoolEvents(log, 3)).toEqual([online(b!), online(a!)]);
+    expect(await allPoolEvents(log, 4)).toEqual([online(c!)]);
+    // The later entry of the repeat wins: c is online until T0 + 10 + 2000.
+    expect(await presence.isOnline(c!, T0 + 2_009)).toBe(true);
+    expect(await presence.setOnline([], T0)).toEqual([]);
+  });
+
+  it('a user whose presence lapsed comes online again with a new event', async () => {
+    const { presence, log } = partsOf(ctx());
+    const [u] = usersOf(9, 1);
+    await presence.setOnline([{ user: u!, ttlMs: 100 }], T0);
+    expect(await presence.isOnline(u!, T0 + 100)).toBe(false);
+    expect(await presence.setOnline([{ user: u!, ttlMs: 100 }], T0 + 100)).toEqual([
+      { user: u, changed: true },
+    ]);
+    expect(await allPoolEvents(log, 9)).toEqual([online(u!), online(u!)]);
+  });
+
+  it('expire removes lapsed users up to the limit, earliest first, recording offline events', async () => {
+    const { presence, log } = partsOf(ctx());
+    const [a, b, c, d] = usersOf(11, 4);
+    await presence.setOnline(
+      [
+        { user: c!, ttlMs: 300 },
+        { user: a!, ttlMs: 100 },
+        { user: d!, ttlMs: 5_000 },
+        { user: b!, ttlMs: 200 },
+      ],
+      T0,
+    );
+    expect(await presence.expire(11, T0 + 99, 10)).toEqual([]);
+    expect(await presence.expire(11, T0 + 300, 2)).toEqual([a, b]);
+    expect(await presence.expire(11, T0 + 300, 2)).toEqual([c]);
+    expect(await presence.expire(11, T0 + 300, 2)).toEqual([]);
+    expect(await presence.members(11, T0 + 300)).toEqual([d]);
+    expect(await presence.expire(12, T0 + 300, 2)).toEqual([]);
+    expect((await allPoolEvents(log, 11)).slice(4)).toEqual([
+      offline(a!),
+      offline(b!),
+      offline(c!),
+    ]);
+    // Expired users are gone: coming back is a change.
+    expect(await presence.setOnline([{ user: a!, ttlMs: 100 }], T0 + 400)).toEqual([
+      { user: a, changed: true },
+    ]);
+    await expect(presence.expire(11, T0, 0)).rejects.toThrow(RangeError);
+  });
+
+  it('setOffline records an offline event only for a user with a presence entry', async () => {
+    const { presence, log } = partsOf(ctx());
+    const [u, lapsed] = usersOf(5, 2);
+    expect(await presence.setOffline(u!)).toBe(false);
+    expect(await allPoolEvents(log, 5)).toEqual([]);
+    await presence.setOnline(
+      [
+        { user: u!, ttlMs: 1_000 },
+        { user: lapsed!, ttlMs: 10 },
+      ],
+      T0,
+    );
+    expect(await presence.setOffline(u!)).toBe(true);
+    expect(await presence.isOnline(u!, T0)).toBe(false);
+    expect(await presence.setOffline(u!)).toBe(false);
+    // Lapsed but not yet expired: its offline event is still owed, so this records it.
+    expect(await presence.setOffline(lapsed!)).toBe(true);
+    expect(await presence.expire(5, T0 + 10_000, 10)).toEqual([]);
+    expect(await allPoolEvents(log, 5)).toEqual([
+      online(u!),
+      online(lapsed!),
+      offline(u!),
+      offline(lapsed!),
+    ]);
+  });
+
+  it('members and poolSizes count the users online at now', async () => {
+    const { presence } = partsOf(ctx());
+    const short = [...usersOf(0, 3), ...usersOf(42, 2)];
+    const long = [...usersOf(0, 5).slice(3), ...usersOf(99, 1)];
+    await presence.setOnline(
+      [
+        ...short.map((user) => ({ user, ttlMs: 100 })),
+        ...long.map((user) => ({ user, ttlMs: 900 })),
+      ],
+      T0,
+    );
+    const sizes = await presence.poolSizes(T0 + 99);
+    expect(sizes).toHaveLength(TEST_POOLS);
+    const expected = Array<number>(TEST_POOLS).fill(0);
+    expected[0] = 5;
+    expected[42] = 2;
+    expected[99] = 1;
+    expect(sizes).toEqual(expected);
+    expect([...(await presence.members(0, T0 + 99))].sort()).toEqual([...usersOf(0, 5)].sort());
+    // Lapsed users no longer count, even before expire() removes them.
+    expected[0] = 2;
+    expected[42] = 0;
+    expect(await presence.poolSizes(T0 + 100)).toEqual(expected);
+    expect([...(await presence.members(0, T0 + 100))].sort()).toEqual(
+      usersOf(0, 5).slice(3).sort(),
+    );
+    expect(await presence.members(1, T0)).toEqual([]);
+  });
+
+  // ---------------------------------------------------------------- change log
+
+  it('pool events read back in order, after a position, up to a limit', async () => {
+    const { log } = partsOf(ctx());
+    const events: PoolEvent[] = [
+      { kind: 'online', user: 'a' },
+      { kind: 'follows', user: 'a' },
+      { kind: 'cursor', user: 'a', readAt: T0 + 5 },
+      { kind: 'offline', user: 'a' },
+      { kind: 'cursor', user: 'b', readAt: 0 },
+    ];
+    expect(await log.poolLogEnd(2)).toBe(LOG_START);
+    expect((await log.readPoolEvents([{ pool: 2, after: LOG_START }], 10)).get(2)).toEqual({
+      entries: [],
+      gap: false,
+    });
+    await log.appendPoolEvents(2, events.slice(0, 3));
+    await log.appendPoolEvents(2, []);
+    await log.appendPoolEvents(2, events.slice(3));
+    const all = (await log.readPoolEvents([{ pool: 2, after: LOG_START }], 10)).get(2)!;
+    expect(all.gap).toBe(false);
+    expect(all.entries.map((entry) => entry.event)).toEqual(events);
+    expectIncreasingIds(all);
+    for (const entry of all.entries) expect(entry.id).toMatch(/^\d+-\d+$/);
+    expect(await log.poolLogEnd(2)).toBe(all.entries[4]!.id);
+
+    const page = (await log.readPoolEvents([{ pool: 2, after: all.entries[1]!.id }], 2)).get(2)!;
+    expect(page).toEqual({ entries: all.entries.slice(2, 4), gap: false });
+    const tail = (await log.readPoolEvents([{ pool: 2, after: all.entries[4]!.id }], 2)).get(2)!;
+    expect(tail).toEqual({ entries: [], gap: false });
+    // Other pools' logs are separate.
+    expect(await allPoolEvents(log, 3)).toEqual([]);
+  });
+
+  it('post events read back in order, after a position, up to a limit', async () => {
+    const { log } = partsOf(ctx());
+    const events: PostEvent[] = [
+      { kind: 'post', author: 'a', id: 'p1', ts: T0 },
+      { kind: 'post', author: 'b', id: 'p1', ts: T0 + 1 },
+      { kind: 'delete', author: 'a', id: 'p1', ts: T0 },
+    ];
+    expect(await log.postLogEnd()).toBe(LOG_START);
+    expect(await log.readPostEvents(LOG_START, 5)).toEqual({ entries: [], gap: false });
+    await log.appendPostEvents(events.slice(0, 2));
+    await log.appendPostEvents(events.slice(2));
+    const all = await log.readPostEvents(LOG_START, 5);
+    expect(all.entries.map((entry) => entry.event)).toEqual(events);
+    expectIncreasingIds(all);
+    expect(await log.postLogEnd()).toBe(all.entries[2]!.id);
+    expect(await log.readPostEvents(all.entries[0]!.id, 1)).toEqual({
+      entries: [all.entries[1]],
+      gap: false,
+    });
+    // The pool logs do not see post events.
+    expect(await allPoolEvents(log, 0)).toEqual([]);
+  });
+
+  it('reads many pools at once, each from its own position', async () => {
+    const { log } = partsOf(ctx());
+    for (const pool of [1, 2, 3]) {
+      await log.appendPoolEvents(pool, [
+        { kind: 'follows', user: `x${pool}` },
+        { kind: 'follows', user: `y${pool}` },
+      ]);
+    }
+    const firstOf2 = (await log.readPoolEvents([{ pool: 2, after: LOG_START }], 1)).get(2)!;
+    const reads = await log.readPoolEvents(
+      [
+        { pool: 1, after: LOG_START },
+        { pool: 2, after: firstOf2.entries[0]!.id },
+        { pool: 3, after: await log.poolLogEnd(3) },
+        { pool: 4, after: LOG_START },
+      ],
+      10,
+    );
+    expect([...reads.keys()].sort()).toEqual([1, 2, 3, 4]);
+    expect(reads.get(1)!.entries.map((entry) => entry.event)).toEqual([
+      { kind: 'follows', user: 'x1' },
+      { kind: 'follows', user: 'y1' },
+    ]);
+    expect(reads.get(2)!.entries.map((entry) => entry.event)).toEqual([
+      { kind: 'follows', user: 'y2' },
+    ]);
+    expect(reads.get(3)).toEqual({ entries: [], gap: false });
+    expect(reads.get(4)).toEqual({ entries: [], gap: false });
+  });
+
+  it('a reader whose entries were trimmed sees a gap; one that kept up does not', async () => {
+    const { log } = partsOf(ctx(), { maxPoolEvents: 10, maxPostEvents: 10 });
+    await log.appendPoolEvents(6, [{ kind: 'follows', user: 'first' }]);
+    await log.appendPostEvents([{ kind: 'post', author: 'a', id: 'first', ts: T0 }]);
+    const firstPool = await log.poolLogEnd(6);
+    const firstPost = await log.postLogEnd();
+    // Enough batches that even Redis' approximate trimming (whole 100-entry nodes) trims.
+    for (let batch = 0; batch < 30; batch++) {
+      const users = Array.from({ length: 10 }, (_, i) => `u${batch * 10 + i}`);
+      await log.appendPoolEvents(
+        6,
+        users.map((user) => ({ kind: 'follows', user })),
+      );
+      await log.appendPostEvents(users.map((id) => ({ kind: 'post', author: 'a', id, ts: T0 })));
+    }
+
+    for (const after of [firstPool, LOG_START]) {
+      const missed = (await log.readPoolEvents([{ pool: 6, after }], 1_000)).get(6)!;
+      expect(missed.gap).toBe(true);
+      // What is still kept reads back in order, ending with the newest entry.
+      expect(missed.entries.length).toBeGreaterThanOrEqual(10);
+      expect(missed.entries.length).toBeLessThan(301);
+      expectIncreasingIds(missed);
+      expect(missed.entries.at(-1)!.event).toEqual({ kind: 'follows', user: 'u299' });
+      // Resuming from what it read is gap-free again.
+      const resumed = (
+        await log.readPoolEvents([{ pool: 6, after: missed.entries[0]!.id }], 1_000)
+      ).get(6)!;
+      expect(resumed).toEqual({ entries: missed.entries.slice(1), gap: false });
+    }
+    const upToDate = await log.poolLogEnd(6);
+    expect((await log.readPoolEvents([{ pool: 6, after: upToDate }], 5)).get(6)).toEqual({
+      entries: [],
+      gap: false,
+    });
+
+    const missedPosts = await log.readPostEvents(firstPost, 1_000);
+    expect(missedPosts.gap).toBe(true);
+    expect(missedPosts.entries.at(-1)!.event).toEqual({
+      kind: 'post',
+      author: 'a',
+      id: 'u299',
+      ts: T0,
+    });
+    const keptPosts = await log.readPostEvents(missedPosts.entries[0]!.id, 1_000);
+    expect(keptPosts).toEqual({ entries: missedPosts.entries.slice(1), gap: false });
+  });
+
+  it('rejects a malformed position and a non-positive limit', async () => {
+    const { log } = partsOf(ctx());
+    await expect(log.readPostEvents('nope', 10)).rejects.toThrow(RangeError);
+    await expect(log.readPostEvents(LOG_START, 0)).rejects.toThrow(RangeError);
+    await expect(log.readPoolEvents([{ pool: 1, after: '12' }], 10)).rejects.toThrow(RangeError);
+    await expect(log.readPoolEvents([{ pool: 1, after: LOG_START }], 1.5)).rejects.toThrow(
+      RangeError,
+    );
+  });
+
+  // ---------------------------------------------------------------- fenced badges
+
+  it('a save with the current fence is accepted; versions move only on a change', async () => {
+    const { badges, setFence, storedBadge } = partsOf(ctx());
+    const [a, b] = usersOf(8, 2);
+    await setFence(8, 3);
+    const first = await badges.saveFenced(
+      8,
+      3,
+      [
+        { user: a!, fields: { feed: 2, notices: 0 } },
+        { user: b!, fields: {} },
+      ],
+      T0,
+    );
+    expect(first.accepted).toBe(true);
+    expect(first.stamps.map(({ version, changed }) => ({ version, changed }))).toEqual([
+      { version: 1, changed: true },
+      { version: 1, changed: true },
+    ]);
+    const epochOfA = first.stamps[0]!.epoch;
+    expect(epochOfA).toMatch(/^\S+$/);
+    expect(await storedBadge(a!)).toEqual({
+      epoch: epochOfA,
+      version: 1,
+      computedAt: T0,
+      fields: { feed: 2 },
+    });
+    expect(await storedBadge(b!)).toEqual({
+      epoch: first.stamps[1]!.epoch,
+      version: 1,
+      computedAt: T0,
+      fields: {},
+    });
+
+    // Same counts (a zero count is no count): no new version, but computedAt moves on.
+    const same = await badges.saveFenced(8, 3, [{ user: a!, fields: { feed: 2 } }], T0 + 1);
+    expect(same).toEqual({
+      accepted: true,
+      stamps: [{ epoch: epochOfA, version: 1, changed: false }],
+    });
+    expect((await storedBadge(a!))?.computedAt).toBe(T0 + 1);
+
+    // A newer token than the pool's is accepted too (it can only come from a later acquisition).
+    const changed = await badges.saveFenced(
+      8,
+      4,
+      [{ user: a!, fields: { feed: 3, dots: 1 } }],
+      T0 + 2,
+    );
+    expect(changed).toEqual({
+      accepted: true,
+      stamps: [{ epoch: epochOfA, version: 2, changed: true }],
+    });
+    expect(await storedBadge(a!)).toEqual({
+      epoch: epochOfA,
+      version: 2,
+      computedAt: T0 + 2,
+      fields: { feed: 3, dots: 1 },
+    });
+    expect(await badges.staleWritesRejected(8)).toBe(0);
+    expect(await badges.saveFenced(8, 3, [], T0)).toEqual({ accepted: true, stamps: [] });
+  });
+
+  it('a save with an older fence is refused and counted, and writes nothing', async () => {
+    const { badges, setFence, storedBadge } = partsOf(ctx());
+    const [a] = usersOf(8, 1);
+    const [b] = usersOf(9, 1);
+    // No token yet counts as 0.
+    expect((await badges.saveFenced(9, 0, [{ user: b!, fields: { feed: 1 } }], T0)).accepted).toBe(
+      true,
+    );
+    await setFence(8, 5);
+    expect(await badges.saveFenced(8, 4, [{ user: a!, fields: { feed: 1 } }], T0)).toEqual({
+      accepted: false,
+      stamps: [],
+    });
+    expect(await storedBadge(a!)).toBeNull();
+    expect(await badges.staleWritesRejected(8)).toBe(1);
+    await badges.saveFenced(8, 1, [{ user: a!, fields: { feed: 1 } }], T0);
+    expect(await badges.staleWritesRejected(8)).toBe(2);
+    expect(await badges.staleWritesRejected(9)).toBe(0);
+    const accepted = await badges.saveFenced(8, 5, [{ user: a!, fields: { feed: 1 } }], T0);
+    expect(accepted.accepted).toBe(true);
+    expect(accepted.stamps[0]).toMatchObject({ version: 1, changed: true });
+    // A user of another pool is a caller's mistake, not a write.
+    await expect(badges.saveFenced(8, 5, [{ user: b!, fields: {} }], T0)).rejects.toThrow(
+      RangeError,
+    );
+  });
+
+  it('changed states are published to the subscribers of their pool', async () => {
+    const { badges, setFence } = partsOf(ctx());
+    const [a, b] = usersOf(20, 2);
+    const [c] = usersOf(21, 1);
+    await setFence(20, 1);
+    await setFence(21, 1);
+    const both: Array<[number, BadgeChange[]]> = [];
+    const only21: Array<[number, BadgeChange[]]> = [];
+    const stopBoth = await badges.subscribe([20, 21], (pool, changes) =>
+      both.push([pool, changes]),
+    );
+    const stop21 = await badges.subscribe([21], (pool, changes) => only21.push([pool, changes]));
+
+    const s1 = await badges.saveFenced(
+      20,
+      1,
+      [
+        { user: a!, fields: { feed: 1 } },
+        { user: b!, fields: { feed: 2 } },
+      ],
+      T0,
+    );
+    // Nothing changes: nothing is published (a message would arrive before the next one).
+    await badges.saveFenced(20, 1, [{ user: a!, fields: { feed: 1 } }], T0 + 1);
+    const s2 = await badges.saveFenced(
+      20,
+      1,
+      [
+        { user: a!, fields: { feed: 1 } },
+        { user: b!, fields: { feed: 3, notices: 1 } },
+      ],
+      T0 + 2,
+    );
+    const s3 = await badges.saveFenced(21, 1, [{ user: c!, fields: {} }], T0 + 3);
+    await waitFor(() => both.length >= 3 && only21.length >= 1);
+
+    expect(both).toEqual([
+      [
+        20,
+        [
+          { user: a, epoch: s1.stamps[0]!.epoch, version: 1, fields: { feed: 1 }, computedAt: T0 },
+          { user: b, epoch: s1.stamps[1]!.epoch, version: 1, fields: { feed: 2 }, computedAt: T0 },
+        ],
+      ],
+      [
+        20,
+        [
+          {
+            user: b,
+            epoch: s2.stamps[1]!.epoch,
+            version: 2,
+            fields: { feed: 3, notices: 1 },
+            computedAt: T0 + 2,
+          },
+        ],
+      ],
+      [21, [{ user: c, epoch: s3.stamps[0]!.epoch, version: 1, fields: {}, computedAt: T0 + 3 }]],
+    ]);
+    // Pool 20's messages went out first; had they reached this subscriber, they would be here.
+    expect(only21).toEqual([both[2]]);
+
+    await stopBoth();
+    await stopBoth();
+    await badges.saveFenced(21, 1, [{ user: c!, fields: { feed: 9 } }], T0 + 4);
+    await waitFor(() => only21.length >= 2);
+    expect(both).toHaveLength(3);
+    // A refused save publishes nothing.
+    await setFence(21, 2);
+    await badges.saveFenced(21, 1, [{ user: c!, fields: { feed: 10 } }], T0 + 5);
+    await badges.saveFenced(21, 2, [{ user: c!, fields: { feed: 11 } }], T0 + 6);
+    await waitFor(() => only21.length >= 3);
+    expect(only21.map(([, changes]) => changes[0]!.fields)).toEqual([
+      {},
+      { feed: 9 },
+      { feed: 11 },
+    ]);
+    await stop21();
+  });
+});
+
+// -------------------------------------------------------------------- Redis Cluster
+
+describe('cluster store on a 3-master Redis Cluster', () => {
+  const POOLS = 8;
+  let cluster: RedisClusterHandle | undefined;
+  let client: Cluster | undefined;
+
+  beforeAll(async () => {
+    cluster = await startRedisCluster({ masters: 3 });
+    client = new Cluster(cluster.nodes, { enableAutoPipelining: true });
+  });
+
+  afterAll(async () => {
+    await client?.quit().catch(() => client?.disconnect());
+    await cluster?.stop();
+  });
+
+  it('presence, change logs and sharded fenced badges work across shards', async () => {
+    const keys = new RedisKeys(uniquePrefix('cluster'), POOLS);
+    const log = new RedisChangeLog({ client: client!, keys });
+    const presence = new RedisPresence({ client: client!, keys, log });
+    const badges = new RedisFencedBadges({ client: client!, keys, sharded: true });
+    const pools = Array.from({ length: POOLS }, (_, pool) => pool);
+    const usersByPool = pools.map((pool) => usersOf(pool, 2, POOLS));
+
+    // Presence: one call spanning every pool.
+    const everyone = usersByPool.flat();
+    const changes = await presence.setOnline(
+      everyone.map((user, i) => ({ user, ttlMs: i % 2 === 0 ? 100 : 1_000 })),
+      T0,
+    );
+    expect(changes).toEqual(everyone.map((user) => ({ user, changed: true })));
+    expect(await presence.poolSizes(T0)).toEqual(pools.map(() => 2));
+    expect(await presence.poolSizes(T0 + 100)).toEqual(pools.map(() => 1));
+    expect(await presence.members(5, T0 + 100)).toEqual([usersByPool[5]![1]]);
+    expect(await presence.expire(5, T0 + 100, 10)).toEqual([usersByPool[5]![0]]);
+    expect(await presence.setOffline(usersByPool[6]![1]!)).toBe(true);
+
+    // Change logs: every pool's log read in one batch.
+    await log.appendPoolEvents(7, [{ kind: 'cursor', user: usersByPool[7]![0]!, readAt: T0 }]);
+    const reads = await log.readPoolEvents(
+      pools.map((pool) => ({ pool, after: LOG_START })),
+      100,
+    );
+    for (const pool of pools) {
+      const expected = usersByPool[pool]!.map(online);
+      if (pool === 5) expected.push(offline(usersByPool[5]![0]!));
+      if (pool === 6) expected.push(offline(usersByPool[6]![1]!));
+      if (pool === 7) expected.push({ kind: 'cursor', user: usersByPool[7]![0]!, readAt: T0 });
+      expect(
+        reads.get(pool)!.entries.map((entry) => entry.event),
+        `pool ${pool}`,
+      ).toEqual(expected);
+      expect(reads.get(pool)!.gap).toBe(false);
+    }
+    await log.appendPostEvents([{ kind: 'post', author: 'a', id: 'p', ts: T0 }]);
+    expect((await log.readPostEvents(LOG_START, 10)).entries.map((entry) => entry.event)).toEqual([
+      { kind: 'post', author: 'a', id: 'p', ts: T0 },
+    ]);
+
+    // Fenced badges, published with SPUBLISH on each pool's own shard.
+    const received = new Map<number, BadgeChange[]>();
+    const stop = await badges.subscribe(pools, (pool, batch) => received.set(pool, batch));
+    await Promise.all(pools.map((pool) => client!.set(keys.fence(pool), 2)));
+    const results = await Promise.all(
+      pools.map((pool) =>
+        badges.saveFenced(
+          pool,
+          2,
+          usersByPool[pool]!.map((user) => ({ user, fields: { feed: pool + 1 } })),
+          T0,
+        ),
+      ),
+    );
+    expect(results.every((result) => result.accepted)).toBe(true);
+    await waitFor(() => received.size === POOLS, { message: 'every pool published its changes' });
+    for (const pool of pools) {
+      expect(
+        received.get(pool)!.map(({ user, fields, version }) => ({ user, fields, version })),
+      ).toEqual(
+        usersByPool[pool]!.map((user) => ({ user, fields: { feed: pool + 1 }, version: 1 })),
+      );
+    }
+    expect(await badges.saveFenced(3, 1, [{ user: usersByPool[3]![0]!, fields: {} }], T0)).toEqual({
+      accepted: false,
+      stamps: [],
+    });
+    expect(await badges.staleWritesRejected(3)).toBe(1);
+    await stop();
+
+    // Plain PUBLISH works on a Cluster too (broadcast to every node).
+    const broadcast = new RedisFencedBadges({ client: client!, keys, sharded: false });
+    const heard: Array<[number, BadgeChange[]]> = [];
+    const stopBroadcast = await broadcast.subscribe([4], (pool, batch) =>
+      heard.push([pool, batch]),
+    );
+    const [user4] = usersByPool[4]!;
+    await broadcast.saveFenced(4, 2, [{ user: user4!, fields: { feed: 50 } }], T0 + 1);
+    await waitFor(() => heard.length === 1);
+    expect(heard[0]![1].map(({ user, version }) => ({ user, version }))).toEqual([
+      { user: user4, version: 2 },
+    ]);
+    await stopBroadcast();
+
+    // The pools really are spread over the shards.
+    const mastersWithKeys = await Promise.all(
+      client!.nodes('master').map(async (node) => (await node.dbsize()) > 0),
+    );
+    expect(mastersWithKeys.filter(Boolean).length).toBeGreaterThanOrEqual(2);
+  });
+});
