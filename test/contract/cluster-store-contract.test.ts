@@ -3,7 +3,7 @@
  * fenced badge writes, run against both engines with the very same assertions; then the Redis
  * implementations once more on a real 3-master Redis Cluster.
  *
- * The classes are imported from their files until the store's barrel exports them.
+ * The classes the store's barrel does not export are imported from their files.
  */
 import { poolOf } from '@bubble/protocol';
 import type {
@@ -17,7 +17,7 @@ import type {
   RedisStore,
   StoredBadge,
 } from '@bubble/store';
-import { LOG_START } from '@bubble/store';
+import { LOG_START, RedisKeys } from '@bubble/store';
 import {
   startRedisCluster,
   uniquePrefix,
@@ -29,7 +29,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryChangeLog } from '../../packages/store/src/memory/memory-change-log.js';
 import { MemoryFencedBadges } from '../../packages/store/src/memory/memory-fenced-badges.js';
 import { MemoryPresence } from '../../packages/store/src/memory/memory-presence.js';
-import { RedisKeys } from '../../packages/store/src/redis/keys.js';
 import { RedisChangeLog } from '../../packages/store/src/redis/redis-change-log.js';
 import { RedisFencedBadges } from '../../packages/store/src/redis/redis-fenced-badges.js';
 import { RedisPresence } from '../../packages/store/src/redis/redis-presence.js';

@@ -4,7 +4,13 @@
  * granted with a majority up, refused without one, and a holder that loses its majority is told
  * through its signal before its lock's validity runs out.
  */
-import { RedisKeys, type HeldLock, type PoolLocks } from '@bubble/store';
+import {
+  MemoryPoolLocks,
+  RedisKeys,
+  RedlockPoolLocks,
+  type HeldLock,
+  type PoolLocks,
+} from '@bubble/store';
 import {
   startRedisServer,
   uniquePrefix,
@@ -13,12 +19,8 @@ import {
 } from '@bubble/test-utils';
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-// Deep imports until the store's barrel exports these classes.
-import { MemoryPoolLocks } from '../../packages/store/src/memory/memory-pool-locks.js';
-import {
-  RedlockPoolLocks,
-  type PoolLocksLogger,
-} from '../../packages/store/src/redis/redlock-pool-locks.js';
+// Deep import: the store's barrel does not export this type.
+import type { PoolLocksLogger } from '../../packages/store/src/redis/redlock-pool-locks.js';
 import { TEST_POOLS, describeEachEngine } from '../support/engines.js';
 
 const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

@@ -3,8 +3,15 @@
  * feed-bubble rules of BadgeService (semantics.md, "Feed bubble") on top of
  * each engine. Both engines must pass the very same assertions.
  */
-import { BubbleError, DAY_MS, HOUR_MS, MINUTE_MS, type ErrorCode } from '@bubble/protocol';
-import { RedisStore, type BubbleStore, type Post } from '@bubble/store';
+import { BubbleError, DAY_MS, HOUR_MS, MINUTE_MS, poolOf, type ErrorCode } from '@bubble/protocol';
+import {
+  LOG_START,
+  RedisStore,
+  type BubbleStore,
+  type PoolEvent,
+  type Post,
+  type PostEvent,
+} from '@bubble/store';
 import { expect, it } from 'vitest';
 import { T0, describeEachEngine, manualService, scanKeys } from '../support/engines.js';
 
@@ -50,6 +57,26 @@ const sorted = (values: readonly string[]): string[] => [...values].sort();
 /** Every stored post of `author` regardless of ts (the store has no list call; count them). */
 function countAll(store: BubbleStore, authors: readonly string[]): Promise<number> {
   return store.posts.countBetween(authors, -1, Number.MAX_SAFE_INTEGER);
+}
+
+/** Every event of the post change log, oldest first. */
+async function postEvents(store: BubbleStore): Promise<PostEvent[]> {
+  const read = await store.changes.readPostEvents(LOG_START, 1000);
+  return read.entries.map((entry) => entry.event);
+}
+
+/** Every event of the change log of `user`'s pool (whoever they are about), oldest first. */
+async function poolEvents(store: BubbleStore, user: string): Promise<PoolEvent[]> {
+  const pool = poolOf(user, store.pools);
+  const read = (await store.changes.readPoolEvents([{ pool, after: LOG_START }], 1000)).get(pool);
+  return read!.entries.map((entry) => entry.event);
+}
+
+/** Every event of every pool's change log. */
+async function allPoolEvents(store: BubbleStore): Promise<PoolEvent[]> {
+  const cursors = Array.from({ length: store.pools }, (_, pool) => ({ pool, after: LOG_START }));
+  const reads = await store.changes.readPoolEvents(cursors, 1000);
+  return [...reads.values()].flatMap((read) => read.entries.map((entry) => entry.event));
 }
 
 describeEachEngine('BubbleStore contract', (ctx) => {
@@ -136,11 +163,14 @@ describeEachEngine('BubbleStore contract', (ctx) => {
     expect(await store.posts.ingest([{ author: 'a', id: 'p', ts: 100 }], 0)).toEqual({
       accepted: 1,
       ignored: 0,
+      stored: [{ author: 'a', id: 'p', ts: 100 }],
     });
-    // Same post again, with another ts: counted as accepted (stored already), ts unchanged.
+    // Same post again, with another ts: counted as accepted (stored already), ts unchanged,
+    // and not stored by this call.
     expect(await store.posts.ingest([{ author: 'a', id: 'p', ts: 200 }], 0)).toEqual({
       accepted: 1,
       ignored: 0,
+      stored: [],
     });
     expect(await store.posts.countBetween(['a'], 0, 150)).toBe(1);
     expect(await store.posts.countBetween(['a'], 150, 300)).toBe(0);
@@ -150,7 +180,14 @@ describeEachEngine('BubbleStore contract', (ctx) => {
       { author: 'b', id: 'q', ts: 50 },
       { author: 'a', id: 'q', ts: 60 },
     ];
-    expect(await store.posts.ingest(batch, 0)).toEqual({ accepted: 3, ignored: 0 });
+    expect(await store.posts.ingest(batch, 0)).toEqual({
+      accepted: 3,
+      ignored: 0,
+      stored: [
+        { author: 'b', id: 'q', ts: 300 },
+        { author: 'a', id: 'q', ts: 60 },
+      ],
+    });
     expect(await store.posts.countBetween(['b'], 0, 299)).toBe(0);
     expect(await store.posts.countBetween(['b'], 0, 300)).toBe(1);
     // Same id under another author is another post.
@@ -170,12 +207,13 @@ describeEachEngine('BubbleStore contract', (ctx) => {
         ],
         minTs,
       ),
-    ).toEqual({ accepted: 1, ignored: 2 });
+    ).toEqual({ accepted: 1, ignored: 2, stored: [{ author: 'a', id: 'new', ts: minTs + 1 }] });
     expect(await countAll(store, ['a'])).toBe(1);
     // The ignored ids were never claimed: a later ingest with a ts in the window stores them.
     expect(await store.posts.ingest([{ author: 'a', id: 'old', ts: 5_000 }], minTs)).toEqual({
       accepted: 1,
       ignored: 0,
+      stored: [{ author: 'a', id: 'old', ts: 5_000 }],
     });
     expect(await store.posts.countBetween(['a'], 4_999, 5_000)).toBe(1);
     // Ignored first, then accepted in the same batch: the accepted one's ts is stored.
@@ -187,7 +225,7 @@ describeEachEngine('BubbleStore contract', (ctx) => {
         ],
         minTs,
       ),
-    ).toEqual({ accepted: 1, ignored: 1 });
+    ).toEqual({ accepted: 1, ignored: 1, stored: [{ author: 'c', id: 'x', ts: 2_000 }] });
     expect(await store.posts.countBetween(['c'], 1_999, 2_000)).toBe(1);
   });
 
@@ -213,6 +251,7 @@ describeEachEngine('BubbleStore contract', (ctx) => {
     expect(await store.posts.ingest([{ author: 'a', id: 'p1', ts: 500 }], 200)).toEqual({
       accepted: 1,
       ignored: 0,
+      stored: [{ author: 'a', id: 'p1', ts: 500 }],
     });
     expect(await store.posts.countBetween(['a'], 499, 500)).toBe(1);
   });
@@ -226,13 +265,14 @@ describeEachEngine('BubbleStore contract', (ctx) => {
       ],
       0,
     );
-    await store.posts.remove('a', 'p', 150, 0);
+    expect(await store.posts.remove('a', 'p', 150, 0)).toBe(100);
     expect(await countAll(store, ['a'])).toBe(1);
     expect(await store.posts.countBetween(['a'], 99, 100)).toBe(0);
     // Retried (same ts) or late (another ts) ingest: ignored, nothing stored.
     expect(await store.posts.ingest([{ author: 'a', id: 'p', ts: 100 }], 50)).toEqual({
       accepted: 0,
       ignored: 1,
+      stored: [],
     });
     expect(
       await store.posts.ingest(
@@ -242,25 +282,27 @@ describeEachEngine('BubbleStore contract', (ctx) => {
         ],
         60,
       ),
-    ).toEqual({ accepted: 1, ignored: 1 });
+    ).toEqual({ accepted: 1, ignored: 1, stored: [{ author: 'a', id: 'r', ts: 170 }] });
     expect(await countAll(store, ['a'])).toBe(2);
     expect(await store.posts.countBetween(['a'], 150, 165)).toBe(0);
-    // Deleting again is harmless.
-    await store.posts.remove('a', 'p', 180, 60);
+    // Deleting again is harmless, and removes nothing.
+    expect(await store.posts.remove('a', 'p', 180, 60)).toBeNull();
     expect(await countAll(store, ['a'])).toBe(2);
   });
 
   it('deleting an unknown post is fine and blocks its later ingest', async () => {
     const { store } = ctx();
-    await store.posts.remove('a', 'ghost', 1_000, 0);
+    expect(await store.posts.remove('a', 'ghost', 1_000, 0)).toBeNull();
     expect(await countAll(store, ['a'])).toBe(0);
     expect(await store.posts.ingest([{ author: 'a', id: 'ghost', ts: 900 }], 0)).toEqual({
       accepted: 0,
       ignored: 1,
+      stored: [],
     });
     expect(await store.posts.ingest([{ author: 'a', id: 'ghost', ts: 1_050 }], 0)).toEqual({
       accepted: 0,
       ignored: 1,
+      stored: [],
     });
     expect(await countAll(store, ['a'])).toBe(0);
   });
@@ -275,6 +317,7 @@ describeEachEngine('BubbleStore contract', (ctx) => {
     expect(await store.posts.ingest([{ author: 'a', id: 'p', ts: later }], later - L)).toEqual({
       accepted: 0,
       ignored: 1,
+      stored: [],
     });
     // Once minTs reaches the deletion time the old post is out of every window anyway,
     // so the id is free again.
@@ -282,6 +325,7 @@ describeEachEngine('BubbleStore contract', (ctx) => {
     expect(await store.posts.ingest([{ author: 'a', id: 'p', ts: free }], free - L)).toEqual({
       accepted: 1,
       ignored: 0,
+      stored: [{ author: 'a', id: 'p', ts: free }],
     });
   });
 
@@ -298,6 +342,7 @@ describeEachEngine('BubbleStore contract', (ctx) => {
     expect(await store.posts.ingest([{ author: 'a', id: 'p', ts }], later - L)).toEqual({
       accepted: 0,
       ignored: 1,
+      stored: [],
     });
     expect(await countAll(store, ['a'])).toBe(0);
   });
@@ -350,6 +395,151 @@ describeEachEngine('BubbleStore contract', (ctx) => {
         (p) => wanted.has(p.author) && after < p.ts && p.ts <= until,
       ).length;
       expect(await store.posts.countBetween(authors, after, until)).toBe(expected);
+    }
+  });
+
+  it('ingest reports exactly the posts it stored first, in input order across authors', async () => {
+    const { store } = ctx();
+    await store.posts.ingest([{ author: 'a', id: 'known', ts: 500 }], 0);
+    await store.posts.remove('c', 'gone', 600, 0);
+    const batch: Post[] = [
+      { author: 'b', id: 'p1', ts: 700 },
+      { author: 'a', id: 'p1', ts: 710 },
+      { author: 'a', id: 'known', ts: 720 }, // stored before: accepted, not stored now
+      { author: 'c', id: 'gone', ts: 730 }, // deleted: ignored
+      { author: 'b', id: 'p2', ts: 740 },
+      { author: 'a', id: 'old', ts: 100 }, // at or before minTs: ignored
+      { author: 'b', id: 'p1', ts: 750 }, // repeat within the batch: the first one was stored
+      { author: 'c', id: 'p1', ts: 760 },
+      { author: 'a', id: 'p2', ts: 705 },
+    ];
+    expect(await store.posts.ingest(batch, 100)).toEqual({
+      accepted: 7,
+      ignored: 2,
+      stored: [
+        { author: 'b', id: 'p1', ts: 700 },
+        { author: 'a', id: 'p1', ts: 710 },
+        { author: 'b', id: 'p2', ts: 740 },
+        { author: 'c', id: 'p1', ts: 760 },
+        { author: 'a', id: 'p2', ts: 705 },
+      ],
+    });
+    // The same batch again stores nothing new.
+    expect(await store.posts.ingest(batch, 100)).toEqual({ accepted: 7, ignored: 2, stored: [] });
+    expect(await store.posts.ingest([], 100)).toEqual({ accepted: 0, ignored: 0, stored: [] });
+  });
+
+  it('remove returns the ts of the stored post it removed, else null', async () => {
+    const { store } = ctx();
+    const now = 10 * DAY_MS;
+    await store.posts.ingest(
+      [
+        { author: 'a', id: 'p', ts: now - HOUR_MS },
+        { author: 'a', id: 'ahead', ts: now + 30_000 },
+        { author: 'b', id: 'p', ts: now - MINUTE_MS },
+      ],
+      now - L,
+    );
+    expect(await store.posts.remove('a', 'p', now, now - L)).toBe(now - HOUR_MS);
+    // Removed already: nothing to remove, though the tombstone is renewed.
+    expect(await store.posts.remove('a', 'p', now + 1, now + 1 - L)).toBeNull();
+    // A post stamped ahead of the clock reports its own ts.
+    expect(await store.posts.remove('a', 'ahead', now, now - L)).toBe(now + 30_000);
+    // Never stored, under a known author or an unknown one.
+    expect(await store.posts.remove('a', 'ghost', now, now - L)).toBeNull();
+    expect(await store.posts.remove('nobody', 'p', now, now - L)).toBeNull();
+    // The same id under another author is another post, still stored.
+    expect(await countAll(store, ['b'])).toBe(1);
+    expect(await store.posts.remove('b', 'p', now, now - L)).toBe(now - MINUTE_MS);
+    expect(await countAll(store, ['a', 'b'])).toBe(0);
+    // A post trimmed out of the window is no longer stored.
+    await store.posts.ingest([{ author: 'c', id: 'p', ts: now - 2 * DAY_MS }], now - L);
+    await store.posts.ingest([{ author: 'c', id: 'q', ts: now }], now - DAY_MS);
+    expect(await store.posts.remove('c', 'p', now, now - DAY_MS)).toBeNull();
+  });
+
+  it('window: each author’s posts after afterTs (exclusive), ordered by ts', async () => {
+    const { store } = ctx();
+    // Ingested out of ts order, over two batches.
+    await store.posts.ingest(
+      [
+        { author: 'a', id: 'p30', ts: 30 },
+        { author: 'b', id: 'q25', ts: 25 },
+        { author: 'a', id: 'p10', ts: 10 },
+      ],
+      0,
+    );
+    await store.posts.ingest(
+      [
+        { author: 'a', id: 'p20', ts: 20 },
+        { author: 'b', id: 'q5', ts: 5 },
+        { author: 'a', id: 'p40', ts: 40 },
+        { author: 'a', id: 'p10', ts: 35 }, // stored already: its first ts stays
+      ],
+      0,
+    );
+    await store.posts.remove('a', 'p40', 50, 0);
+    const window = await store.posts.window(['a', 'b', 'nobody'], 10);
+    expect([...window.keys()].sort()).toEqual(['a', 'b', 'nobody']);
+    expect(window.get('a')).toEqual([
+      { id: 'p20', ts: 20 },
+      { id: 'p30', ts: 30 },
+    ]);
+    expect(window.get('b')).toEqual([{ id: 'q25', ts: 25 }]);
+    expect(window.get('nobody')).toEqual([]);
+    // afterTs is exclusive.
+    expect((await store.posts.window(['a'], 9)).get('a')).toEqual([
+      { id: 'p10', ts: 10 },
+      { id: 'p20', ts: 20 },
+      { id: 'p30', ts: 30 },
+    ]);
+    expect((await store.posts.window(['a'], 29)).get('a')).toEqual([{ id: 'p30', ts: 30 }]);
+    expect((await store.posts.window(['a'], 30)).get('a')).toEqual([]);
+    expect((await store.posts.window(['b'], -1)).get('b')).toEqual([
+      { id: 'q5', ts: 5 },
+      { id: 'q25', ts: 25 },
+    ]);
+    expect((await store.posts.window([], 0)).size).toBe(0);
+    // Trimmed posts are gone from it.
+    await store.posts.ingest([{ author: 'a', id: 'p50', ts: 50 }], 20);
+    expect((await store.posts.window(['a'], 0)).get('a')).toEqual([
+      { id: 'p30', ts: 30 },
+      { id: 'p50', ts: 50 },
+    ]);
+  });
+
+  it('window over many authors equals a brute-force listing', async () => {
+    const { store } = ctx();
+    const rand = seededRandom(4242);
+    const posts: Post[] = [];
+    for (let a = 0; a < 300; a++) {
+      const n = rand(6);
+      for (let i = 0; i < n; i++) posts.push({ author: `a${a}`, id: `p${i}`, ts: 1 + rand(1_000) });
+    }
+    for (let i = 0; i < posts.length; i += 500)
+      await store.posts.ingest(posts.slice(i, i + 500), 0);
+    // Every third author is asked for, plus some who never posted.
+    const authors = [
+      ...Array.from({ length: 300 }, (_, a) => `a${a}`).filter((_, a) => a % 3 !== 0),
+      'ghost1',
+      'ghost2',
+    ];
+    // The contract orders by ts only; equal ts are compared as a set, so sort those by id.
+    const normalised = (list: readonly { id: string; ts: number }[] | undefined) =>
+      [...(list ?? [])].sort((x, y) => x.ts - y.ts || (x.id < y.id ? -1 : x.id > y.id ? 1 : 0));
+    for (const afterTs of [0, 250, 500, 999, 1_000]) {
+      const window = await store.posts.window(authors, afterTs);
+      expect(window.size).toBe(authors.length);
+      for (const author of authors) {
+        const listed = window.get(author);
+        expect(listed, author).toBeDefined();
+        const times = listed!.map((p) => p.ts);
+        expect(times, author).toEqual([...times].sort((x, y) => x - y));
+        const expected = posts
+          .filter((p) => p.author === author && p.ts > afterTs)
+          .map(({ id, ts }) => ({ id, ts }));
+        expect(normalised(listed), `${author} after ${afterTs}`).toEqual(normalised(expected));
+      }
     }
   });
 
@@ -717,11 +907,168 @@ describeEachEngine('BubbleStore contract', (ctx) => {
     );
   });
 
+  // ---------------------------------------------------------------- BadgeService change log
+
+  it('service: ingest appends a post event for each newly stored post, and only those', async () => {
+    const { store } = ctx();
+    const { service, clock } = manualService(store);
+    const now = clock.now();
+    expect(await postEvents(store)).toEqual([]);
+    await service.ingestPosts([
+      { author: 'a', id: 'p1', ts: now - 3_000 },
+      { author: 'b', id: 'p1', ts: now - 2_000 },
+    ]);
+    expect(await postEvents(store)).toEqual([
+      { kind: 'post', author: 'a', id: 'p1', ts: now - 3_000 },
+      { kind: 'post', author: 'b', id: 'p1', ts: now - 2_000 },
+    ]);
+    // Duplicates (with another ts, across and within the batch) and ignored posts add nothing.
+    expect(
+      await service.ingestPosts([
+        { author: 'a', id: 'p1', ts: now - 1_000 },
+        { author: 'a', id: 'p2', ts: now - 500 },
+        { author: 'a', id: 'p2', ts: now - 400 },
+        { author: 'a', id: 'old', ts: now - L },
+        { author: 'c', id: 'p1', ts: now },
+      ]),
+    ).toEqual({ accepted: 4, ignored: 1 });
+    expect(await postEvents(store)).toEqual([
+      { kind: 'post', author: 'a', id: 'p1', ts: now - 3_000 },
+      { kind: 'post', author: 'b', id: 'p1', ts: now - 2_000 },
+      { kind: 'post', author: 'a', id: 'p2', ts: now - 500 },
+      { kind: 'post', author: 'c', id: 'p1', ts: now },
+    ]);
+    // A batch of nothing but duplicates appends nothing.
+    await service.ingestPosts([{ author: 'b', id: 'p1', ts: now }]);
+    const read = await store.changes.readPostEvents(LOG_START, 1000);
+    expect(read.entries).toHaveLength(4);
+    expect(read.gap).toBe(false);
+    // Post events never go to the pool logs.
+    expect(await allPoolEvents(store)).toEqual([]);
+  });
+
+  it('service: deleting a stored post appends one delete event with its ts; else none', async () => {
+    const { store } = ctx();
+    const { service, clock } = manualService(store);
+    const ts = clock.now() - MINUTE_MS;
+    await service.ingestPosts([
+      { author: 'a', id: 'p', ts },
+      { author: 'a', id: 'q', ts: ts + 1 },
+    ]);
+    clock.advance(1_000);
+    await service.deletePost('a', 'p');
+    const afterDelete = await postEvents(store);
+    expect(afterDelete).toEqual([
+      { kind: 'post', author: 'a', id: 'p', ts },
+      { kind: 'post', author: 'a', id: 'q', ts: ts + 1 },
+      { kind: 'delete', author: 'a', id: 'p', ts },
+    ]);
+    // Deleted again, never seen, or under an author with no posts: nothing removed, no event.
+    await service.deletePost('a', 'p');
+    await service.deletePost('a', 'never-seen');
+    await service.deletePost('nobody', 'p');
+    // A retried ingest of the deleted post is ignored: no event either.
+    await service.ingestPosts([{ author: 'a', id: 'p', ts }]);
+    expect(await postEvents(store)).toEqual(afterDelete);
+    expect(await allPoolEvents(store)).toEqual([]);
+  });
+
+  it('service: a follow set that changes appends a follows event to the user’s pool', async () => {
+    const { store } = ctx();
+    const { service } = manualService(store, { rules: { followCap: 2 } });
+    const follows: PoolEvent = { kind: 'follows', user: 'u' };
+    await service.follow('u', 'a');
+    expect(await poolEvents(store, 'u')).toEqual([follows]);
+    // Already followed, or refused: nothing changed, no event.
+    await service.follow('u', 'a');
+    await expectBubbleError(service.follow('u', 'u'), 'UB_ERR_SELF_FOLLOW');
+    await service.follow('u', 'b');
+    await expectBubbleError(service.follow('u', 'c'), 'UB_ERR_FOLLOW_CAP');
+    expect(await poolEvents(store, 'u')).toEqual([follows, follows]);
+    await service.unfollow('u', 'a');
+    expect(await poolEvents(store, 'u')).toEqual([follows, follows, follows]);
+    // Not followed: nothing removed, no event.
+    await service.unfollow('u', 'a');
+    await service.unfollow('u', 'never');
+    expect(await poolEvents(store, 'u')).toEqual([follows, follows, follows]);
+    // replace always records one, even when the set stays the same; a refused one does not.
+    await service.replaceFollows('u', ['b']);
+    await service.replaceFollows('u', ['c', 'd', 'c']);
+    await expectBubbleError(service.replaceFollows('u', ['a', 'b', 'c']), 'UB_ERR_FOLLOW_CAP');
+    expect(await poolEvents(store, 'u')).toEqual(Array.from({ length: 5 }, () => follows));
+    // Another user's changes go to their own pool's log, under their own name.
+    await service.follow('v', 'a');
+    expect(await poolEvents(store, 'v')).toContainEqual({ kind: 'follows', user: 'v' });
+    // Everything logged is in those pools and nowhere else.
+    expect(await allPoolEvents(store)).toHaveLength(6);
+    expect(await postEvents(store)).toEqual([]);
+  });
+
+  it('service: every read appends a cursor event with the cursor after the move', async () => {
+    const { store } = ctx();
+    const { service, clock } = manualService(store);
+    const now = clock.now();
+    await service.read('u', { scope: 'feed', upTo: now - 2_000 });
+    expect(await poolEvents(store, 'u')).toEqual([
+      { kind: 'cursor', user: 'u', readAt: now - 2_000 },
+    ]);
+    // A read behind the cursor does not move it, and still reports where it is.
+    await service.read('u', { scope: 'feed', upTo: now - 5_000 });
+    // upTo in the future clamps to now.
+    await service.read('u', { scope: 'feed', upTo: now + HOUR_MS });
+    clock.advance(1_000);
+    await service.read('u', { scope: 'all' });
+    await service.read('u', { scope: 'feed' });
+    expect(await poolEvents(store, 'u')).toEqual([
+      { kind: 'cursor', user: 'u', readAt: now - 2_000 },
+      { kind: 'cursor', user: 'u', readAt: now - 2_000 },
+      { kind: 'cursor', user: 'u', readAt: now },
+      { kind: 'cursor', user: 'u', readAt: now + 1_000 },
+      { kind: 'cursor', user: 'u', readAt: now + 1_000 },
+    ]);
+    expect(await store.cursors.feedReadAt('u')).toBe(now + 1_000);
+    expect(await allPoolEvents(store)).toHaveLength(5);
+  });
+
+  it('service: setPresence records online once, computes the badge on arrival, then offline', async () => {
+    const { store } = ctx();
+    const { service, clock } = manualService(store);
+    await service.follow('u', 'a');
+    await service.ingestPosts([{ author: 'a', id: 'p', ts: clock.now() - MINUTE_MS }]);
+    const follows: PoolEvent = { kind: 'follows', user: 'u' };
+    expect(await store.badges.load('u')).toBeNull();
+
+    await service.setPresence('u', true, MINUTE_MS);
+    expect(await store.presence.isOnline('u', clock.now())).toBe(true);
+    expect(await poolEvents(store, 'u')).toEqual([follows, { kind: 'online', user: 'u' }]);
+    const stored = await store.badges.load('u');
+    expect(stored).not.toBeNull();
+    expect(stored!.computedAt).toBe(clock.now());
+
+    // A renewal while online: no event, and no new computation.
+    clock.advance(1_000);
+    await service.setPresence('u', true, MINUTE_MS);
+    expect(await poolEvents(store, 'u')).toEqual([follows, { kind: 'online', user: 'u' }]);
+    expect(await store.badges.load('u')).toEqual(stored);
+
+    await service.setPresence('u', false, MINUTE_MS);
+    expect(await store.presence.isOnline('u', clock.now())).toBe(false);
+    expect(await poolEvents(store, 'u')).toEqual([
+      follows,
+      { kind: 'online', user: 'u' },
+      { kind: 'offline', user: 'u' },
+    ]);
+    // Offline again: nothing to record.
+    await service.setPresence('u', false, MINUTE_MS);
+    expect(await allPoolEvents(store)).toHaveLength(3);
+    await expectBubbleError(service.setPresence('a b', true, MINUTE_MS), 'UB_ERR_BAD_ID');
+  });
+
   // ---------------------------------------------------------------- Redis only
 
   it('redis: every key starts with the prefix and carries a hash tag', async ({ skip }) => {
     const { engine, store, admin, prefix } = ctx();
-    if (engine !== 'redis' || !admin || !prefix) return skip();
+    if (engine !== 'redis' || !admin || !prefix || !(store instanceof RedisStore)) return skip();
     const before = new Set(await scanKeys(admin));
     const { service, clock } = manualService(store);
     await service.follow('u1', 'a');
@@ -735,20 +1082,33 @@ describeEachEngine('BubbleStore contract', (ctx) => {
     await service.read('u1', { scope: 'feed' });
     await service.read('u2', { scope: 'all' });
     await service.badge('u3');
+    await service.setPresence('u4', true, MINUTE_MS);
     const created = (await scanKeys(admin)).filter((key) => !before.has(key));
     expect(created.length).toBeGreaterThanOrEqual(8);
     const escaped = prefix.replace(/[.:-]/g, '\\$&');
-    const shape = new RegExp(`^${escaped}:\\{(u|a|p):[^{}]+\\}:`);
-    for (const key of created) expect(key).toMatch(shape);
+    // {u:<user>} · {a:<author>} · {p:<pool>} · {g}, right after the prefix.
+    const shape = new RegExp(`^${escaped}:\\{(?:([ua]):[^{}]+|p:(0|[1-9]\\d*)|g)\\}:`);
+    const tags = new Set<string>();
+    for (const key of created) {
+      const match = shape.exec(key);
+      expect(match, key).not.toBeNull();
+      const [, userOrAuthor, pool] = match!;
+      tags.add(userOrAuthor ?? (pool === undefined ? 'g' : 'p'));
+      if (pool !== undefined) expect(Number(pool), key).toBeLessThan(store.pools);
+    }
+    // Every kind of tag is in use: user sources, posts, pool state and the post change log.
+    expect([...tags].sort()).toEqual(['a', 'g', 'p', 'u']);
     expect(await scanKeys(admin, `${prefix}:*`)).toHaveLength(created.length);
     // Badge states live in the pool of their user: {p:<0..pools-1>}.
     const badgeKeys = created.filter((key) => key.includes(':badge:'));
-    expect(badgeKeys).toHaveLength(3);
-    for (const key of badgeKeys) {
-      const pool = Number(/\{p:(\d+)\}/.exec(key)?.[1]);
-      expect(pool).toBeGreaterThanOrEqual(0);
-      expect(pool).toBeLessThan(100);
+    expect(badgeKeys.sort()).toEqual(
+      ['u1', 'u2', 'u3', 'u4'].map((user) => store.keys.badge(user)).sort(),
+    );
+    for (const user of ['u1', 'u2', 'u4']) {
+      expect(created).toContain(store.keys.poolEvents(poolOf(user, store.pools)));
     }
+    expect(created).toContain(store.keys.online(poolOf('u4', store.pools)));
+    expect(created).toContain(store.keys.postEvents());
   });
 
   it('redis: two prefixes on one server do not see each other', async ({ skip }) => {

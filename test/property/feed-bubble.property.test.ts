@@ -125,7 +125,10 @@ class Model {
     });
   }
 
-  ingest(posts: readonly PostSpec[]): { outcome: Outcome; result?: IngestResult } {
+  ingest(posts: readonly PostSpec[]): {
+    outcome: Outcome;
+    result?: Pick<IngestResult, 'accepted' | 'ignored'>;
+  } {
     if (posts.some((p) => p.offset > SKEW)) return { outcome: 'UB_ERR_FUTURE_TS' };
     let accepted = 0;
     let ignored = 0;

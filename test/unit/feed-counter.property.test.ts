@@ -13,7 +13,9 @@ type Op =
   | { op: 'read'; user: string; at: number }
   | { op: 'post'; author: string; id: string; ts: number }
   | { op: 'delete'; author: string; id: string }
-  | { op: 'advance'; by: number };
+  | { op: 'advance'; by: number }
+  /** A post or delete the counter never hears of, then a reconciliation of that author. */
+  | { op: 'missed'; author: string; id: string; ts: number; deleteIt: boolean };
 
 const user = fc.constantFrom(...USERS);
 const author = fc.constantFrom(...AUTHORS);
@@ -35,6 +37,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   fc.record({ op: fc.constant('post' as const), author, id: postId, ts: offset }),
   fc.record({ op: fc.constant('post' as const), author, id: postId, ts: offset }),
   fc.record({ op: fc.constant('delete' as const), author, id: postId }),
+  fc.record({ op: fc.constant('missed' as const), author, id: postId, ts: offset, deleteIt: fc.boolean() }),
   fc.record({
     op: fc.constant('advance' as const),
     by: fc.oneof(
@@ -124,6 +127,18 @@ describe('FeedCounter', () => {
               if (!post) break;
               model.posts.delete(key);
               counter.deletePost(op.author, op.id, post.ts);
+              break;
+            }
+            case 'missed': {
+              const key = `${op.author}/${op.id}`;
+              const ts = model.now + op.ts;
+              if (op.deleteIt) {
+                model.posts.delete(key);
+                model.deleted.add(key);
+              } else if (!model.posts.has(key) && !model.deleted.has(key) && ts > model.now - L) {
+                model.posts.set(key, { author: op.author, id: op.id, ts });
+              }
+              counter.reloadAuthor(op.author, model.stored(op.author));
               break;
             }
             case 'advance':

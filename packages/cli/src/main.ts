@@ -3,26 +3,39 @@ import { Command, InvalidArgumentError } from 'commander';
 import { runBench, SCENARIOS } from './bench-command.js';
 import { loadConfig } from './config.js';
 import { createLogger } from './logger.js';
-import { startAll } from './roles/all.js';
+import { startRole, type Role } from './roles/roles.js';
 import { resolveSecrets, tokenSecret } from './secrets.js';
 import { exitOnSignals } from './shutdown.js';
+import { hasRedis } from './store-factory.js';
 
 export async function main(argv: string[]): Promise<void> {
   const program = new Command('bubble')
     .description('unread badges, computed for online users and pushed live')
     .showHelpAfterError();
 
-  program
-    .command('all')
-    .description('every role in one process (in memory without REDIS_URL, Redis with it)')
-    .action(async () => {
-      const config = loadConfig();
-      const logger = createLogger(config.LOG_LEVEL, 'bubble-all');
-      const secrets = resolveSecrets(config, true);
-      const running = await startAll(config, secrets, logger);
-      exitOnSignals(() => running.close(), logger);
-      if (secrets.generated) printDevelopmentBanner(running.url, secrets.auth.apiKey);
-    });
+  const roles: Array<[Role, string]> = [
+    ['all', 'every role in one process (in memory without REDIS_URL, Redis with it)'],
+    ['server', 'bubble-server: leader election, pool assignment, sweep ticks (needs Redis)'],
+    ['core', 'bubble-core: computes the badges of the pools it leases (needs Redis)'],
+    ['gateway', 'the HTTP API (needs Redis)'],
+  ];
+  for (const [role, description] of roles) {
+    program
+      .command(role)
+      .description(description)
+      .action(async () => {
+        const config = loadConfig();
+        const logger = createLogger(config.LOG_LEVEL, `bubble-${role}`);
+        if (role !== 'all' && !hasRedis(config)) {
+          throw new Error(`bubble ${role} needs REDIS_URL or REDIS_CLUSTER_NODES`);
+        }
+        const usesSecrets = role === 'all' || role === 'gateway';
+        const secrets = usesSecrets ? resolveSecrets(config, role === 'all') : null;
+        const running = await startRole(role, config, secrets, logger);
+        exitOnSignals(() => running.close(), logger);
+        if (secrets?.generated) printDevelopmentBanner(running.url, secrets.auth.apiKey);
+      });
+  }
 
   program
     .command('token')

@@ -4,12 +4,13 @@ import {
   MAX_FUTURE_SKEW_MS,
   assertId,
   makeBadge,
+  poolOf,
   type Badge,
   type BadgeCounts,
   type Clock,
   type ReadRequest,
 } from '@bubble/protocol';
-import type { BubbleStore, IngestResult, Post } from '@bubble/store';
+import type { BubbleStore, Post } from '@bubble/store';
 
 export interface BadgeRules {
   lookbackDays: number;
@@ -47,13 +48,15 @@ export class BadgeService {
     assertId(user, 'user');
     assertId(author, 'author');
     if (user === author) throw selfFollow();
-    await this.store.follows.follow(user, author, this.rules.followCap);
+    if ((await this.store.follows.follow(user, author, this.rules.followCap)) === 'added') {
+      await this.followsChanged(user);
+    }
   }
 
   async unfollow(user: string, author: string): Promise<void> {
     assertId(user, 'user');
     assertId(author, 'author');
-    await this.store.follows.unfollow(user, author);
+    if (await this.store.follows.unfollow(user, author)) await this.followsChanged(user);
   }
 
   async replaceFollows(user: string, authors: readonly string[]): Promise<void> {
@@ -68,6 +71,7 @@ export class BadgeService {
       );
     }
     await this.store.follows.replace(user, unique);
+    await this.followsChanged(user);
   }
 
   async listFollows(user: string): Promise<string[]> {
@@ -76,7 +80,7 @@ export class BadgeService {
   }
 
   /** All-or-nothing: one post in the future refuses the whole batch. */
-  async ingestPosts(posts: readonly Post[]): Promise<IngestResult> {
+  async ingestPosts(posts: readonly Post[]): Promise<{ accepted: number; ignored: number }> {
     const now = this.clock.now();
     for (const post of posts) {
       assertId(post.author, 'author');
@@ -92,14 +96,37 @@ export class BadgeService {
       }
     }
     if (posts.length === 0) return { accepted: 0, ignored: 0 };
-    return this.store.posts.ingest(posts, now - this.lookbackMs);
+    const { accepted, ignored, stored } = await this.store.posts.ingest(
+      posts,
+      now - this.lookbackMs,
+    );
+    if (stored.length > 0) {
+      await this.store.changes.appendPostEvents(stored.map((post) => ({ kind: 'post', ...post })));
+    }
+    return { accepted, ignored };
   }
 
   async deletePost(author: string, id: string): Promise<void> {
     assertId(author, 'author');
     assertId(id, 'post id');
     const now = this.clock.now();
-    await this.store.posts.remove(author, id, now, now - this.lookbackMs);
+    const ts = await this.store.posts.remove(author, id, now, now - this.lookbackMs);
+    if (ts !== null)
+      await this.store.changes.appendPostEvents([{ kind: 'delete', author, id, ts }]);
+  }
+
+  /**
+   * Online until `ttlMs` from now (or offline). A user coming online gets their badge computed
+   * at once; their pool's core picks them up from the change log.
+   */
+  async setPresence(user: string, online: boolean, ttlMs: number): Promise<void> {
+    assertId(user, 'user');
+    if (!online) {
+      await this.store.presence.setOffline(user);
+      return;
+    }
+    const [change] = await this.store.presence.setOnline([{ user, ttlMs }], this.clock.now());
+    if (change?.changed) await this.badge(user);
   }
 
   /** feed(u, T) of semantics.md, from the stored sources, in one batch per store. */
@@ -120,15 +147,20 @@ export class BadgeService {
   async read(user: string, request: ReadRequest): Promise<Badge> {
     assertId(user, 'user');
     const now = this.clock.now();
-    switch (request.scope) {
-      case 'feed':
-        await this.store.cursors.advanceFeedReadAt(user, Math.min(request.upTo ?? now, now));
-        break;
-      case 'all':
-        await this.store.cursors.advanceFeedReadAt(user, now);
-        break;
-    }
+    const target = request.scope === 'feed' ? Math.min(request.upTo ?? now, now) : now;
+    const readAt = await this.store.cursors.advanceFeedReadAt(user, target);
+    await this.store.changes.appendPoolEvents(this.poolOf(user), [
+      { kind: 'cursor', user, readAt },
+    ]);
     return this.badge(user);
+  }
+
+  poolOf(user: string): number {
+    return poolOf(user, this.store.pools);
+  }
+
+  private async followsChanged(user: string): Promise<void> {
+    await this.store.changes.appendPoolEvents(this.poolOf(user), [{ kind: 'follows', user }]);
   }
 
   private async stamp(user: string, counts: BadgeCounts, now: number): Promise<Badge> {

@@ -244,6 +244,51 @@ export class FeedCounter {
     this.postEnd[a] = n;
   }
 
+  /** Number of posts in the author's window (ts > T − L), or null when not tracked. */
+  windowSize(author: string): number | null {
+    const a = this.authors.idOf(author);
+    if (a === undefined || this.tracked[a] !== 1) return null;
+    return this.postEnd[a]! - this.postStart[a]!;
+  }
+
+  /**
+   * Makes an author's window equal to the stored posts, repairing a missed post or delete: what
+   * the store lacks is deleted, what the window lacks is added, each through the usual walks.
+   * Returns how many posts it had to add or remove.
+   */
+  reloadAuthor(author: string, posts: readonly WindowPost[]): number {
+    const a = this.authors.idOf(author);
+    if (a === undefined || this.tracked[a] !== 1) return 0;
+    const horizon = this.now - this.lookbackMs;
+    const stored = new Map<number, Set<number>>();
+    for (const post of posts) {
+      if (post.ts <= horizon) continue;
+      let hashes = stored.get(post.ts);
+      if (!hashes) stored.set(post.ts, (hashes = new Set()));
+      hashes.add(idHash(post.id));
+    }
+    let repaired = 0;
+    const tsArr = this.postTs[a];
+    const hashArr = this.postHash[a];
+    if (tsArr && hashArr) {
+      for (let i = this.postEnd[a]! - 1; i >= this.postStart[a]!; i--) {
+        const ts = tsArr[i]!;
+        const hashes = stored.get(ts);
+        if (hashes?.delete(hashArr[i]!)) continue;
+        this.removeAt(a, i);
+        if (ts <= this.now) this.walk(a, ts, -1);
+        repaired++;
+      }
+    }
+    for (const post of posts) {
+      if (stored.get(post.ts)?.has(idHash(post.id))) {
+        this.insertPost(a, post.ts, idHash(post.id), true);
+        repaired++;
+      }
+    }
+    return repaired;
+  }
+
   /** Recomputes one user from the windows: O(follows × log posts). */
   recompute(user: string): void {
     const u = this.users.idOf(user);

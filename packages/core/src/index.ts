@@ -1,3 +1,5 @@
 export { BadgeService, DEFAULT_RULES, type BadgeRules } from './badge-service.js';
 export { FeedCounter, type WindowPost } from './feed-counter.js';
 export { InternTable, idHash } from './intern-table.js';
+export { CoreNode, type CoreNodeOptions } from './core-node.js';
+export { CoreMetrics } from './core-metrics.js';

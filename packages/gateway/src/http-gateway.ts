@@ -21,13 +21,16 @@ import { addPlatformRoutes } from './routes/platform-routes.js';
 
 export interface GatewayOptions {
   service: BadgeService;
-  auth: AuthOptions;
+  /** Required when serving platform or client routes. */
+  auth?: AuthOptions;
   logger: Logger;
   metrics?: GatewayMetrics;
   basePollSeconds?: number;
   maxInFlight?: number;
   /** Time allowed for requests in flight to finish on shutdown. */
   drainTimeoutMs?: number;
+  /** GET /v1/cluster's answer; without it that route answers 404. */
+  clusterStatus?: () => Promise<unknown>;
   /** Which route groups this server answers; default all. */
   serves?: readonly RouteGroup[];
 }
@@ -51,9 +54,11 @@ export class HttpGateway {
       basePollSeconds: options.basePollSeconds ?? 15,
       maxInFlight: options.maxInFlight ?? 10_000,
     });
-    const auth = new Authenticator(options.auth);
     const { service } = options;
     const serves = new Set(options.serves ?? ['operator', 'platform', 'client']);
+    const needsAuth = serves.has('platform') || serves.has('client');
+    if (needsAuth && !options.auth) throw new Error('platform and client routes need auth options');
+    const auth = new Authenticator(options.auth ?? { apiKey: '', jwtSecret: '' });
     if (serves.has('operator')) {
       addOperatorRoutes(this.router, {
         metrics: this.metrics,

@@ -29,6 +29,14 @@ export const replaceFollowsSchema = z.strictObject({
   authors: z.array(idSchema).max(100_000),
 });
 
+/** Presence from platforms that hold their own long connections. */
+export const presenceSchema = z.strictObject({
+  user: idSchema,
+  online: z.boolean(),
+  ttlMs: z.number().int().min(1000).max(86_400_000).optional(),
+});
+export const DEFAULT_PRESENCE_TTL_MS = 60_000;
+
 export const readRequestSchema = z.discriminatedUnion('scope', [
   z.strictObject({ scope: z.literal('feed'), upTo: epochMs.optional() }),
   z.strictObject({ scope: z.literal('all') }),

@@ -5,7 +5,7 @@
   ARGV[1] post id
   ARGV[2] now
   ARGV[3] minTs      entries at or before it are outside the lookback
-  Returns 1 when a stored post was removed, else 0
+  Returns the ts of the stored post it removed, or nil when none was stored
 ]]
 local postsKey = KEYS[1]
 local deletedKey = KEYS[2]
@@ -27,4 +27,7 @@ local removed = redis.call('ZREM', postsKey, id)
 redis.call('ZADD', deletedKey, keepUntil, id)
 redis.call('ZREMRANGEBYSCORE', postsKey, '-inf', minTs)
 redis.call('ZREMRANGEBYSCORE', deletedKey, '-inf', minTs)
-return removed
+if removed == 1 then
+  return ts
+end
+return nil

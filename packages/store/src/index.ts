@@ -1,7 +1,9 @@
 export type * from './types.js';
 export { LOG_START } from './cluster-types.js';
-export { MemoryStore } from './memory/memory-store.js';
+export { MemoryStore, type MemoryStoreOptions } from './memory/memory-store.js';
+export { MemoryPoolLocks } from './memory/memory-pool-locks.js';
 export { RedisStore, type RedisStoreOptions } from './redis/redis-store.js';
+export { RedlockPoolLocks, type RedlockPoolLocksOptions } from './redis/redlock-pool-locks.js';
 export { RedisKeys, KEY_PREFIX_PATTERN } from './redis/keys.js';
 export { connectRedis, type RedisClient, type RedisTarget } from './redis/connect.js';
 export { loadScripts } from './redis/scripts.js';

@@ -1,3 +1,5 @@
+import type { ChangeLog, Coordination, FencedBadges, PresenceStore } from './cluster-types.js';
+
 /**
  * What the feed bubble needs from storage, as small interfaces. Each has an in-memory
  * implementation (memory/) and a Redis one (redis/); test/contract proves them equal.
@@ -14,6 +16,8 @@ export interface IngestResult {
   accepted: number;
   /** Posts older than the lookback window, or deleted before: not stored. */
   ignored: number;
+  /** The posts this call stored for the first time, in input order. */
+  stored: Post[];
 }
 
 export type FollowOutcome = 'added' | 'exists';
@@ -35,11 +39,18 @@ export interface PostIndex {
   ingest(posts: readonly Post[], minTs: number): Promise<IngestResult>;
   /**
    * Deletes a post, known or not, and remembers the deletion for the lookback window so a
-   * late or retried ingest cannot bring it back.
+   * late or retried ingest cannot bring it back. Returns the ts of the post it removed.
    */
-  remove(author: string, id: string, now: number, minTs: number): Promise<void>;
+  remove(author: string, id: string, now: number, minTs: number): Promise<number | null>;
   /** Number of stored posts by any of `authors` with afterTs < ts ≤ untilTs, in one batch. */
   countBetween(authors: readonly string[], afterTs: number, untilTs: number): Promise<number>;
+  /** Each author's stored posts with ts > afterTs, ordered by ts; one batch for all authors. */
+  window(authors: readonly string[], afterTs: number): Promise<Map<string, WindowPost[]>>;
+}
+
+export interface WindowPost {
+  id: string;
+  ts: number;
 }
 
 export interface ReadCursors {
@@ -83,10 +94,15 @@ export interface BadgeStates {
 
 export interface BubbleStore {
   readonly engine: 'memory' | 'redis';
+  readonly pools: number;
   readonly follows: FollowGraph;
   readonly posts: PostIndex;
   readonly cursors: ReadCursors;
   readonly badges: BadgeStates;
+  readonly changes: ChangeLog;
+  readonly presence: PresenceStore;
+  readonly coordination: Coordination;
+  readonly fencedBadges: FencedBadges;
   /** Follows and read cursor of one user, fetched together. */
   feedInputs(user: string): Promise<FeedInputs>;
   /** Resolves when the backing store answers. */

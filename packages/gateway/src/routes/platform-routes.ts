@@ -1,4 +1,11 @@
-import { BubbleError, assertId, postBatchSchema, replaceFollowsSchema } from '@bubble/protocol';
+import {
+  BubbleError,
+  DEFAULT_PRESENCE_TTL_MS,
+  assertId,
+  postBatchSchema,
+  presenceSchema,
+  replaceFollowsSchema,
+} from '@bubble/protocol';
 import type { BadgeService } from '@bubble/core';
 import type { Authenticator } from '../auth.js';
 import { readBody } from '../http/body.js';
@@ -10,10 +17,15 @@ export interface PlatformDeps {
   service: BadgeService;
   auth: Authenticator;
   metrics: GatewayMetrics;
+  /** GET /v1/cluster; absent where no cluster runs. */
+  clusterStatus?: () => Promise<unknown>;
 }
 
 /** Ingest and admin calls, authenticated by the platform's API key. */
-export function addPlatformRoutes(router: Router, { service, auth, metrics }: PlatformDeps): void {
+export function addPlatformRoutes(
+  router: Router,
+  { service, auth, metrics, clusterStatus }: PlatformDeps,
+): void {
   const platform =
     (handler: (ctx: RequestContext) => Promise<void>) =>
     async (ctx: RequestContext): Promise<void> => {
@@ -65,7 +77,8 @@ export function addPlatformRoutes(router: Router, { service, auth, metrics }: Pl
         const result = await service.ingestPosts(posts);
         metrics.postsIngested.inc({ outcome: 'accepted' }, result.accepted);
         metrics.postsIngested.inc({ outcome: 'ignored' }, result.ignored);
-        sendJson(res, 202, result);
+        // Exactly the contract's fields: the store's result carries internals (e.g. the posts).
+        sendJson(res, 202, { accepted: result.accepted, ignored: result.ignored });
       }),
     )
     .add(
@@ -74,6 +87,23 @@ export function addPlatformRoutes(router: Router, { service, auth, metrics }: Pl
       platform(async ({ res, params }) => {
         await service.deletePost(param(params, 'author'), param(params, 'id'));
         sendEmpty(res, 204);
+      }),
+    )
+    .add(
+      'POST',
+      '/v1/presence',
+      platform(async ({ req, res }) => {
+        const body = await readBody(req, presenceSchema);
+        await service.setPresence(body.user, body.online, body.ttlMs ?? DEFAULT_PRESENCE_TTL_MS);
+        sendEmpty(res, 204);
+      }),
+    )
+    .add(
+      'GET',
+      '/v1/cluster',
+      platform(async ({ res }) => {
+        if (!clusterStatus) throw new BubbleError('UB_ERR_NOT_FOUND', 'no cluster runs here');
+        sendJson(res, 200, await clusterStatus());
       }),
     )
     .add(

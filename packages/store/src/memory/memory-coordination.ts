@@ -72,6 +72,11 @@ export class MemoryCoordination implements Coordination {
     return next;
   }
 
+  /** The same as currentFence, synchronously: fenced memory writes check it in one step. */
+  fenceNow(pool: number): number {
+    return this.fences.get(pool) ?? 0;
+  }
+
   async currentFence(pool: number): Promise<number> {
     return this.fences.get(pool) ?? 0;
   }

@@ -1,5 +1,4 @@
 import { BubbleError } from '@bubble/protocol';
-import { newEpoch } from '../epoch.js';
 import type {
   BadgeFields,
   BadgeStamp,
@@ -13,7 +12,12 @@ import type {
   PostIndex,
   ReadCursors,
   StoredBadge,
+  WindowPost,
 } from '../types.js';
+import { MemoryChangeLog } from './memory-change-log.js';
+import { MemoryCoordination } from './memory-coordination.js';
+import { MemoryFencedBadges, saveBadgeState } from './memory-fenced-badges.js';
+import { MemoryPresence } from './memory-presence.js';
 import { SortedPosts } from './sorted-posts.js';
 
 /**
@@ -21,18 +25,40 @@ import { SortedPosts } from './sorted-posts.js';
  * Methods are async to share the interfaces, but each one runs to completion without
  * yielding, which is what makes its compound operations atomic.
  */
+export interface MemoryStoreOptions {
+  pools?: number;
+  /** Clock of the leader lease; default Date.now. */
+  now?: () => number;
+}
+
 export class MemoryStore implements BubbleStore {
   readonly engine = 'memory' as const;
+  readonly pools: number;
   readonly follows: FollowGraph;
   readonly posts: PostIndex;
   readonly cursors: ReadCursors;
   readonly badges: BadgeStates;
+  readonly changes: MemoryChangeLog;
+  readonly presence: MemoryPresence;
+  readonly coordination: MemoryCoordination;
+  readonly fencedBadges: MemoryFencedBadges;
 
-  constructor() {
+  constructor(options: MemoryStoreOptions = {}) {
+    this.pools = options.pools ?? 100;
+    const badgeStates = new Map<string, StoredBadge>();
     this.follows = new MemoryFollowGraph();
     this.posts = new MemoryPostIndex();
     this.cursors = new MemoryReadCursors();
-    this.badges = new MemoryBadgeStates();
+    this.badges = new MemoryBadgeStates(badgeStates);
+    this.changes = new MemoryChangeLog();
+    this.presence = new MemoryPresence({ pools: this.pools, log: this.changes });
+    this.coordination = new MemoryCoordination(options.now ? { now: options.now } : {});
+    const coordination = this.coordination;
+    this.fencedBadges = new MemoryFencedBadges({
+      pools: this.pools,
+      badges: badgeStates,
+      currentFence: (pool) => coordination.fenceNow(pool),
+    });
   }
 
   async feedInputs(user: string): Promise<FeedInputs> {
@@ -87,6 +113,7 @@ class MemoryPostIndex implements PostIndex {
   async ingest(posts: readonly Post[], minTs: number): Promise<IngestResult> {
     let accepted = 0;
     let ignored = 0;
+    const stored: Post[] = [];
     const touched = new Set<string>();
     for (const post of posts) {
       touched.add(post.author);
@@ -96,14 +123,15 @@ class MemoryPostIndex implements PostIndex {
       }
       let sorted = this.byAuthor.get(post.author);
       if (!sorted) this.byAuthor.set(post.author, (sorted = new SortedPosts()));
-      sorted.add(post.id, post.ts);
+      if (sorted.add(post.id, post.ts))
+        stored.push({ author: post.author, id: post.id, ts: post.ts });
       accepted++;
     }
     for (const author of touched) this.trim(author, minTs);
-    return { accepted, ignored };
+    return { accepted, ignored, stored };
   }
 
-  async remove(author: string, id: string, now: number, minTs: number): Promise<void> {
+  async remove(author: string, id: string, now: number, minTs: number): Promise<number | null> {
     const sorted = this.byAuthor.get(author);
     const ts = sorted?.tsOf(id);
     sorted?.remove(id);
@@ -112,6 +140,13 @@ class MemoryPostIndex implements PostIndex {
     // A repeated delete must not shorten the tombstone a post stamped ahead of `now` got.
     tombs.set(id, Math.max(tombs.get(id) ?? now, ts ?? now, now));
     this.trim(author, minTs);
+    return ts ?? null;
+  }
+
+  async window(authors: readonly string[], afterTs: number): Promise<Map<string, WindowPost[]>> {
+    const out = new Map<string, WindowPost[]>();
+    for (const author of authors) out.set(author, this.byAuthor.get(author)?.after(afterTs) ?? []);
+    return out;
   }
 
   async countBetween(
@@ -160,7 +195,7 @@ class MemoryReadCursors implements ReadCursors {
 }
 
 class MemoryBadgeStates implements BadgeStates {
-  private readonly byUser = new Map<string, StoredBadge>();
+  constructor(private readonly byUser: Map<string, StoredBadge>) {}
 
   async load(user: string): Promise<StoredBadge | null> {
     const stored = this.byUser.get(user);
@@ -168,31 +203,6 @@ class MemoryBadgeStates implements BadgeStates {
   }
 
   async save(user: string, fields: BadgeFields, computedAt: number): Promise<BadgeStamp> {
-    const nonZero = nonZeroFields(fields);
-    const stored = this.byUser.get(user);
-    if (!stored) {
-      const fresh = { epoch: newEpoch(), version: 1, computedAt, fields: nonZero };
-      this.byUser.set(user, fresh);
-      return { epoch: fresh.epoch, version: 1, changed: true };
-    }
-    stored.computedAt = computedAt;
-    if (sameFields(stored.fields, nonZero)) {
-      return { epoch: stored.epoch, version: stored.version, changed: false };
-    }
-    stored.fields = nonZero;
-    stored.version++;
-    return { epoch: stored.epoch, version: stored.version, changed: true };
+    return saveBadgeState(this.byUser, user, fields, computedAt);
   }
-}
-
-function nonZeroFields(fields: BadgeFields): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const [name, value] of Object.entries(fields)) if (value !== 0) out[name] = value;
-  return out;
-}
-
-function sameFields(a: Record<string, number>, b: Record<string, number>): boolean {
-  const keys = Object.keys(a);
-  if (keys.length !== Object.keys(b).length) return false;
-  return keys.every((key) => a[key] === b[key]);
 }

@@ -50,6 +50,15 @@ export class SortedPosts {
     return upperBound(this.times, untilTs) - upperBound(this.times, afterTs);
   }
 
+  /** Posts with ts > afterTs, oldest first. */
+  after(afterTs: number): { id: string; ts: number }[] {
+    const out: { id: string; ts: number }[] = [];
+    for (let i = upperBound(this.times, afterTs); i < this.times.length; i++) {
+      out.push({ id: this.ids[i]!, ts: this.times[i]! });
+    }
+    return out;
+  }
+
   private position(ts: number, id: string): number {
     let lo = 0;
     let hi = this.times.length;

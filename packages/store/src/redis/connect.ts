@@ -12,7 +12,18 @@ export interface RedisTarget {
  * One client per process. Auto-pipelining turns the many independent commands of one tick
  * (a cold start's per-followee counts) into one write per node.
  */
-export function connectRedis(target: RedisTarget, name = 'bubble'): RedisClient {
+export function connectRedis(
+  target: RedisTarget,
+  name = 'bubble',
+  onError: (err: Error) => void = () => {},
+): RedisClient {
+  const client = open(target, name);
+  // Without a listener ioredis prints every failed reconnect; callers see the failures anyway.
+  client.on('error', onError);
+  return client;
+}
+
+function open(target: RedisTarget, name: string): RedisClient {
   if (target.clusterNodes && target.clusterNodes.length > 0) {
     return new Cluster(
       target.clusterNodes.map((node) => {

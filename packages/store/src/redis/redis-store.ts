@@ -13,9 +13,15 @@ import type {
   PostIndex,
   ReadCursors,
   StoredBadge,
+  WindowPost,
 } from '../types.js';
+import { Cluster } from 'ioredis';
 import { connectRedis, type RedisClient, type RedisTarget } from './connect.js';
 import { RedisKeys } from './keys.js';
+import { RedisChangeLog } from './redis-change-log.js';
+import { RedisCoordination } from './redis-coordination.js';
+import { RedisFencedBadges } from './redis-fenced-badges.js';
+import { RedisPresence } from './redis-presence.js';
 import { defineScripts, type ScriptCommands } from './scripts.js';
 
 const FEED_CURSOR = 'feed';
@@ -23,6 +29,9 @@ const FEED_CURSOR = 'feed';
 export interface RedisStoreOptions extends RedisTarget {
   keyPrefix: string;
   pools: number;
+  /** Bounds of the change logs (Redis stream MAXLEN ~). */
+  maxPostEvents?: number;
+  maxPoolEvents?: number;
   /** Use this client instead of connecting; the store then does not close it. */
   client?: RedisClient;
 }
@@ -37,6 +46,11 @@ export class RedisStore implements BubbleStore {
   readonly posts: PostIndex;
   readonly cursors: ReadCursors;
   readonly badges: BadgeStates;
+  readonly pools: number;
+  readonly changes: RedisChangeLog;
+  readonly presence: RedisPresence;
+  readonly coordination: RedisCoordination;
+  readonly fencedBadges: RedisFencedBadges;
   private readonly ownsClient: boolean;
 
   constructor(options: RedisStoreOptions) {
@@ -49,6 +63,16 @@ export class RedisStore implements BubbleStore {
     this.posts = new RedisPostIndex(this.redis, this.keys);
     this.cursors = new RedisReadCursors(this.redis, this.keys);
     this.badges = new RedisBadgeStates(this.redis, this.keys);
+    this.pools = options.pools;
+    const shared = { client, keys: this.keys };
+    this.changes = new RedisChangeLog({
+      ...shared,
+      maxPostEvents: options.maxPostEvents,
+      maxPoolEvents: options.maxPoolEvents,
+    });
+    this.presence = new RedisPresence({ ...shared, log: this.changes });
+    this.coordination = new RedisCoordination(shared);
+    this.fencedBadges = new RedisFencedBadges({ ...shared, sharded: client instanceof Cluster });
   }
 
   async feedInputs(user: string): Promise<FeedInputs> {
@@ -113,33 +137,64 @@ class RedisPostIndex implements PostIndex {
       if (!pairs) byAuthor.set(post.author, (pairs = []));
       pairs.push(post.id, post.ts);
     }
-    const results = await Promise.all(
-      [...byAuthor].map(([author, pairs]) =>
-        this.redis.ingestPosts(
+    const outcomes = new Map<string, number[]>();
+    await Promise.all(
+      [...byAuthor].map(async ([author, pairs]) => {
+        const result = await this.redis.ingestPosts(
           this.keys.posts(author),
           this.keys.deletedPosts(author),
           minTs,
           ...pairs,
-        ),
-      ),
+        );
+        outcomes.set(author, result);
+      }),
     );
     let accepted = 0;
     let ignored = 0;
-    for (const [a, i] of results) {
-      accepted += a;
-      ignored += i;
+    const stored: Post[] = [];
+    const seen = new Map<string, number>();
+    for (const post of posts) {
+      const at = seen.get(post.author) ?? 0;
+      seen.set(post.author, at + 1);
+      const outcome = outcomes.get(post.author)![at];
+      if (outcome === -1) {
+        ignored++;
+        continue;
+      }
+      accepted++;
+      if (outcome === 1) stored.push({ author: post.author, id: post.id, ts: post.ts });
     }
-    return { accepted, ignored };
+    return { accepted, ignored, stored };
   }
 
-  async remove(author: string, id: string, now: number, minTs: number): Promise<void> {
-    await this.redis.deletePost(
+  async remove(author: string, id: string, now: number, minTs: number): Promise<number | null> {
+    const ts = await this.redis.deletePost(
       this.keys.posts(author),
       this.keys.deletedPosts(author),
       id,
       now,
       minTs,
     );
+    return ts === null ? null : Number(ts);
+  }
+
+  async window(authors: readonly string[], afterTs: number): Promise<Map<string, WindowPost[]>> {
+    const out = new Map<string, WindowPost[]>();
+    await Promise.all(
+      authors.map(async (author) => {
+        const flat = await this.redis.zrangebyscore(
+          this.keys.posts(author),
+          `(${afterTs}`,
+          '+inf',
+          'WITHSCORES',
+        );
+        const posts: WindowPost[] = [];
+        for (let i = 0; i < flat.length; i += 2)
+          posts.push({ id: flat[i]!, ts: Number(flat[i + 1]) });
+        out.set(author, posts);
+      }),
+    );
+    return out;
   }
 
   async countBetween(

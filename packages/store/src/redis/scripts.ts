@@ -56,14 +56,14 @@ export interface ScriptCommands {
     deleted: string,
     minTs: number,
     ...idTsPairs: (string | number)[]
-  ): Promise<[number, number]>;
+  ): Promise<number[]>;
   deletePost(
     posts: string,
     deleted: string,
     id: string,
     now: number,
     minTs: number,
-  ): Promise<number>;
+  ): Promise<string | null>;
   advanceCursor(cursors: string, field: string, target: number): Promise<string>;
   saveBadge(
     badge: string,

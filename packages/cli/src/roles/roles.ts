@@ -1,0 +1,114 @@
+import { BadgeService, CoreMetrics, CoreNode } from '@bubble/core';
+import { GatewayMetrics, HttpGateway } from '@bubble/gateway';
+import { systemClock } from '@bubble/protocol';
+import { SchedulerNode, readClusterStatus, tickPeriodMs } from '@bubble/server';
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import type { ResolvedSecrets } from '../secrets.js';
+import { createLocks, createStore, nodeId } from './runtime.js';
+
+export type Role = 'all' | 'server' | 'core' | 'gateway';
+
+export interface RunningRole {
+  /** The public HTTP URL (gateway and all) or the operator URL (server, core). */
+  url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts one role (or all of them) in this process. Every role serves /healthz, /readyz and
+ * /metrics on PORT, or on BUBBLE_INTERNAL_PORT when that is set.
+ */
+export async function startRole(
+  role: Role,
+  config: Config,
+  secrets: ResolvedSecrets | null,
+  logger: Logger,
+): Promise<RunningRole> {
+  const store = createStore(config);
+  const lockRuntime = role === 'core' || role === 'all' ? createLocks(config, store) : null;
+  const service = new BadgeService(store, systemClock, {
+    lookbackDays: config.BUBBLE_LOOKBACK_DAYS,
+    followCap: config.BUBBLE_FOLLOW_CAP,
+    displayCap: config.BUBBLE_DISPLAY_CAP,
+  });
+  const metrics = new GatewayMetrics();
+  const stops: Array<() => Promise<void>> = [];
+  const internal = config.BUBBLE_INTERNAL_PORT !== undefined;
+  const servesPublic = role === 'gateway' || role === 'all';
+  const common = {
+    service,
+    logger,
+    metrics,
+    basePollSeconds: config.BUBBLE_POLL_INTERVAL_S,
+    clusterStatus: () => readClusterStatus(store, Date.now()),
+  };
+  const gateways: HttpGateway[] = [];
+  try {
+    await store.ping();
+    let url = '';
+    if (servesPublic) {
+      if (!secrets) throw new Error('the gateway needs BUBBLE_API_KEY and BUBBLE_JWT_SECRET');
+      const gateway = new HttpGateway({
+        ...common,
+        auth: secrets.auth,
+        serves: internal ? ['platform', 'client'] : ['operator', 'platform', 'client'],
+      });
+      gateways.push(gateway);
+      url = `http://localhost:${(await gateway.listen(config.PORT)).port}`;
+    }
+    if (!servesPublic || internal) {
+      const operator = new HttpGateway({ ...common, serves: ['operator'] });
+      gateways.push(operator);
+      const port = internal ? config.BUBBLE_INTERNAL_PORT! : config.PORT;
+      const address = await operator.listen(port);
+      if (!servesPublic) url = `http://localhost:${address.port}`;
+    }
+    if (role === 'server' || role === 'all') {
+      const scheduler = new SchedulerNode({
+        id: nodeId(role === 'all' ? 'all' : 'server'),
+        store,
+        logger,
+        leaseMs: config.BUBBLE_LEASE_MS,
+        tick: config.BUBBLE_TICK,
+        url,
+        role: role === 'all' ? 'all' : 'server',
+      });
+      await scheduler.start();
+      stops.push(() => scheduler.close());
+    }
+    if (lockRuntime) {
+      const core = new CoreNode({
+        id: nodeId(role === 'all' ? 'all' : 'core'),
+        store,
+        locks: lockRuntime.locks,
+        clock: systemClock,
+        logger,
+        metrics: new CoreMetrics(metrics.registry),
+        lookbackDays: config.BUBBLE_LOOKBACK_DAYS,
+        leaseMs: config.BUBBLE_LEASE_MS,
+        tickMs: tickPeriodMs(config.BUBBLE_TICK),
+        url,
+        role: role === 'all' ? 'all' : 'core',
+      });
+      await core.start();
+      stops.unshift(() => core.close());
+    }
+    logger.info({ role, url, engine: store.engine }, `bubble ${role} is listening`);
+    return {
+      url,
+      async close() {
+        await Promise.all(gateways.map((g) => g.close()));
+        for (const stop of stops) await stop();
+        await lockRuntime?.close();
+        await store.close();
+      },
+    };
+  } catch (err) {
+    await Promise.allSettled(gateways.map((g) => g.close()));
+    for (const stop of stops) await stop().catch(() => {});
+    await lockRuntime?.close().catch(() => {});
+    await store.close().catch(() => {});
+    throw err;
+  }
+}

@@ -1,0 +1,58 @@
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import {
+  MemoryPoolLocks,
+  RedlockPoolLocks,
+  RedisKeys,
+  RedisStore,
+  type BubbleStore,
+  type PoolLocks,
+} from '@bubble/store';
+import { Redis } from 'ioredis';
+import type { Config } from '../config.js';
+import { createStore } from '../store-factory.js';
+
+export function nodeId(role: string): string {
+  return `${role}-${hostname()}-${process.pid}-${randomBytes(2).toString('hex')}`;
+}
+
+export interface LockRuntime {
+  locks: PoolLocks;
+  close(): Promise<void>;
+}
+
+/**
+ * Pool locks: in-process for the memory engine; Redlock over BUBBLE_LOCK_REDIS_URLS (a quorum
+ * of independent masters), else over the main Redis.
+ */
+export function createLocks(config: Config, store: BubbleStore): LockRuntime {
+  if (!(store instanceof RedisStore)) {
+    const locks = new MemoryPoolLocks();
+    return { locks, close: () => locks.close() };
+  }
+  const urls = config.BUBBLE_LOCK_REDIS_URLS ?? (config.REDIS_URL ? [config.REDIS_URL] : []);
+  const keys = new RedisKeys(config.BUBBLE_KEY_PREFIX, config.BUBBLE_POOLS);
+  if (urls.length === 0) {
+    // Redis Cluster without a separate quorum: the cluster client routes each lock key itself.
+    const locks = new RedlockPoolLocks({ clients: [store.redis as unknown as Redis], keys });
+    return { locks, close: () => locks.close() };
+  }
+  const clients = urls.map(
+    (url) =>
+      new Redis(url, {
+        enableOfflineQueue: false,
+        maxRetriesPerRequest: 0,
+        connectionName: 'bubble-lock',
+      }),
+  );
+  const locks = new RedlockPoolLocks({ clients, keys });
+  return {
+    locks,
+    async close() {
+      await locks.close();
+      for (const client of clients) client.disconnect();
+    },
+  };
+}
+
+export { createStore };

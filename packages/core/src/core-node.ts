@@ -1,0 +1,454 @@
+import { DAY_MS, poolOf, type Clock } from '@bubble/protocol';
+import type { Assignment, BubbleStore, HeldLock, PoolLocks, SweepReport } from '@bubble/store';
+import type { Logger } from 'pino';
+import type { CoreMetrics } from './core-metrics.js';
+import { FeedCounter } from './feed-counter.js';
+
+export interface CoreNodeOptions {
+  id: string;
+  store: BubbleStore;
+  locks: PoolLocks;
+  clock: Clock;
+  logger: Logger;
+  metrics?: CoreMetrics;
+  lookbackDays: number;
+  /** Pool lease; extended every third of it. */
+  leaseMs: number;
+  /** The sweep period the leader ticks at; the core sweeps by itself when ticks stop. */
+  tickMs: number;
+  /** Where this node's operator endpoints answer, for /v1/cluster. */
+  url?: string;
+  role?: 'core' | 'all';
+  /** Users recomputed from the stored sources per sweep, to find and repair drift. */
+  reconcilePerSweep?: number;
+  /** Most log entries read per pool (and from the post log) in one sweep. */
+  maxEventsPerRead?: number;
+  /** Most lapsed presences removed per pool in one sweep. */
+  expirePerSweep?: number;
+}
+
+interface HeldPool {
+  pool: number;
+  lock: HeldLock;
+  fence: number;
+  /** Position in the pool's change log up to which events are applied. */
+  cursor: string;
+  users: Set<string>;
+}
+
+/** The badge field a core owns: the feed count (docs/redis-keys.md). */
+const FEED_FIELD = 'f';
+/** A lease this close to its end is not written under. */
+const LEASE_SAFETY_MS = 200;
+
+/**
+ * bubble-core: holds the online users of the pools it owns, keeps their feed counts exact from
+ * the change logs, and on every sweep writes back (fenced) and publishes only what changed.
+ */
+export class CoreNode {
+  readonly counter: FeedCounter;
+  private readonly options: Required<
+    Pick<CoreNodeOptions, 'reconcilePerSweep' | 'maxEventsPerRead' | 'expirePerSweep'>
+  > &
+    CoreNodeOptions;
+  private readonly log: Logger;
+  private readonly lookbackMs: number;
+  private readonly held = new Map<number, HeldPool>();
+  private postCursor = '0-0';
+  private sweeping: Promise<void> | null = null;
+  private lastTickAt = 0;
+  private startedAt = 0;
+  private timers: NodeJS.Timeout[] = [];
+  private stopTicks: (() => Promise<void>) | null = null;
+  private reconcileQueue: string[] = [];
+  private stopped = false;
+  private closing: Promise<void> | undefined;
+  readonly totals = { sweeps: 0, staleWritesRejected: 0, driftRepaired: 0, skipped: 0 };
+  lastReport: SweepReport | null = null;
+
+  constructor(options: CoreNodeOptions) {
+    this.options = {
+      reconcilePerSweep: 20,
+      maxEventsPerRead: 10_000,
+      expirePerSweep: 1000,
+      ...options,
+    };
+    this.log = options.logger.child({ module: 'bubble-core', node: options.id });
+    this.lookbackMs = options.lookbackDays * DAY_MS;
+    this.counter = new FeedCounter({ lookbackMs: this.lookbackMs });
+  }
+
+  get ownedPools(): number[] {
+    return [...this.held.keys()].sort((a, b) => a - b);
+  }
+
+  async start(): Promise<void> {
+    const { store, tickMs, leaseMs } = this.options;
+    this.startedAt = this.options.clock.now();
+    this.postCursor = await store.changes.postLogEnd();
+    await this.heartbeat();
+    this.stopTicks = await store.coordination.onTick(() => {
+      this.lastTickAt = Date.now();
+      this.requestSweep();
+    });
+    const every = (ms: number, fn: () => void) => {
+      const timer = setInterval(fn, ms);
+      timer.unref();
+      this.timers.push(timer);
+    };
+    every(Math.max(100, Math.floor(leaseMs / 3)), () => void this.heartbeat());
+    // Ticks come from the leading bubble-server; while none lead, keep sweeping on our own.
+    every(tickMs, () => {
+      if (Date.now() - this.lastTickAt > 3 * tickMs) this.requestSweep();
+    });
+    this.log.info({ leaseMs, tickMs }, 'bubble-core started');
+  }
+
+  /** Runs a sweep unless one is running (then the tick is skipped and counted). */
+  requestSweep(): void {
+    if (this.stopped) return;
+    if (this.sweeping) {
+      this.totals.skipped++;
+      this.options.metrics?.sweepsSkipped.inc();
+      return;
+    }
+    this.sweeping = this.sweep()
+      .catch((err: unknown) => this.log.error({ err }, 'sweep failed'))
+      .finally(() => {
+        this.sweeping = null;
+      });
+  }
+
+  /** Waits for the sweep in progress, if any, then runs one more. */
+  async sweepNow(): Promise<void> {
+    while (this.sweeping) await this.sweeping;
+    this.requestSweep();
+    await this.sweeping;
+  }
+
+  async close(): Promise<void> {
+    this.closing ??= (async () => {
+      this.stopped = true;
+      for (const timer of this.timers) clearInterval(timer);
+      await this.stopTicks?.();
+      if (this.sweeping) await this.sweeping;
+      await Promise.allSettled(
+        [...this.held.keys()].map((pool) => this.dropPool(pool, 'shutdown')),
+      );
+      await this.options.store.coordination.removeNode(this.options.id).catch(() => {});
+      this.log.info('bubble-core stopped');
+    })();
+    return this.closing;
+  }
+
+  private async heartbeat(): Promise<void> {
+    const { store, id, leaseMs, url, role } = this.options;
+    try {
+      await store.coordination.heartbeat(
+        { id, role: role ?? 'core', url, startedAt: this.startedAt, seenAt: Date.now() },
+        leaseMs,
+      );
+    } catch (err) {
+      this.log.warn({ err }, 'heartbeat failed');
+    }
+  }
+
+  private async sweep(): Promise<void> {
+    const started = performance.now();
+    const { store, clock, maxEventsPerRead } = this.options;
+    let commands = 0;
+
+    const assignment = await store.coordination.assignment();
+    commands += 1 + (await this.followAssignment(assignment));
+
+    const pools = [...this.held.values()];
+    const [poolReads, postRead] = await Promise.all([
+      store.changes.readPoolEvents(
+        pools.map((p) => ({ pool: p.pool, after: p.cursor })),
+        maxEventsPerRead,
+      ),
+      store.changes.readPostEvents(this.postCursor, maxEventsPerRead),
+    ]);
+    commands += pools.length + 1;
+
+    const now = clock.now();
+    this.counter.advanceTo(now);
+
+    for (const { id, event } of postRead.entries) {
+      if (event.kind === 'post') this.counter.addPost(event.author, event.id, event.ts);
+      else this.counter.deletePost(event.author, event.id, event.ts);
+      this.postCursor = id;
+    }
+
+    const toLoad = new Set<string>();
+    const refollow = new Set<string>();
+    for (const held of pools) {
+      const read = poolReads.get(held.pool);
+      if (!read) continue;
+      if (read.gap) {
+        this.log.warn(
+          { pool: held.pool },
+          'pool change log was trimmed past us; reloading the pool',
+        );
+        for (const user of await store.presence.members(held.pool, now)) toLoad.add(user);
+        commands++;
+      }
+      for (const { id, event } of read.entries) {
+        held.cursor = id;
+        switch (event.kind) {
+          case 'online':
+            held.users.add(event.user);
+            toLoad.add(event.user);
+            break;
+          case 'offline':
+            held.users.delete(event.user);
+            toLoad.delete(event.user);
+            refollow.delete(event.user);
+            this.counter.removeUser(event.user);
+            break;
+          case 'follows':
+            if (held.users.has(event.user) && !toLoad.has(event.user)) refollow.add(event.user);
+            break;
+          case 'cursor':
+            this.counter.advanceReadAt(event.user, event.readAt);
+            break;
+        }
+      }
+    }
+    if (postRead.gap) {
+      this.log.warn('post change log was trimmed past us; reloading every author window');
+      commands += await this.reloadAuthors(this.trackedAuthors());
+    }
+
+    commands += await this.loadUsers([...toLoad], [...refollow]);
+    commands += await this.expirePresence(now);
+    const written = await this.writeChanged(now);
+    commands += written.commands;
+    commands += await this.reconcile(now);
+
+    const durationMs = performance.now() - started;
+    this.totals.sweeps++;
+    const report: SweepReport = {
+      node: this.options.id,
+      at: now,
+      pools: this.held.size,
+      users: this.counter.userCount,
+      changed: written.changed,
+      durationMs: Math.round(durationMs * 100) / 100,
+      redisCommands: store.engine === 'redis' ? commands : 0,
+      staleWritesRejected: this.totals.staleWritesRejected,
+      driftRepaired: this.totals.driftRepaired,
+    };
+    this.lastReport = report;
+    const metrics = this.options.metrics;
+    metrics?.sweepSeconds.observe(durationMs / 1000);
+    metrics?.usersHeld.set(this.counter.userCount);
+    metrics?.poolsOwned.set(this.held.size);
+    await store.coordination.reportSweep(report).catch(() => {});
+  }
+
+  /** Takes the pools assigned to us that we do not hold, gives up the others. */
+  private async followAssignment(assignment: Assignment | null): Promise<number> {
+    const { id, store, locks, leaseMs, clock } = this.options;
+    const mine = new Set<number>();
+    assignment?.owners.forEach((owner, pool) => {
+      if (owner === id) mine.add(pool);
+    });
+    let commands = 0;
+    for (const pool of [...this.held.keys()]) {
+      if (!mine.has(pool)) await this.dropPool(pool, 'reassigned');
+    }
+    const wanted = [...mine].filter((pool) => !this.held.has(pool));
+    const joined: HeldPool[] = [];
+    await Promise.all(
+      wanted.map(async (pool) => {
+        const lock = await locks.tryAcquire(pool, leaseMs);
+        if (!lock) return;
+        try {
+          const fence = await store.coordination.nextFence(pool);
+          const cursor = await store.changes.poolLogEnd(pool);
+          const members = await store.presence.members(pool, clock.now());
+          commands += 3;
+          const held: HeldPool = { pool, lock, fence, cursor, users: new Set(members) };
+          lock.signal.addEventListener('abort', () => this.log.warn({ pool }, 'pool lease lost'));
+          this.held.set(pool, held);
+          joined.push(held);
+        } catch (err) {
+          await lock.release();
+          throw err;
+        }
+      }),
+    );
+    if (joined.length > 0) {
+      this.log.info(
+        { pools: joined.map((p) => p.pool), fences: joined.map((p) => p.fence) },
+        'pools taken',
+      );
+      commands += await this.loadUsers(
+        joined.flatMap((p) => [...p.users]),
+        [],
+      );
+    }
+    return commands;
+  }
+
+  private async dropPool(pool: number, reason: string): Promise<void> {
+    const held = this.held.get(pool);
+    if (!held) return;
+    this.held.delete(pool);
+    for (const user of held.users) this.counter.removeUser(user);
+    await held.lock.release();
+    this.log.info({ pool, reason }, 'pool dropped');
+  }
+
+  /**
+   * Brings users into memory (or refreshes their follows): their follows and cursor, the windows
+   * of authors nobody held followed yet, and the badge they last had stored. One batch each.
+   */
+  private async loadUsers(users: string[], refollow: string[]): Promise<number> {
+    if (users.length === 0 && refollow.length === 0) return 0;
+    const { store } = this.options;
+    const [inputs, stored, follows] = await Promise.all([
+      Promise.all(users.map((user) => store.feedInputs(user))),
+      Promise.all(users.map((user) => store.badges.load(user))),
+      Promise.all(refollow.map((user) => store.follows.list(user))),
+    ]);
+    const authors = new Set<string>();
+    users.forEach((user, i) => {
+      const { follows: f, readAt } = inputs[i]!;
+      for (const author of this.counter.setUser(user, f, readAt)) authors.add(author);
+    });
+    refollow.forEach((user, i) => {
+      for (const author of this.counter.setFollows(user, follows[i]!)) authors.add(author);
+    });
+    const windows = await store.posts.window([...authors], this.counter.time - this.lookbackMs);
+    for (const [author, posts] of windows) this.counter.loadAuthor(author, posts);
+    for (const user of users) this.counter.recompute(user);
+    for (const user of refollow) this.counter.recompute(user);
+    users.forEach((user, i) => {
+      const badge = stored[i];
+      this.counter.markReported(user, badge ? (badge.fields[FEED_FIELD] ?? 0) : -1);
+    });
+    return users.length * 3 + refollow.length + authors.size;
+  }
+
+  private async expirePresence(now: number): Promise<number> {
+    const { store, expirePerSweep } = this.options;
+    const pools = [...this.held.values()];
+    const expired = await Promise.all(
+      pools.map((p) => store.presence.expire(p.pool, now, expirePerSweep)),
+    );
+    // The offline events these record come back through the log; removing now saves a sweep.
+    pools.forEach((held, i) => {
+      for (const user of expired[i]!) {
+        held.users.delete(user);
+        this.counter.removeUser(user);
+      }
+    });
+    return pools.length;
+  }
+
+  /** Fenced, batched write-back of the changed badges: one call per pool with changes. */
+  private async writeChanged(now: number): Promise<{ changed: number; commands: number }> {
+    const { store, metrics } = this.options;
+    const { ids, counts } = this.counter.takeChanged();
+    const byPool = new Map<number, { user: string; fields: Record<string, number> }[]>();
+    for (let i = 0; i < ids.length; i++) {
+      const user = this.counter.nameAt(ids[i]!);
+      const pool = poolOf(user, store.pools);
+      let writes = byPool.get(pool);
+      if (!writes) byPool.set(pool, (writes = []));
+      writes.push({ user, fields: { [FEED_FIELD]: counts[i]! } });
+    }
+    let changed = 0;
+    await Promise.all(
+      [...byPool].map(async ([pool, writes]) => {
+        const held = this.held.get(pool);
+        if (!held) return;
+        if (held.lock.signal.aborted || held.lock.validUntil() < Date.now() + LEASE_SAFETY_MS) {
+          await this.dropPool(pool, 'lease lost or ending');
+          return;
+        }
+        try {
+          const result = await store.fencedBadges.saveFenced(pool, held.fence, writes, now);
+          if (!result.accepted) {
+            this.totals.staleWritesRejected++;
+            metrics?.staleWritesRejected.inc();
+            await this.dropPool(pool, 'fencing token is stale');
+            return;
+          }
+          const n = result.stamps.filter((stamp) => stamp.changed).length;
+          changed += n;
+          metrics?.badgesWritten.inc(n);
+        } catch (err) {
+          // Hand the counts out again next sweep.
+          for (const { user } of writes) this.counter.markReported(user, -1);
+          throw err;
+        }
+      }),
+    );
+    return { changed, commands: byPool.size };
+  }
+
+  /**
+   * Recomputes a few held users per sweep from the stored sources. Where a count disagrees, the
+   * user's inputs and the windows of the authors that disagree are reloaded; every badge that
+   * changes through this is drift repaired.
+   */
+  private async reconcile(now: number): Promise<number> {
+    const { store, reconcilePerSweep } = this.options;
+    if (reconcilePerSweep <= 0 || this.counter.userCount === 0) return 0;
+    if (this.reconcileQueue.length === 0) this.reconcileQueue = this.counter.heldUsers();
+    const batch = this.reconcileQueue
+      .splice(0, reconcilePerSweep)
+      .filter((u) => this.counter.hasUser(u));
+    let commands = 0;
+    for (const user of batch) {
+      const { follows, readAt } = await store.feedInputs(user);
+      const after = Math.max(readAt ?? -Infinity, now - this.lookbackMs);
+      const truth = await store.posts.countBetween(follows, after, now);
+      commands += 2 + follows.length;
+      if (truth === this.counter.countOf(user)) continue;
+      const before = this.counter.countOf(user);
+      this.counter.setUser(user, follows, readAt);
+      const windows = await store.posts.window(follows, now - this.lookbackMs);
+      commands += follows.length;
+      let repairedPosts = 0;
+      for (const [author, posts] of windows) {
+        if (!this.counter.isAuthorLoaded(author)) this.counter.loadAuthor(author, posts);
+        else repairedPosts += this.counter.reloadAuthor(author, posts);
+      }
+      this.counter.recompute(user);
+      const repaired = this.counter.countOf(user);
+      if (repaired === before) {
+        // The stored sources moved on between our sweep and this read: not drift.
+        this.log.debug({ user, count: before, truth }, 'reconciliation raced a change');
+        continue;
+      }
+      this.totals.driftRepaired++;
+      this.options.metrics?.driftRepaired.inc();
+      this.log.warn(
+        { user, before, after: repaired, truth, repairedPosts },
+        'reconciliation repaired a drifted badge',
+      );
+    }
+    return commands;
+  }
+
+  private trackedAuthors(): string[] {
+    const authors = new Set<string>();
+    for (const held of this.held.values()) {
+      for (const user of held.users) for (const a of this.counter.followsOf(user)) authors.add(a);
+    }
+    return [...authors];
+  }
+
+  private async reloadAuthors(authors: string[]): Promise<number> {
+    const windows = await this.options.store.posts.window(
+      authors,
+      this.counter.time - this.lookbackMs,
+    );
+    for (const [author, posts] of windows) this.counter.reloadAuthor(author, posts);
+    return authors.length;
+  }
+}

@@ -1,0 +1,31 @@
+import type { BubbleStore, NodeInfo, SweepReport } from '@bubble/store';
+
+export interface ClusterStatus {
+  leader: string | null;
+  generation: number;
+  pools: Array<{ pool: number; owner: string | null; online: number }>;
+  nodes: NodeInfo[];
+  sweeps: SweepReport[];
+  online: number;
+}
+
+/** What GET /v1/cluster shows, read from the store (any node can answer it). */
+export async function readClusterStatus(store: BubbleStore, now: number): Promise<ClusterStatus> {
+  const { coordination, presence } = store;
+  const [leader, assignment, nodes, sweeps, sizes] = await Promise.all([
+    coordination.leader(),
+    coordination.assignment(),
+    coordination.liveNodes(now),
+    coordination.sweepReports(),
+    presence.poolSizes(now),
+  ]);
+  const live = new Set(nodes.map((n) => n.id));
+  return {
+    leader,
+    generation: assignment?.generation ?? 0,
+    pools: sizes.map((online, pool) => ({ pool, owner: assignment?.owners[pool] ?? null, online })),
+    nodes,
+    sweeps: sweeps.filter((s) => live.has(s.node)),
+    online: sizes.reduce((a, b) => a + b, 0),
+  };
+}

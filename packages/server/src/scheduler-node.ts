@@ -1,0 +1,113 @@
+import type { BubbleStore } from '@bubble/store';
+import type { Logger } from 'pino';
+import { assignPools, samePlan } from './pool-assigner.js';
+import { startTicker } from './ticker.js';
+
+export interface SchedulerNodeOptions {
+  id: string;
+  store: BubbleStore;
+  logger: Logger;
+  /** The leader lease (also how long a silent core still counts as live). */
+  leaseMs: number;
+  /** BUBBLE_TICK: sweep period in ms or a node-cron expression. */
+  tick: string;
+  url?: string;
+  role?: 'server' | 'all';
+}
+
+/**
+ * bubble-server: any number run, one leads (a lease in the store). The leader keeps the
+ * pool → core assignment balanced over the live cores and ticks the sweeps.
+ */
+export class SchedulerNode {
+  private readonly log: Logger;
+  private leading = false;
+  private tickSeq = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private stopTicker: (() => Promise<void>) | undefined;
+  private startedAt = 0;
+  private closing: Promise<void> | undefined;
+  private round: Promise<void> = Promise.resolve();
+
+  constructor(private readonly options: SchedulerNodeOptions) {
+    this.log = options.logger.child({ module: 'bubble-server', node: options.id });
+  }
+
+  get isLeader(): boolean {
+    return this.leading;
+  }
+
+  async start(): Promise<void> {
+    this.startedAt = Date.now();
+    await this.lead();
+    this.timer = setInterval(
+      () => {
+        this.round = this.round.then(() => this.lead());
+      },
+      Math.max(100, Math.floor(this.options.leaseMs / 3)),
+    );
+    this.timer.unref();
+    this.stopTicker = startTicker(this.options.tick, () => void this.tick());
+    this.log.info(
+      { leaseMs: this.options.leaseMs, tick: this.options.tick },
+      'bubble-server started',
+    );
+  }
+
+  async close(): Promise<void> {
+    this.closing ??= (async () => {
+      clearInterval(this.timer);
+      await this.stopTicker?.();
+      await this.round;
+      const { store, id } = this.options;
+      if (this.leading) await store.coordination.resign(id).catch(() => {});
+      this.leading = false;
+      await store.coordination.removeNode(id).catch(() => {});
+      this.log.info('bubble-server stopped');
+    })();
+    return this.closing;
+  }
+
+  /** One round: hold (or try to take) the lease; while leading, rebalance. */
+  private async lead(): Promise<void> {
+    if (this.closing) return;
+    const { store, id, leaseMs, url, role } = this.options;
+    try {
+      const now = Date.now();
+      await store.coordination.heartbeat(
+        { id, role: role ?? 'server', url, startedAt: this.startedAt, seenAt: now },
+        leaseMs,
+      );
+      const leading = await store.coordination.tryLead(id, leaseMs);
+      if (leading !== this.leading)
+        this.log.info({ leading }, leading ? 'leading' : 'no longer leading');
+      this.leading = leading;
+      if (leading) await this.rebalance(now);
+    } catch (err) {
+      this.leading = false;
+      this.log.warn({ err }, 'leader round failed');
+    }
+  }
+
+  private async rebalance(now: number): Promise<void> {
+    const { store } = this.options;
+    const nodes = await store.coordination.liveNodes(now);
+    const cores = nodes.filter((n) => n.role === 'core' || n.role === 'all').map((n) => n.id);
+    const current = await store.coordination.assignment();
+    const previous = current?.owners ?? [];
+    const owners = assignPools(previous, cores, store.pools);
+    if (current && samePlan(previous, owners)) return;
+    const moved = owners.filter((owner, pool) => owner !== (previous[pool] ?? null)).length;
+    await store.coordination.setAssignment({ generation: (current?.generation ?? 0) + 1, owners });
+    this.log.info({ cores, moved, generation: (current?.generation ?? 0) + 1 }, 'pools reassigned');
+  }
+
+  private async tick(): Promise<void> {
+    if (!this.leading || this.closing) return;
+    try {
+      await this.options.store.coordination.publishTick(++this.tickSeq);
+    } catch (err) {
+      this.log.warn({ err }, 'tick not published');
+    }
+  }
+}
