@@ -18,7 +18,6 @@ export interface CoreNodeOptions {
   tickMs: number;
   /** Where this node's operator endpoints answer, for /v1/cluster. */
   url?: string;
-  role?: 'core' | 'all';
   /** Users recomputed from the stored sources per sweep, to find and repair drift. */
   reconcilePerSweep?: number;
   /** Most log entries read per pool (and from the post log) in one sweep. */
@@ -142,10 +141,10 @@ export class CoreNode {
   }
 
   private async heartbeat(): Promise<void> {
-    const { store, id, leaseMs, url, role } = this.options;
+    const { store, id, leaseMs, url } = this.options;
     try {
       await store.coordination.heartbeat(
-        { id, role: role ?? 'core', url, startedAt: this.startedAt, seenAt: Date.now() },
+        { id, role: 'core', url, startedAt: this.startedAt, seenAt: Date.now() },
         leaseMs,
       );
     } catch (err) {

@@ -68,7 +68,12 @@ export class HttpGateway {
       });
     }
     if (serves.has('platform'))
-      addPlatformRoutes(this.router, { service, auth, metrics: this.metrics });
+      addPlatformRoutes(this.router, {
+        service,
+        auth,
+        metrics: this.metrics,
+        clusterStatus: options.clusterStatus,
+      });
     if (serves.has('client')) {
       addClientRoutes(this.router, { service, auth, load: this.load, metrics: this.metrics });
     }

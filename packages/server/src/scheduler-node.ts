@@ -12,7 +12,6 @@ export interface SchedulerNodeOptions {
   /** BUBBLE_TICK: sweep period in ms or a node-cron expression. */
   tick: string;
   url?: string;
-  role?: 'server' | 'all';
 }
 
 /**
@@ -71,11 +70,11 @@ export class SchedulerNode {
   /** One round: hold (or try to take) the lease; while leading, rebalance. */
   private async lead(): Promise<void> {
     if (this.closing) return;
-    const { store, id, leaseMs, url, role } = this.options;
+    const { store, id, leaseMs, url } = this.options;
     try {
       const now = Date.now();
       await store.coordination.heartbeat(
-        { id, role: role ?? 'server', url, startedAt: this.startedAt, seenAt: now },
+        { id, role: 'server', url, startedAt: this.startedAt, seenAt: now },
         leaseMs,
       );
       const leading = await store.coordination.tryLead(id, leaseMs);
@@ -92,7 +91,7 @@ export class SchedulerNode {
   private async rebalance(now: number): Promise<void> {
     const { store } = this.options;
     const nodes = await store.coordination.liveNodes(now);
-    const cores = nodes.filter((n) => n.role === 'core' || n.role === 'all').map((n) => n.id);
+    const cores = nodes.filter((n) => n.role === 'core').map((n) => n.id);
     const current = await store.coordination.assignment();
     const previous = current?.owners ?? [];
     const owners = assignPools(previous, cores, store.pools);

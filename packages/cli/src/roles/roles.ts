@@ -64,19 +64,6 @@ export async function startRole(
       const address = await operator.listen(port);
       if (!servesPublic) url = `http://localhost:${address.port}`;
     }
-    if (role === 'server' || role === 'all') {
-      const scheduler = new SchedulerNode({
-        id: nodeId(role === 'all' ? 'all' : 'server'),
-        store,
-        logger,
-        leaseMs: config.BUBBLE_LEASE_MS,
-        tick: config.BUBBLE_TICK,
-        url,
-        role: role === 'all' ? 'all' : 'server',
-      });
-      await scheduler.start();
-      stops.push(() => scheduler.close());
-    }
     if (lockRuntime) {
       const core = new CoreNode({
         id: nodeId(role === 'all' ? 'all' : 'core'),
@@ -89,10 +76,21 @@ export async function startRole(
         leaseMs: config.BUBBLE_LEASE_MS,
         tickMs: tickPeriodMs(config.BUBBLE_TICK),
         url,
-        role: role === 'all' ? 'all' : 'core',
       });
       await core.start();
       stops.unshift(() => core.close());
+    }
+    if (role === 'server' || role === 'all') {
+      const scheduler = new SchedulerNode({
+        id: nodeId(role === 'all' ? 'all' : 'server'),
+        store,
+        logger,
+        leaseMs: config.BUBBLE_LEASE_MS,
+        tick: config.BUBBLE_TICK,
+        url,
+      });
+      await scheduler.start();
+      stops.push(() => scheduler.close());
     }
     logger.info({ role, url, engine: store.engine }, `bubble ${role} is listening`);
     return {
