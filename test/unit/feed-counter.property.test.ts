@@ -37,7 +37,13 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   fc.record({ op: fc.constant('post' as const), author, id: postId, ts: offset }),
   fc.record({ op: fc.constant('post' as const), author, id: postId, ts: offset }),
   fc.record({ op: fc.constant('delete' as const), author, id: postId }),
-  fc.record({ op: fc.constant('missed' as const), author, id: postId, ts: offset, deleteIt: fc.boolean() }),
+  fc.record({
+    op: fc.constant('missed' as const),
+    author,
+    id: postId,
+    ts: offset,
+    deleteIt: fc.boolean(),
+  }),
   fc.record({
     op: fc.constant('advance' as const),
     by: fc.oneof(
