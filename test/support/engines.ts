@@ -20,7 +20,7 @@ export type EngineName = 'memory' | 'redis';
 
 export const ENGINES: readonly EngineName[] = ['memory', 'redis'];
 
-/** Pools used by every RedisStore the helper makes (matches the production default range). */
+/** Pools of every store the helper makes, on both engines (the production default). */
 export const TEST_POOLS = 100;
 
 /** A start time far from 0 so "now − 7 days" is an ordinary positive timestamp. */
@@ -77,11 +77,11 @@ export function describeEachEngine(
         if (engine === 'memory') {
           current = {
             engine,
-            store: new MemoryStore(),
+            store: new MemoryStore({ pools: TEST_POOLS }),
             prefix: undefined,
             redisUrl: undefined,
             admin: undefined,
-            freshStore: () => new MemoryStore(),
+            freshStore: () => new MemoryStore({ pools: TEST_POOLS }),
           };
           return;
         }
