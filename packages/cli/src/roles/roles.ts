@@ -66,7 +66,7 @@ export async function startRole(
     }
     if (lockRuntime) {
       const core = new CoreNode({
-        id: nodeId(role === 'all' ? 'all' : 'core'),
+        id: nodeId('core'),
         store,
         locks: lockRuntime.locks,
         clock: systemClock,
@@ -82,7 +82,7 @@ export async function startRole(
     }
     if (role === 'server' || role === 'all') {
       const scheduler = new SchedulerNode({
-        id: nodeId(role === 'all' ? 'all' : 'server'),
+        id: nodeId('server'),
         store,
         logger,
         leaseMs: config.BUBBLE_LEASE_MS,
