@@ -95,7 +95,9 @@ export class CoreNode {
       timer.unref();
       this.timers.push(timer);
     };
-    every(Math.max(100, Math.floor(leaseMs / 3)), () => void this.heartbeat());
+    // Heartbeats lapse after half a lease, so the leader reassigns a dead core's pools before
+    // their locks expire and a survivor takes them within one lease and one sweep.
+    every(Math.max(100, Math.floor(leaseMs / 6)), () => void this.heartbeat());
     // Ticks come from the leading bubble-server; while none lead, keep sweeping on our own.
     every(tickMs, () => {
       if (Date.now() - this.lastTickAt > 3 * tickMs) this.requestSweep();
@@ -145,7 +147,7 @@ export class CoreNode {
     try {
       await store.coordination.heartbeat(
         { id, role: 'core', url, startedAt: this.startedAt, seenAt: Date.now() },
-        leaseMs,
+        Math.floor(leaseMs / 2),
       );
     } catch (err) {
       this.log.warn({ err }, 'heartbeat failed');

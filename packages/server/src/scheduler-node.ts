@@ -43,7 +43,7 @@ export class SchedulerNode {
       () => {
         this.round = this.round.then(() => this.lead());
       },
-      Math.max(100, Math.floor(this.options.leaseMs / 3)),
+      Math.max(100, Math.floor(this.options.leaseMs / 6)),
     );
     this.timer.unref();
     this.stopTicker = startTicker(this.options.tick, () => void this.tick());

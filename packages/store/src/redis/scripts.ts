@@ -65,6 +65,7 @@ export interface ScriptCommands {
     minTs: number,
   ): Promise<string | null>;
   advanceCursor(cursors: string, field: string, target: number): Promise<string>;
+  countPosts(numberOfKeys: number, ...keysAndBounds: (string | number)[]): Promise<number>;
   saveBadge(
     badge: string,
     freshEpoch: string,
