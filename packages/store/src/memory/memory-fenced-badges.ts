@@ -44,8 +44,23 @@ export class MemoryFencedBadges implements FencedBadges {
     writes: readonly FencedBadgeWrite[],
     computedAt: number,
   ): Promise<FencedSaveResult> {
+    return this.save(pool, fence, writes, computedAt);
+  }
+
+  /** One user's state from a cold start: no lease, so no fence. */
+  async saveUnfenced(user: string, fields: BadgeFields, computedAt: number): Promise<BadgeStamp> {
+    const { stamps } = this.save(poolOf(user, this.pools), null, [{ user, fields }], computedAt);
+    return stamps[0]!;
+  }
+
+  private save(
+    pool: number,
+    fence: number | null,
+    writes: readonly FencedBadgeWrite[],
+    computedAt: number,
+  ): FencedSaveResult {
     checkPool(writes, pool, this.pools);
-    if (fence < this.currentFence(pool)) {
+    if (fence !== null && fence < this.currentFence(pool)) {
       this.staleWrites.set(pool, (this.staleWrites.get(pool) ?? 0) + 1);
       return { accepted: false, stamps: [] };
     }

@@ -16,7 +16,7 @@ import type {
 } from '../types.js';
 import { MemoryChangeLog } from './memory-change-log.js';
 import { MemoryCoordination } from './memory-coordination.js';
-import { MemoryFencedBadges, saveBadgeState } from './memory-fenced-badges.js';
+import { MemoryFencedBadges } from './memory-fenced-badges.js';
 import { MemoryPresence } from './memory-presence.js';
 import { SortedPosts } from './sorted-posts.js';
 
@@ -49,7 +49,6 @@ export class MemoryStore implements BubbleStore {
     this.follows = new MemoryFollowGraph();
     this.posts = new MemoryPostIndex();
     this.cursors = new MemoryReadCursors();
-    this.badges = new MemoryBadgeStates(badgeStates);
     this.changes = new MemoryChangeLog();
     this.presence = new MemoryPresence({ pools: this.pools, log: this.changes });
     this.coordination = new MemoryCoordination(options.now ? { now: options.now } : {});
@@ -59,6 +58,7 @@ export class MemoryStore implements BubbleStore {
       badges: badgeStates,
       currentFence: (pool) => coordination.fenceNow(pool),
     });
+    this.badges = new MemoryBadgeStates(badgeStates, this.fencedBadges);
   }
 
   async feedInputs(user: string): Promise<FeedInputs> {
@@ -195,7 +195,10 @@ class MemoryReadCursors implements ReadCursors {
 }
 
 class MemoryBadgeStates implements BadgeStates {
-  constructor(private readonly byUser: Map<string, StoredBadge>) {}
+  constructor(
+    private readonly byUser: Map<string, StoredBadge>,
+    private readonly writer: MemoryFencedBadges,
+  ) {}
 
   async load(user: string): Promise<StoredBadge | null> {
     const stored = this.byUser.get(user);
@@ -203,6 +206,6 @@ class MemoryBadgeStates implements BadgeStates {
   }
 
   async save(user: string, fields: BadgeFields, computedAt: number): Promise<BadgeStamp> {
-    return saveBadgeState(this.byUser, user, fields, computedAt);
+    return this.writer.saveUnfenced(user, fields, computedAt);
   }
 }

@@ -7,6 +7,7 @@ import type {
   FencedSaveResult,
 } from '../cluster-types.js';
 import { newEpoch } from '../epoch.js';
+import type { BadgeFields, BadgeStamp } from '../types.js';
 import type { RedisClient } from './connect.js';
 import type { RedisKeys } from './keys.js';
 import { defineScripts } from './scripts.js';
@@ -24,21 +25,21 @@ export interface RedisFencedBadgesOptions {
 type SaveReply = -1 | (string | number)[];
 
 interface FencedBadgeScripts {
-  saveFencedBadges(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Promise<SaveReply>;
+  saveBadges(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Promise<SaveReply>;
 }
 
 interface FencedBadgePipeline extends ChainableCommander {
-  saveFencedBadges(numberOfKeys: number, ...keysAndArgs: (string | number)[]): ChainableCommander;
+  saveBadges(numberOfKeys: number, ...keysAndArgs: (string | number)[]): ChainableCommander;
 }
 
-/** The message saveFencedBadges-n.lua publishes: the changes plus the writer's token. */
+/** The message saveBadges-n.lua publishes: the changes plus the writer's token, if any. */
 interface WireChange extends BadgeChange {
   fence: number;
 }
 
 /**
- * Fenced badge writes through saveFencedBadges-n.lua, in the hash layout of saveBadge-1.lua so
- * that plain BadgeStates reads them. Each accepted call publishes one message per pool.
+ * Badge writes through saveBadges-n.lua: a core's fenced batches, and (unfenced) the single
+ * writes of cold starts, so every change of every writer is published on its pool's channel.
  */
 export class RedisFencedBadges implements FencedBadges {
   private readonly redis: RedisClient & FencedBadgeScripts;
@@ -55,6 +56,22 @@ export class RedisFencedBadges implements FencedBadges {
   async saveFenced(
     pool: number,
     fence: number,
+    writes: readonly FencedBadgeWrite[],
+    computedAt: number,
+  ): Promise<FencedSaveResult> {
+    return this.save(pool, fence, writes, computedAt);
+  }
+
+  /** One user's state from a cold start: no lease, so no fence. */
+  async saveUnfenced(user: string, fields: BadgeFields, computedAt: number): Promise<BadgeStamp> {
+    const pool = poolOf(user, this.keys.pools);
+    const { stamps } = await this.save(pool, '-', [{ user, fields }], computedAt);
+    return stamps[0]!;
+  }
+
+  private async save(
+    pool: number,
+    fence: number | '-',
     writes: readonly FencedBadgeWrite[],
     computedAt: number,
   ): Promise<FencedSaveResult> {
@@ -84,7 +101,7 @@ export class RedisFencedBadges implements FencedBadges {
     ];
     const result = this.redis.isCluster
       ? await this.saveInOwnPipeline(args)
-      : await this.redis.saveFencedBadges(...args);
+      : await this.redis.saveBadges(...args);
     if (result === -1) return { accepted: false, stamps: [] };
     const stamps: FencedSaveResult['stamps'] = [];
     for (let i = 0; i < result.length; i += 3) {
@@ -104,8 +121,8 @@ export class RedisFencedBadges implements FencedBadges {
    */
   private async saveInOwnPipeline(args: [number, ...(string | number)[]]): Promise<SaveReply> {
     const pipeline = this.redis.pipeline() as FencedBadgePipeline;
-    const [reply] = (await pipeline.saveFencedBadges(...args).exec()) ?? [];
-    if (!reply) throw new Error('saveFencedBadges: the pipeline was discarded');
+    const [reply] = (await pipeline.saveBadges(...args).exec()) ?? [];
+    if (!reply) throw new Error('saveBadges: the pipeline was discarded');
     const [error, result] = reply;
     if (error) throw error;
     return result as SaveReply;

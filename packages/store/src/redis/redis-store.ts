@@ -1,5 +1,4 @@
 import { BubbleError } from '@bubble/protocol';
-import { newEpoch } from '../epoch.js';
 import type {
   BadgeFields,
   BadgeStamp,
@@ -64,7 +63,6 @@ export class RedisStore implements BubbleStore {
     this.follows = new RedisFollowGraph(this.redis, this.keys);
     this.posts = new RedisPostIndex(this.redis, this.keys);
     this.cursors = new RedisReadCursors(this.redis, this.keys);
-    this.badges = new RedisBadgeStates(this.redis, this.keys);
     this.pools = options.pools;
     const shared = { client, keys: this.keys };
     this.changes = new RedisChangeLog({
@@ -75,6 +73,7 @@ export class RedisStore implements BubbleStore {
     this.presence = new RedisPresence({ ...shared, log: this.changes });
     this.coordination = new RedisCoordination(shared);
     this.fencedBadges = new RedisFencedBadges({ ...shared, sharded: client instanceof Cluster });
+    this.badges = new RedisBadgeStates(this.redis, this.keys, this.fencedBadges);
   }
 
   async feedInputs(user: string): Promise<FeedInputs> {
@@ -247,6 +246,7 @@ class RedisBadgeStates implements BadgeStates {
   constructor(
     private readonly redis: ScriptedClient,
     private readonly keys: RedisKeys,
+    private readonly writer: RedisFencedBadges,
   ) {}
 
   async load(user: string): Promise<StoredBadge | null> {
@@ -265,14 +265,6 @@ class RedisBadgeStates implements BadgeStates {
   }
 
   async save(user: string, fields: BadgeFields, computedAt: number): Promise<BadgeStamp> {
-    const pairs: (string | number)[] = [];
-    for (const [name, value] of Object.entries(fields)) if (value !== 0) pairs.push(name, value);
-    const [epoch, version, changed] = await this.redis.saveBadge(
-      this.keys.badge(user),
-      newEpoch(),
-      computedAt,
-      ...pairs,
-    );
-    return { epoch, version: Number(version), changed: changed === 1 };
+    return this.writer.saveUnfenced(user, fields, computedAt);
   }
 }

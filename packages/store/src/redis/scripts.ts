@@ -66,10 +66,4 @@ export interface ScriptCommands {
   ): Promise<string | null>;
   advanceCursor(cursors: string, field: string, target: number): Promise<string>;
   countPosts(numberOfKeys: number, ...keysAndBounds: (string | number)[]): Promise<number>;
-  saveBadge(
-    badge: string,
-    freshEpoch: string,
-    computedAt: number,
-    ...fieldValuePairs: (string | number)[]
-  ): Promise<[string, number, number]>;
 }

@@ -1,12 +1,13 @@
 --[[
-  Store the badge states of users of one pool, guarded by the pool's fencing token, moving each
-  to the next version only when its counts differ (as saveBadge-1.lua); publish the changed ones
-  as one message. Takes a key count per call: 2 + one badge key per write.
+  Store the badge states of users of one pool, moving each to the next version only when its
+  counts differ, and publish the changed ones as one message. A core's writes are guarded by
+  the pool's fencing token; a cold start computed from the stored sources passes "-" (no lease
+  to fence). Takes a key count per call: 2 + one badge key per write.
   KEYS[1]   fence      STRING  the pool's current fencing token (absent = 0)
   KEYS[2]   stale      STRING  writes refused for carrying an older token
   KEYS[3..] badge      HASH    one per write, in write order:
                                _e epoch · _v version · _at computedAt · one field per non-zero count
-  ARGV[1] fence      the writer's token
+  ARGV[1] fence      the writer's token, or "-" for an unfenced write
   ARGV[2] computedAt
   ARGV[3] epoch to use for a user with no stored state
   ARGV[4] channel    the pool's badge channel
@@ -23,7 +24,7 @@ local freshEpoch = ARGV[3]
 local channel = ARGV[4]
 local publish = ARGV[5]
 
-if fence < tonumber(redis.call('GET', fenceKey) or '0') then
+if fence ~= nil and fence < tonumber(redis.call('GET', fenceKey) or '0') then
   redis.call('INCR', staleKey)
   return -1
 end
