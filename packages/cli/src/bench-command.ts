@@ -1,4 +1,4 @@
-import { benchCompute } from '@bubble/bench';
+import { benchCompute, benchSweep } from '@bubble/bench';
 
 type Scenario = () => Promise<Record<string, unknown>>;
 
@@ -7,6 +7,7 @@ const log = (line: string) => process.stderr.write(`${line}\n`);
 /** bench.md's scenarios by id; each prints progress on stderr and one JSON line on stdout. */
 export const SCENARIOS: Record<string, Scenario> = {
   compute: () => benchCompute({ log }),
+  sweep: () => benchSweep({ log }),
 };
 
 export async function runBench(names: string[]): Promise<void> {

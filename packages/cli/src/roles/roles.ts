@@ -2,12 +2,33 @@ import { BadgeService, CoreMetrics, CoreNode } from '@bubble/core';
 import { GatewayMetrics, HttpGateway } from '@bubble/gateway';
 import { systemClock } from '@bubble/protocol';
 import { SchedulerNode, readClusterStatus, tickPeriodMs } from '@bubble/server';
+import type { BubbleStore } from '@bubble/store';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { ResolvedSecrets } from '../secrets.js';
 import { createLocks, createStore, nodeId } from './runtime.js';
 
 export type Role = 'all' | 'server' | 'core' | 'gateway';
+
+/** Keeps a node in the cluster's node list (heartbeats); the returned stop removes it. */
+function announce(
+  store: BubbleStore,
+  node: { id: string; role: 'gateway'; url: string },
+  leaseMs: number,
+): () => Promise<void> {
+  const startedAt = Date.now();
+  const beat = () =>
+    store.coordination
+      .heartbeat({ ...node, startedAt, seenAt: Date.now() }, leaseMs)
+      .catch(() => {});
+  void beat();
+  const timer = setInterval(beat, Math.max(100, Math.floor(leaseMs / 3)));
+  timer.unref();
+  return async () => {
+    clearInterval(timer);
+    await store.coordination.removeNode(node.id).catch(() => {});
+  };
+}
 
 export interface RunningRole {
   /** The public HTTP URL (gateway and all) or the operator URL (server, core). */
@@ -56,6 +77,9 @@ export async function startRole(
       });
       gateways.push(gateway);
       url = `http://localhost:${(await gateway.listen(config.PORT)).port}`;
+      stops.push(
+        announce(store, { id: nodeId('gateway'), role: 'gateway', url }, config.BUBBLE_LEASE_MS),
+      );
     }
     if (!servesPublic || internal) {
       const operator = new HttpGateway({ ...common, serves: ['operator'] });
