@@ -1,4 +1,4 @@
-import { benchCompute, benchSweep } from '@bubble/bench';
+import { benchCompute, benchFanout, benchSweep } from '@bubble/bench';
 
 type Scenario = () => Promise<Record<string, unknown>>;
 
@@ -8,6 +8,7 @@ const log = (line: string) => process.stderr.write(`${line}\n`);
 export const SCENARIOS: Record<string, Scenario> = {
   compute: () => benchCompute({ log }),
   sweep: () => benchSweep({ log }),
+  fanout: () => benchFanout({ log }),
 };
 
 export async function runBench(names: string[]): Promise<void> {

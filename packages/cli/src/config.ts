@@ -64,6 +64,9 @@ export const configSchema = z.object({
   BUBBLE_JWT_AUDIENCE: z.string().min(1).optional().describe('required `aud` of end-user tokens'),
   BUBBLE_API_KEY: z.string().min(1).optional().describe('platform API key (X-Api-Key)'),
   BUBBLE_ALLOWED_ORIGINS: ID_LIST.optional().describe('WebSocket Origin allowlist'),
+  BUBBLE_PRESENCE_TTL_MS: int(1000, 3_600_000)
+    .default(30_000)
+    .describe('presence of users held by a gateway lapses this long after the gateway dies'),
   BUBBLE_POLL_INTERVAL_S: int(1, 3600).default(15).describe('poll interval advertised when calm'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   NODE_ENV: z.string().optional(),

@@ -163,6 +163,18 @@ export class BadgeService {
     await this.store.changes.appendPoolEvents(this.poolOf(user), [{ kind: 'follows', user }]);
   }
 
+  /** The badge a stored or published state stands for (a core's write, a push). */
+  badgeOf(state: {
+    user: string;
+    epoch: string;
+    version: number;
+    fields: Readonly<Record<string, number>>;
+    computedAt: number;
+  }): Badge {
+    const counts = { ...emptyCounts(), feed: state.fields[FEED_FIELD] ?? 0 };
+    return makeBadge(state.user, counts, state, state.computedAt, this.rules.displayCap);
+  }
+
   private async stamp(user: string, counts: BadgeCounts, now: number): Promise<Badge> {
     const stamp = await this.store.badges.save(user, { [FEED_FIELD]: counts.feed }, now);
     return makeBadge(user, counts, stamp, now, this.rules.displayCap);

@@ -14,6 +14,8 @@ import { Authenticator, type AuthOptions } from './auth.js';
 import { sendError } from './http/respond.js';
 import { Router } from './http/router.js';
 import { LoadMonitor } from './load-monitor.js';
+import { LiveUsers } from './live/live-users.js';
+import { WsGateway } from './live/ws-gateway.js';
 import { GatewayMetrics } from './metrics.js';
 import { addClientRoutes } from './routes/client-routes.js';
 import { addOperatorRoutes } from './routes/operator-routes.js';
@@ -31,6 +33,17 @@ export interface GatewayOptions {
   drainTimeoutMs?: number;
   /** GET /v1/cluster's answer; without it that route answers 404. */
   clusterStatus?: () => Promise<unknown>;
+  /**
+   * Live badges (the WebSocket endpoint and cached polls). Needs a gateway id unique in the
+   * cluster: badge changes of the users held here are routed to it.
+   */
+  live?: {
+    gatewayId: string;
+    presenceTtlMs?: number;
+    maxPayload?: number;
+    allowedOrigins?: readonly string[];
+    maxConnections?: number;
+  };
   /** Which route groups this server answers; default all. */
   serves?: readonly RouteGroup[];
 }
@@ -45,6 +58,8 @@ export class HttpGateway {
   private readonly router = new Router();
   private readonly logger: Logger;
   private draining = false;
+  readonly liveUsers: LiveUsers | undefined;
+  readonly ws: WsGateway | undefined;
   private closing: Promise<void> | undefined;
 
   constructor(private readonly options: GatewayOptions) {
@@ -74,8 +89,25 @@ export class HttpGateway {
         metrics: this.metrics,
         clusterStatus: options.clusterStatus,
       });
+    const live = options.live;
+    if (live && serves.has('client')) {
+      const presenceTtlMs = live.presenceTtlMs ?? 30_000;
+      this.liveUsers = new LiveUsers({
+        gatewayId: live.gatewayId,
+        service,
+        logger: options.logger,
+        presenceTtlMs,
+        pollerTtlMs: 3 * (options.basePollSeconds ?? 15) * 1000,
+      });
+    }
     if (serves.has('client')) {
-      addClientRoutes(this.router, { service, auth, load: this.load, metrics: this.metrics });
+      addClientRoutes(this.router, {
+        service,
+        auth,
+        load: this.load,
+        metrics: this.metrics,
+        live: this.liveUsers,
+      });
     }
     this.server = createServer({ requestTimeout: 30_000, headersTimeout: 10_000 }, (req, res) => {
       void this.handle(req, res);
@@ -84,9 +116,22 @@ export class HttpGateway {
     this.server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) =>
       answerClientError(err, socket),
     );
+    if (this.liveUsers && live) {
+      this.ws = new WsGateway(this.server, {
+        service,
+        auth,
+        live: this.liveUsers,
+        load: this.load,
+        logger: options.logger,
+        maxPayload: live.maxPayload ?? 4096,
+        allowedOrigins: live.allowedOrigins,
+        maxConnections: live.maxConnections,
+      });
+    }
   }
 
   async listen(port: number, host = '0.0.0.0'): Promise<AddressInfo> {
+    await this.liveUsers?.start();
     await new Promise<void>((resolve, reject) => {
       this.server.once('error', reject);
       this.server.listen(port, host, () => {
@@ -101,6 +146,8 @@ export class HttpGateway {
   close(): Promise<void> {
     this.closing ??= (async () => {
       this.draining = true;
+      await this.ws?.close();
+      await this.liveUsers?.close();
       const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
       this.server.closeIdleConnections();
       const timeout = new Promise<void>((resolve) =>

@@ -2,17 +2,20 @@
   Store the badge states of users of one pool, moving each to the next version only when its
   counts differ, and publish the changed ones as one message. A core's writes are guarded by
   the pool's fencing token; a cold start computed from the stored sources passes "-" (no lease
-  to fence). Takes a key count per call: 2 + one badge key per write.
+  to fence). Each change is also routed to the gateways holding its user (see routeUsers-1.lua).
+  Takes a key count per call: 3 + one badge key per write.
   KEYS[1]   fence      STRING  the pool's current fencing token (absent = 0)
   KEYS[2]   stale      STRING  writes refused for carrying an older token
-  KEYS[3..] badge      HASH    one per write, in write order:
+  KEYS[3]   routes     HASH    user → "gateway=expiry;…", the gateways holding the user
+  KEYS[4..] badge      HASH    one per write, in write order:
                                _e epoch · _v version · _at computedAt · one field per non-zero count
   ARGV[1] fence      the writer's token, or "-" for an unfenced write
   ARGV[2] computedAt
   ARGV[3] epoch to use for a user with no stored state
   ARGV[4] channel    the pool's badge channel
   ARGV[5] PUBLISH or SPUBLISH
-  ARGV[6..] per write: user, n = number of non-zero counts, then n pairs (count name, value)
+  ARGV[6] gateway channel prefix: the pool's channel of a gateway is this plus its id
+  ARGV[7..] per write: user, n = number of non-zero counts, then n pairs (count name, value)
   Returns -1 when the token is older than the pool's (nothing written, the refusal counted);
   else { epoch, version, changed (1/0) } per write, flattened
 ]]
@@ -23,6 +26,8 @@ local computedAt = ARGV[2]
 local freshEpoch = ARGV[3]
 local channel = ARGV[4]
 local publish = ARGV[5]
+local gatewayPrefix = ARGV[6]
+local routesKey = KEYS[3]
 
 if fence ~= nil and fence < tonumber(redis.call('GET', fenceKey) or '0') then
   redis.call('INCR', staleKey)
@@ -31,8 +36,8 @@ end
 
 local stamps = {}
 local changes = {}
-local arg = 6
-for k = 3, #KEYS do
+local arg = 7
+for k = 4, #KEYS do
   local badgeKey = KEYS[k]
   local user = ARGV[arg]
   local n = tonumber(ARGV[arg + 1])
@@ -93,5 +98,25 @@ end
 
 if #changes > 0 then
   redis.call(publish, channel, cjson.encode(changes))
+  local now = tonumber(computedAt)
+  local byGateway, gateways = {}, {}
+  for _, change in ipairs(changes) do
+    local route = redis.call('HGET', routesKey, change.user)
+    if route then
+      for gateway, expiry in string.gmatch(route, '([^=;]+)=(%d+)') do
+        if tonumber(expiry) > now then
+          if byGateway[gateway] == nil then
+            byGateway[gateway] = {}
+            gateways[#gateways + 1] = gateway
+          end
+          local list = byGateway[gateway]
+          list[#list + 1] = change
+        end
+      end
+    end
+  end
+  for _, gateway in ipairs(gateways) do
+    redis.call(publish, gatewayPrefix .. gateway, cjson.encode(byGateway[gateway]))
+  end
 end
 return stamps

@@ -172,6 +172,18 @@ export interface FencedBadges {
     computedAt: number,
   ): Promise<FencedSaveResult>;
   staleWritesRejected(pool: number): Promise<number>;
+  /**
+   * Routes the users' badge changes to `gateway` until `now + ttlMs` (renew before it lapses):
+   * each change is then also published to that gateway alone. One call per pool touched.
+   */
+  route(gateway: string, users: readonly string[], ttlMs: number, now: number): Promise<void>;
+  /** Stops routing the users' changes to `gateway`. */
+  unroute(gateway: string, users: readonly string[], now: number): Promise<void>;
+  /** Receives the changes routed to `gateway`, from every pool. */
+  subscribeGateway(
+    gateway: string,
+    handler: (changes: BadgeChange[]) => void,
+  ): Promise<() => Promise<void>>;
   /** Receives every published change of the given pools. */
   subscribe(
     pools: readonly number[],

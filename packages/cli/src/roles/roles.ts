@@ -70,16 +70,21 @@ export async function startRole(
     let url = '';
     if (servesPublic) {
       if (!secrets) throw new Error('the gateway needs BUBBLE_API_KEY and BUBBLE_JWT_SECRET');
+      const gatewayId = nodeId('gateway');
       const gateway = new HttpGateway({
         ...common,
         auth: secrets.auth,
         serves: internal ? ['platform', 'client'] : ['operator', 'platform', 'client'],
+        live: {
+          gatewayId,
+          presenceTtlMs: config.BUBBLE_PRESENCE_TTL_MS,
+          maxPayload: config.BUBBLE_WS_MAX_PAYLOAD,
+          allowedOrigins: config.BUBBLE_ALLOWED_ORIGINS,
+        },
       });
       gateways.push(gateway);
       url = `http://localhost:${(await gateway.listen(config.PORT)).port}`;
-      stops.push(
-        announce(store, { id: nodeId('gateway'), role: 'gateway', url }, config.BUBBLE_LEASE_MS),
-      );
+      stops.push(announce(store, { id: gatewayId, role: 'gateway', url }, config.BUBBLE_LEASE_MS));
     }
     if (!servesPublic || internal) {
       const operator = new HttpGateway({ ...common, serves: ['operator'] });

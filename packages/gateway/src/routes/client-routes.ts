@@ -1,9 +1,10 @@
-import { badgeEtag, readRequestSchema, BubbleError } from '@bubble/protocol';
+import { badgeEtag, readRequestSchema, BubbleError, type Badge } from '@bubble/protocol';
 import type { BadgeService } from '@bubble/core';
 import type { Authenticator } from '../auth.js';
 import { readBody } from '../http/body.js';
 import { sendEmpty, sendJson } from '../http/respond.js';
 import type { Router } from '../http/router.js';
+import type { LiveUsers } from '../live/live-users.js';
 import type { LoadMonitor } from '../load-monitor.js';
 import type { GatewayMetrics } from '../metrics.js';
 
@@ -12,12 +13,14 @@ export interface ClientDeps {
   auth: Authenticator;
   load: LoadMonitor;
   metrics: GatewayMetrics;
+  /** When present, polls are answered from the users held here (no Redis when nothing changed). */
+  live?: LiveUsers | undefined;
 }
 
 /** End-user calls, authenticated by a JWT; the user is always the token's subject. */
 export function addClientRoutes(
   router: Router,
-  { service, auth, load, metrics }: ClientDeps,
+  { service, auth, load, metrics, live }: ClientDeps,
 ): void {
   router
     .add('GET', '/v1/badge', async ({ req, res }) => {
@@ -26,8 +29,15 @@ export function addClientRoutes(
         throw new BubbleError('UB_ERR_UNAVAILABLE', 'the gateway is overloaded; poll again later');
       }
       const started = performance.now();
-      const badge = await service.badge(user);
-      metrics.coldStarts.observe((performance.now() - started) / 1000);
+      let badge: Badge;
+      if (live) {
+        const polled = await live.poll(user);
+        badge = polled.badge;
+        if (!polled.fromCache) metrics.coldStarts.observe((performance.now() - started) / 1000);
+      } else {
+        badge = await service.badge(user);
+        metrics.coldStarts.observe((performance.now() - started) / 1000);
+      }
       const etag = badgeEtag(badge);
       const headers = {
         etag,
@@ -44,6 +54,7 @@ export function addClientRoutes(
       const user = await auth.requireUser(req);
       const body = await readBody(req, readRequestSchema);
       const badge = await service.read(user, body);
+      live?.publishLocal(badge);
       sendJson(res, 200, badge, { etag: badgeEtag(badge) });
     });
 }

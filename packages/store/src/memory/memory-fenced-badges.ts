@@ -28,6 +28,9 @@ export class MemoryFencedBadges implements FencedBadges {
   private readonly currentFence: (pool: number) => number;
   private readonly staleWrites = new Map<number, number>();
   private readonly handlers = new Map<number, Set<ChangeHandler>>();
+  /** user → gateway → route expiry */
+  private readonly routes = new Map<string, Map<string, number>>();
+  private readonly gatewayHandlers = new Map<string, Set<(changes: BadgeChange[]) => void>>();
 
   constructor(options: MemoryFencedBadgesOptions) {
     if (!Number.isInteger(options.pools) || options.pools < 1) {
@@ -86,7 +89,7 @@ export class MemoryFencedBadges implements FencedBadges {
       }
       return stamp;
     });
-    if (changes.length > 0) this.publish(pool, changes);
+    if (changes.length > 0) this.publish(pool, changes, computedAt);
     return { accepted: true, stamps };
   }
 
@@ -106,12 +109,64 @@ export class MemoryFencedBadges implements FencedBadges {
     };
   }
 
+  async route(
+    gateway: string,
+    users: readonly string[],
+    ttlMs: number,
+    now: number,
+  ): Promise<void> {
+    for (const user of users) {
+      let gateways = this.routes.get(user);
+      if (!gateways) this.routes.set(user, (gateways = new Map()));
+      for (const [other, expiry] of gateways) if (expiry <= now) gateways.delete(other);
+      gateways.set(gateway, now + ttlMs);
+    }
+  }
+
+  async unroute(gateway: string, users: readonly string[], now: number): Promise<void> {
+    for (const user of users) {
+      const gateways = this.routes.get(user);
+      if (!gateways) continue;
+      gateways.delete(gateway);
+      for (const [other, expiry] of gateways) if (expiry <= now) gateways.delete(other);
+      if (gateways.size === 0) this.routes.delete(user);
+    }
+  }
+
+  async subscribeGateway(
+    gateway: string,
+    handler: (changes: BadgeChange[]) => void,
+  ): Promise<() => Promise<void>> {
+    let set = this.gatewayHandlers.get(gateway);
+    if (!set) this.gatewayHandlers.set(gateway, (set = new Set()));
+    set.add(handler);
+    return async () => {
+      this.gatewayHandlers.get(gateway)?.delete(handler);
+    };
+  }
+
   /** Delivered later, as over Redis: a handler never runs inside the writer's call. */
-  private publish(pool: number, changes: BadgeChange[]): void {
+  private publish(pool: number, changes: BadgeChange[], now: number): void {
     for (const handler of this.handlers.get(pool) ?? []) {
       queueMicrotask(() => {
         if (this.handlers.get(pool)?.has(handler)) handler(pool, structuredClone(changes));
       });
+    }
+    const byGateway = new Map<string, BadgeChange[]>();
+    for (const change of changes) {
+      for (const [gateway, expiry] of this.routes.get(change.user) ?? []) {
+        if (expiry <= now) continue;
+        let list = byGateway.get(gateway);
+        if (!list) byGateway.set(gateway, (list = []));
+        list.push(change);
+      }
+    }
+    for (const [gateway, list] of byGateway) {
+      for (const handler of this.gatewayHandlers.get(gateway) ?? []) {
+        queueMicrotask(() => {
+          if (this.gatewayHandlers.get(gateway)?.has(handler)) handler(structuredClone(list));
+        });
+      }
     }
   }
 }

@@ -67,6 +67,20 @@ export class RedisKeys {
     return `${this.prefix}:{p:${pool}}:changes`;
   }
 
+  /** HASH user → "gateway=expiry;…": the gateways a pool's users' changes are routed to. */
+  routes(pool: number): string {
+    return `${this.prefix}:{p:${pool}}:routes`;
+  }
+
+  /** Pub/sub channel of the changes of the pool's users held by one gateway. */
+  gatewayChannel(pool: number, gateway: string): string {
+    return `${this.gatewayChannelPrefix(pool)}${gateway}`;
+  }
+
+  gatewayChannelPrefix(pool: number): string {
+    return `${this.prefix}:{p:${pool}}:to:`;
+  }
+
   /** Redlock resource of the pool; lives on the lock quorum's servers. */
   poolLock(pool: number): string {
     return `${this.prefix}:lock:{p:${pool}}`;

@@ -26,6 +26,13 @@ type SaveReply = -1 | (string | number)[];
 
 interface FencedBadgeScripts {
   saveBadges(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Promise<SaveReply>;
+  routeUsers(
+    routes: string,
+    gateway: string,
+    expiry: number,
+    now: number,
+    ...users: string[]
+  ): Promise<number>;
 }
 
 interface FencedBadgePipeline extends ChainableCommander {
@@ -88,15 +95,17 @@ export class RedisFencedBadges implements FencedBadges {
       perWrite.push(user, pairs.length / 2, ...pairs);
     }
     const args: [number, ...(string | number)[]] = [
-      2 + badgeKeys.length,
+      3 + badgeKeys.length,
       this.keys.fence(pool),
       this.keys.staleWrites(pool),
+      this.keys.routes(pool),
       ...badgeKeys,
       fence,
       computedAt,
       newEpoch(),
       this.keys.badgeChannel(pool),
       this.sharded ? 'SPUBLISH' : 'PUBLISH',
+      this.keys.gatewayChannelPrefix(pool),
       ...perWrite,
     ];
     const result = this.redis.isCluster
@@ -128,6 +137,46 @@ export class RedisFencedBadges implements FencedBadges {
     return result as SaveReply;
   }
 
+  async route(
+    gateway: string,
+    users: readonly string[],
+    ttlMs: number,
+    now: number,
+  ): Promise<void> {
+    await this.setRoutes(gateway, users, now + ttlMs, now);
+  }
+
+  async unroute(gateway: string, users: readonly string[], now: number): Promise<void> {
+    await this.setRoutes(gateway, users, 0, now);
+  }
+
+  private async setRoutes(gateway: string, users: readonly string[], expiry: number, now: number) {
+    if (/[=;]/.test(gateway)) throw new RangeError('a gateway id cannot contain "=" or ";"');
+    const byPool = new Map<number, string[]>();
+    for (const user of users) {
+      const pool = poolOf(user, this.keys.pools);
+      let list = byPool.get(pool);
+      if (!list) byPool.set(pool, (list = []));
+      list.push(user);
+    }
+    await Promise.all(
+      [...byPool].map(([pool, list]) =>
+        this.redis.routeUsers(this.keys.routes(pool), gateway, expiry, now, ...list),
+      ),
+    );
+  }
+
+  async subscribeGateway(
+    gateway: string,
+    handler: (changes: BadgeChange[]) => void,
+  ): Promise<() => Promise<void>> {
+    const pools = Array.from({ length: this.keys.pools }, (_, pool) => pool);
+    const channels = new Set(pools.map((pool) => this.keys.gatewayChannel(pool, gateway)));
+    return this.listen([...channels], (channel, message) => {
+      if (channels.has(channel)) handler(decodeChanges(message));
+    });
+  }
+
   async staleWritesRejected(pool: number): Promise<number> {
     return Number((await this.redis.get(this.keys.staleWrites(pool))) ?? 0);
   }
@@ -141,12 +190,18 @@ export class RedisFencedBadges implements FencedBadges {
     handler: (pool: number, changes: BadgeChange[]) => void,
   ): Promise<() => Promise<void>> {
     const poolOfChannel = new Map(pools.map((pool) => [this.keys.badgeChannel(pool), pool]));
-    const channels = [...poolOfChannel.keys()];
-    const subscriber = this.subscriberConnection();
-    const onMessage = (channel: string, message: string): void => {
+    return this.listen([...poolOfChannel.keys()], (channel, message) => {
       const pool = poolOfChannel.get(channel);
       if (pool !== undefined) handler(pool, decodeChanges(message));
-    };
+    });
+  }
+
+  /** Subscribes a connection of its own to `channels`; the returned function closes it. */
+  private async listen(
+    channels: string[],
+    onMessage: (channel: string, message: string) => void,
+  ): Promise<() => Promise<void>> {
+    const subscriber = this.subscriberConnection();
     subscriber.on(this.sharded ? 'smessage' : 'message', onMessage);
     try {
       if (this.sharded) {

@@ -1,0 +1,173 @@
+import type { BadgeService } from '@bubble/core';
+import type { Badge } from '@bubble/protocol';
+import type { BadgeChange } from '@bubble/store';
+import type { Logger } from 'pino';
+
+export interface LiveUsersOptions {
+  gatewayId: string;
+  service: BadgeService;
+  logger: Logger;
+  /** Presence and routes are renewed every third of it; a dead gateway's users lapse after it. */
+  presenceTtlMs: number;
+  /** A poller not seen for this long is let go. */
+  pollerTtlMs: number;
+}
+
+interface LiveUser {
+  sockets: number;
+  /** Set while the user polls without a socket: let go after this time. */
+  pollerUntil: number;
+  badge: Badge | null;
+  listeners: Set<(badge: Badge) => void>;
+}
+
+/**
+ * The users this gateway holds — through sockets or recent polls. Holding a user means: they
+ * are online (presence, renewed in batches), their badge changes are routed to this gateway,
+ * and their latest badge is cached here, so a poll that finds nothing new touches no Redis.
+ */
+export class LiveUsers {
+  private readonly users = new Map<string, LiveUser>();
+  private readonly log: Logger;
+  private timer: NodeJS.Timeout | undefined;
+  private unsubscribe: (() => Promise<void>) | undefined;
+  private closed = false;
+
+  constructor(private readonly options: LiveUsersOptions) {
+    this.log = options.logger.child({ module: 'live-users' });
+  }
+
+  get size(): number {
+    return this.users.size;
+  }
+
+  async start(): Promise<void> {
+    const { service, gatewayId, presenceTtlMs } = this.options;
+    this.unsubscribe = await service.store.fencedBadges.subscribeGateway(gatewayId, (changes) =>
+      this.deliver(changes),
+    );
+    this.timer = setInterval(() => void this.renew(), Math.max(200, Math.floor(presenceTtlMs / 3)));
+    this.timer.unref();
+  }
+
+  /**
+   * A socket of `user` opened: routes and presence first (so no change after this is missed),
+   * then the badge as of now (computed on demand when the user was offline).
+   */
+  async attach(user: string, onBadge: (badge: Badge) => void): Promise<Badge> {
+    const live = await this.hold(user);
+    live.sockets++;
+    live.listeners.add(onBadge);
+    return this.freshBadge(user, live);
+  }
+
+  async detach(user: string, onBadge: (badge: Badge) => void): Promise<void> {
+    const live = this.users.get(user);
+    if (!live) return;
+    live.listeners.delete(onBadge);
+    live.sockets = Math.max(0, live.sockets - 1);
+    if (live.sockets === 0 && live.pollerUntil <= Date.now()) await this.release(user);
+  }
+
+  /** A poll: the cached badge when the user is held here, else a cold start that holds them. */
+  async poll(user: string): Promise<{ badge: Badge; fromCache: boolean }> {
+    const existing = this.users.get(user);
+    const now = Date.now();
+    if (existing?.badge) {
+      existing.pollerUntil = Math.max(existing.pollerUntil, now + this.options.pollerTtlMs);
+      return { badge: existing.badge, fromCache: true };
+    }
+    const live = await this.hold(user);
+    live.pollerUntil = now + this.options.pollerTtlMs;
+    return { badge: await this.freshBadge(user, live), fromCache: false };
+  }
+
+  /** A badge this gateway computed itself (a read): cache it and hand it to the user's sockets. */
+  publishLocal(badge: Badge): void {
+    const live = this.users.get(badge.user);
+    if (live) this.offer(live, badge);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.timer);
+    await this.unsubscribe?.();
+    const users = [...this.users.keys()];
+    this.users.clear();
+    await Promise.allSettled(users.map((user) => this.letGo(user)));
+  }
+
+  private async hold(user: string): Promise<LiveUser> {
+    let live = this.users.get(user);
+    if (live) return live;
+    live = { sockets: 0, pollerUntil: 0, badge: null, listeners: new Set() };
+    this.users.set(user, live);
+    const { service, gatewayId, presenceTtlMs } = this.options;
+    await service.store.fencedBadges.route(gatewayId, [user], presenceTtlMs, Date.now());
+    await service.store.presence.setOnline([{ user, ttlMs: presenceTtlMs }], Date.now());
+    return live;
+  }
+
+  private async freshBadge(user: string, live: LiveUser): Promise<Badge> {
+    const badge = await this.options.service.badge(user);
+    this.offer(live, badge);
+    return live.badge ?? badge;
+  }
+
+  private async release(user: string): Promise<void> {
+    this.users.delete(user);
+    await this.letGo(user);
+  }
+
+  private async letGo(user: string): Promise<void> {
+    const { service, gatewayId } = this.options;
+    try {
+      await service.store.fencedBadges.unroute(gatewayId, [user], Date.now());
+      await service.store.presence.setOffline(user);
+    } catch (err) {
+      this.log.warn({ err, user }, 'could not let a user go; their presence will lapse');
+    }
+  }
+
+  private deliver(changes: BadgeChange[]): void {
+    for (const change of changes) {
+      const live = this.users.get(change.user);
+      if (live) this.offer(live, this.options.service.badgeOf(change));
+    }
+  }
+
+  /** Keeps the newest badge (greatest version within an epoch; another epoch replaces). */
+  private offer(live: LiveUser, badge: Badge): void {
+    const held = live.badge;
+    if (held && held.epoch === badge.epoch && held.version >= badge.version) return;
+    live.badge = badge;
+    for (const listener of live.listeners) listener(badge);
+  }
+
+  /** Renews presence and routes of every held user in one batch; lets lapsed pollers go. */
+  private async renew(): Promise<void> {
+    if (this.closed) return;
+    const now = Date.now();
+    const { service, gatewayId, presenceTtlMs } = this.options;
+    const keep: string[] = [];
+    const lapsed: string[] = [];
+    for (const [user, live] of this.users) {
+      if (live.sockets > 0 || live.pollerUntil > now) keep.push(user);
+      else lapsed.push(user);
+    }
+    for (const user of lapsed) this.users.delete(user);
+    try {
+      if (keep.length > 0) {
+        await service.store.fencedBadges.route(gatewayId, keep, presenceTtlMs, now);
+        await service.store.presence.setOnline(
+          keep.map((user) => ({ user, ttlMs: presenceTtlMs })),
+          now,
+        );
+      }
+      await Promise.all(lapsed.map((user) => this.letGo(user)));
+    } catch (err) {
+      this.log.warn({ err }, 'presence renewal failed; retrying next round');
+    }
+  }
+}
