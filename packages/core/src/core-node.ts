@@ -56,10 +56,14 @@ export class CoreNode {
   private postCursor = '0-0';
   private sweeping: Promise<void> | null = null;
   private lastTickAt = 0;
+  private lastHeartbeatAt = Date.now();
   private startedAt = 0;
   private timers: NodeJS.Timeout[] = [];
   private stopTicks: (() => Promise<void>) | null = null;
+  private stopChanges: (() => Promise<void>) | null = null;
   private reconcileQueue: string[] = [];
+  /** Users whose count disagreed with the stored sources once; checked again next sweep. */
+  private readonly suspects = new Set<string>();
   private stopped = false;
   private closing: Promise<void> | undefined;
   readonly totals = { sweeps: 0, staleWritesRejected: 0, driftRepaired: 0, skipped: 0 };
@@ -86,6 +90,16 @@ export class CoreNode {
     this.startedAt = this.options.clock.now();
     this.postCursor = await store.changes.postLogEnd();
     await this.heartbeat();
+    // Gateways also write badge states (cold starts, reads): keep what we believe is stored
+    // equal to what is, so the next sweep rewrites a badge a gateway left behind our count.
+    const pools = Array.from({ length: store.pools }, (_, pool) => pool);
+    this.stopChanges = await store.fencedBadges.subscribe(pools, (_pool, changes) => {
+      for (const change of changes) {
+        if (this.counter.hasUser(change.user)) {
+          this.counter.markReported(change.user, change.fields[FEED_FIELD] ?? 0);
+        }
+      }
+    });
     this.stopTicks = await store.coordination.onTick(() => {
       this.lastTickAt = Date.now();
       this.requestSweep();
@@ -97,7 +111,10 @@ export class CoreNode {
     };
     // Heartbeats lapse after half a lease, so the leader reassigns a dead core's pools before
     // their locks expire and a survivor takes them within one lease and one sweep.
-    every(Math.max(100, Math.floor(leaseMs / 6)), () => void this.heartbeat());
+    every(Math.max(100, Math.floor(leaseMs / 6)), () => {
+      this.watchdog();
+      void this.heartbeat();
+    });
     // Ticks come from the leading bubble-server; while none lead, keep sweeping on our own.
     every(tickMs, () => {
       if (Date.now() - this.lastTickAt > 3 * tickMs) this.requestSweep();
@@ -132,6 +149,7 @@ export class CoreNode {
       this.stopped = true;
       for (const timer of this.timers) clearInterval(timer);
       await this.stopTicks?.();
+      await this.stopChanges?.();
       if (this.sweeping) await this.sweeping;
       await Promise.allSettled(
         [...this.held.keys()].map((pool) => this.dropPool(pool, 'shutdown')),
@@ -149,9 +167,24 @@ export class CoreNode {
         { id, role: 'core', url, startedAt: this.startedAt, seenAt: Date.now() },
         Math.floor(leaseMs / 2),
       );
+      this.lastHeartbeatAt = Date.now();
     } catch (err) {
       this.log.warn({ err }, 'heartbeat failed');
     }
+  }
+
+  /**
+   * Cut off from the store, this core's heartbeats lapse and the leader hands its pools to
+   * others; its pool locks may still be extended (they live elsewhere), so give them up.
+   */
+  private watchdog(): void {
+    const silentMs = Date.now() - this.lastHeartbeatAt;
+    if (this.held.size === 0 || silentMs <= this.options.leaseMs / 2) return;
+    this.log.warn(
+      { silentMs },
+      'no heartbeat reached the store for half a lease; giving up every pool',
+    );
+    for (const pool of [...this.held.keys()]) void this.dropPool(pool, 'cut off from the store');
   }
 
   private async sweep(): Promise<void> {
@@ -256,8 +289,10 @@ export class CoreNode {
       if (owner === id) mine.add(pool);
     });
     let commands = 0;
-    for (const pool of [...this.held.keys()]) {
+    for (const [pool, held] of [...this.held]) {
       if (!mine.has(pool)) await this.dropPool(pool, 'reassigned');
+      // Dropped here and taken again below, under a new lock and a new fencing token.
+      else if (held.lock.signal.aborted) await this.dropPool(pool, 'lease lost');
     }
     const wanted = [...mine].filter((pool) => !this.held.has(pool));
     const joined: HeldPool[] = [];
@@ -400,16 +435,26 @@ export class CoreNode {
     const { store, reconcilePerSweep } = this.options;
     if (reconcilePerSweep <= 0 || this.counter.userCount === 0) return 0;
     if (this.reconcileQueue.length === 0) this.reconcileQueue = this.counter.heldUsers();
-    const batch = this.reconcileQueue
-      .splice(0, reconcilePerSweep)
-      .filter((u) => this.counter.hasUser(u));
+    const suspects = [...this.suspects];
+    const batch = [...suspects, ...this.reconcileQueue.splice(0, reconcilePerSweep)].filter((u) =>
+      this.counter.hasUser(u),
+    );
     let commands = 0;
     for (const user of batch) {
       const { follows, readAt } = await store.feedInputs(user);
       const after = Math.max(readAt ?? -Infinity, now - this.lookbackMs);
       const truth = await store.posts.countBetween(follows, after, now);
       commands += 2 + follows.length;
-      if (truth === this.counter.countOf(user)) continue;
+      if (truth === this.counter.countOf(user)) {
+        this.suspects.delete(user);
+        continue;
+      }
+      // A change may be stored but not yet read from the log: look again after the next sweep.
+      if (!this.suspects.has(user)) {
+        this.suspects.add(user);
+        continue;
+      }
+      this.suspects.delete(user);
       const before = this.counter.countOf(user);
       this.counter.setUser(user, follows, readAt);
       const windows = await store.posts.window(follows, now - this.lookbackMs);

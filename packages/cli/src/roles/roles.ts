@@ -47,7 +47,7 @@ export async function startRole(
   logger: Logger,
 ): Promise<RunningRole> {
   const store = createStore(config);
-  const lockRuntime = role === 'core' || role === 'all' ? createLocks(config, store) : null;
+  const lockRuntime = role === 'core' || role === 'all' ? createLocks(config, store, logger) : null;
   const service = new BadgeService(store, systemClock, {
     lookbackDays: config.BUBBLE_LOOKBACK_DAYS,
     followCap: config.BUBBLE_FOLLOW_CAP,

@@ -9,6 +9,7 @@ import {
   type PoolLocks,
 } from '@bubble/store';
 import { Redis } from 'ioredis';
+import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { createStore } from '../store-factory.js';
 
@@ -25,7 +26,7 @@ export interface LockRuntime {
  * Pool locks: in-process for the memory engine; Redlock over BUBBLE_LOCK_REDIS_URLS (a quorum
  * of independent masters), else over the main Redis.
  */
-export function createLocks(config: Config, store: BubbleStore): LockRuntime {
+export function createLocks(config: Config, store: BubbleStore, logger: Logger): LockRuntime {
   if (!(store instanceof RedisStore)) {
     const locks = new MemoryPoolLocks();
     return { locks, close: () => locks.close() };
@@ -34,7 +35,11 @@ export function createLocks(config: Config, store: BubbleStore): LockRuntime {
   const keys = new RedisKeys(config.BUBBLE_KEY_PREFIX, config.BUBBLE_POOLS);
   if (urls.length === 0) {
     // Redis Cluster without a separate quorum: the cluster client routes each lock key itself.
-    const locks = new RedlockPoolLocks({ clients: [store.redis as unknown as Redis], keys });
+    const locks = new RedlockPoolLocks({
+      clients: [store.redis as unknown as Redis],
+      keys,
+      logger: logger.child({ module: 'pool-locks' }),
+    });
     return { locks, close: () => locks.close() };
   }
   const clients = urls.map(
@@ -45,7 +50,11 @@ export function createLocks(config: Config, store: BubbleStore): LockRuntime {
         connectionName: 'bubble-lock',
       }),
   );
-  const locks = new RedlockPoolLocks({ clients, keys });
+  const locks = new RedlockPoolLocks({
+    clients,
+    keys,
+    logger: logger.child({ module: 'pool-locks' }),
+  });
   return {
     locks,
     async close() {

@@ -2,6 +2,9 @@ import { Cluster, Redis } from 'ioredis';
 
 export type RedisClient = Redis | Cluster;
 
+/** A command unanswered this long fails, so no sweep or request hangs on a lost server. */
+const COMMAND_TIMEOUT_MS = 5000;
+
 export interface RedisTarget {
   url?: string;
   /** host:port seeds; selects Redis Cluster. */
@@ -32,7 +35,11 @@ function open(target: RedisTarget, name: string): RedisClient {
       }),
       {
         enableAutoPipelining: true,
-        redisOptions: { connectionName: name, maxRetriesPerRequest: 2 },
+        redisOptions: {
+          connectionName: name,
+          maxRetriesPerRequest: 2,
+          commandTimeout: COMMAND_TIMEOUT_MS,
+        },
       },
     );
   }
@@ -41,6 +48,7 @@ function open(target: RedisTarget, name: string): RedisClient {
     enableAutoPipelining: true,
     connectionName: name,
     maxRetriesPerRequest: 2,
+    commandTimeout: COMMAND_TIMEOUT_MS,
   });
 }
 

@@ -1,0 +1,618 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { BadgeService } from '@bubble/core';
+import { HOUR_MS, systemClock } from '@bubble/protocol';
+import { RedisStore, type SweepReport } from '@bubble/store';
+import { freePort, startRedisServer } from '@bubble/test-utils';
+import { Redis } from 'ioredis';
+import { processCpuSeconds, spawnRole, type RoleChild } from './children.js';
+import { callsBetween, commandCalls, redisCpuSeconds } from './redis-probe.js';
+import { buildWorkload, percentile, seededRandom, ZipfSampler, type Workload } from './workload.js';
+
+export interface SweepOptions {
+  users: number;
+  authors: number;
+  pools: number;
+  windowPosts: number;
+  followMedian: number;
+  followCap: number;
+  postsPerSec: number;
+  /** Sweeps measured in the first phase, and its time bound. */
+  sweeps: number;
+  seconds: number;
+  /** The same for the phase with doubled follows (0 sweeps skips it). */
+  doubledSweeps: number;
+  doubledSeconds: number;
+  /** Sweeps after a change (load, posts starting, follows doubled) that are not measured. */
+  warmupSweeps: number;
+  /** Users brought online at a time while the core runs. */
+  onlineBatch: number;
+  /** Bound on the core loading every user. */
+  loadSeconds: number;
+  seed: number;
+  /** Extra node flags for the core child (e.g. --cpu-prof while investigating). */
+  coreNodeArgs: string[];
+  log: (line: string) => void;
+}
+
+export const SWEEP_DEFAULTS: SweepOptions = {
+  users: 100_000,
+  authors: 50_000,
+  pools: 100,
+  windowPosts: 400_000,
+  followMedian: 150,
+  followCap: 2000,
+  postsPerSec: 1000,
+  sweeps: 60,
+  seconds: 120,
+  doubledSweeps: 30,
+  doubledSeconds: 90,
+  warmupSweeps: 3,
+  onlineBatch: 2000,
+  loadSeconds: 600,
+  seed: 42,
+  coreNodeArgs: [],
+  log: () => {},
+};
+
+const TICK_MS = 1000;
+const PRESENCE_TTL_MS = 3 * HOUR_MS;
+const KEY_PREFIX = 'ub';
+
+/** One line of the core's probe: its SweepReport and the commands it sent for that sweep. */
+interface ProbeRecord {
+  report: SweepReport;
+  commands: number;
+  byName: Record<string, number>;
+}
+
+/**
+ * bench.md "sweep": one bubble-core process owning 100 pools with 100k online users on a real
+ * redis-server, while 1,000 posts/s arrive; then the same from scratch with every follow set
+ * doubled. The core is the real `bubble core` (and `bubble server` ticks and assigns it the
+ * pools); a preloaded probe counts every Redis command the core process sends, per sweep.
+ */
+export async function benchSweep(partial: Partial<SweepOptions> = {}) {
+  const options = { ...SWEEP_DEFAULTS, ...partial };
+  const { log } = options;
+  log(`sweep: building ${options.users} users, ${options.authors} authors`);
+  const workload = buildWorkload({
+    seed: options.seed,
+    users: options.users,
+    authors: options.authors,
+    follows: { median: options.followMedian, cap: options.followCap },
+    windowPosts: options.windowPosts,
+    now: Date.now(),
+  });
+  const base = await runSetup(
+    'follows ×1',
+    workload,
+    workload.follows,
+    options,
+    options.sweeps,
+    options.seconds,
+  );
+
+  let doubled: PhaseFigures | { error: string } | undefined;
+  if (options.doubledSweeps > 0) {
+    const widened = widenFollows(workload, 2, options.followCap, options.seed + 1);
+    try {
+      doubled = await runSetup(
+        'follows ×2',
+        workload,
+        widened,
+        options,
+        options.doubledSweeps,
+        options.doubledSeconds,
+      );
+    } catch (err) {
+      // The first phase's figures stand; say why the comparison is missing.
+      log(`sweep: the doubled-follows phase failed: ${String(err)}`);
+      doubled = { error: String(err instanceof Error ? err.message : err).slice(0, 500) };
+    }
+  }
+  const comparable = doubled && !('error' in doubled) ? doubled : undefined;
+  return {
+    scenario: 'sweep',
+    users: options.users,
+    pools: options.pools,
+    authors: options.authors,
+    windowPosts: options.windowPosts,
+    tickMs: TICK_MS,
+    postsPerSecTarget: options.postsPerSec,
+    ...phaseJson(base),
+    ...(doubled && { doubled: 'error' in doubled ? doubled : phaseJson(doubled) }),
+    ...(comparable && {
+      followsRatio: round2(comparable.meanFollows / base.meanFollows),
+      redisCmdsRatio: round2(comparable.cmdsMedian / base.cmdsMedian),
+      redisCmdsRatio_withoutReconcile: round2(
+        (comparable.cmdsMedian - comparable.reconcileMedian) /
+          (base.cmdsMedian - base.reconcileMedian),
+      ),
+    }),
+  };
+}
+
+function phaseJson(f: PhaseFigures) {
+  return {
+    meanFollows: round2(f.meanFollows),
+    sweeps: f.sweeps,
+    postsPerSec: f.postsPerSec,
+    sweepP50Ms: f.p50Ms,
+    sweepP99Ms: f.p99Ms,
+    sweepMaxMs: f.maxMs,
+    redisCmdsPerSweep: f.cmdsMedian,
+    coreReportedCmdsPerSweep: f.reportedCmdsMedian,
+    changedPerSweep: f.changedMedian,
+    sweepIntervalP50Ms: f.intervalP50Ms,
+    coreCpuMsPerSweep: f.coreCpuMsPerSweep,
+    redisCpuMsPerSweep: f.redisCpuMsPerSweep,
+    driftRepaired: f.driftRepaired,
+    minUsersHeld: f.minUsers,
+    minPoolsHeld: f.minPools,
+    seedSeconds: round2(f.seedSeconds),
+    onboardSeconds: round2(f.onboardSeconds),
+    cmdsByNamePerSweep: f.byName,
+    serverCallsPerSweep: f.serverCalls,
+  };
+}
+
+/**
+ * One setup from scratch: its own redis-server seeded with `follows`, `bubble server` and
+ * `bubble core` children, users brought online, posts at the target rate, then the sweeps
+ * measured. Everything it started is stopped before it returns or throws.
+ */
+async function runSetup(
+  name: string,
+  workload: Workload,
+  follows: Int32Array[],
+  options: SweepOptions,
+  sweeps: number,
+  seconds: number,
+): Promise<PhaseFigures> {
+  const { log } = options;
+  const redis = await startRedisServer();
+  const store = new RedisStore({ url: redis.url, keyPrefix: KEY_PREFIX, pools: options.pools });
+  const service = new BadgeService(store, systemClock, { followCap: options.followCap });
+  const admin = new Redis(redis.url);
+  const dir = await mkdtemp(path.join(tmpdir(), 'bubble-sweep-'));
+  const children: RoleChild[] = [];
+  let driver: PostDriver | undefined;
+  try {
+    const seedStarted = performance.now();
+    await seed(store, service, workload, follows, options);
+    const seedSeconds = (performance.now() - seedStarted) / 1000;
+    log(`sweep: ${name}: seeded in ${seedSeconds.toFixed(1)} s; starting bubble server and core`);
+
+    const env = {
+      REDIS_URL: redis.url,
+      BUBBLE_TICK: String(TICK_MS),
+      BUBBLE_POOLS: String(options.pools),
+      BUBBLE_KEY_PREFIX: KEY_PREFIX,
+      BUBBLE_FOLLOW_CAP: String(options.followCap),
+      LOG_LEVEL: 'info',
+    };
+    children.push(
+      spawnRole({ role: 'server', env: { ...env, PORT: String(await freePort()) }, log }),
+    );
+    const probeFile = path.join(dir, 'probe.jsonl');
+    const core = spawnRole({
+      role: 'core',
+      env: { ...env, PORT: String(await freePort()), BUBBLE_BENCH_PROBE: probeFile },
+      nodeArgs: [
+        ...options.coreNodeArgs,
+        '--import',
+        new URL('./sweep-probe.js', import.meta.url).href,
+      ],
+      log,
+    });
+    children.push(core);
+    const probe = new ProbeReader(probeFile, children, core.pid);
+
+    await probe.waitFor(
+      (r) => r.report.pools === options.pools,
+      60,
+      (r) => `core holds ${r.report.pools} pools`,
+      log,
+    );
+    log(
+      `sweep: ${name}: the core holds every pool; users come online ${options.onlineBatch} at a time`,
+    );
+    const onboardStarted = performance.now();
+    const loaded = await onboard(store, workload, probe, options);
+    const onboardSeconds = (performance.now() - onboardStarted) / 1000;
+    log(
+      `sweep: ${name}: core holds ${loaded.report.users} users after ${onboardSeconds.toFixed(1)} s`,
+    );
+
+    driver = new PostDriver(service, workload, options.postsPerSec, log);
+    driver.start();
+    await probe.skip(options.warmupSweeps, 60);
+    const figures = await measurePhase(name, probe, driver, admin, sweeps, seconds, options);
+    await driver.stop();
+    return { ...figures, meanFollows: meanFollows(follows), seedSeconds, onboardSeconds };
+  } finally {
+    await driver?.stop().catch(() => {});
+    for (const child of children.reverse()) await child.stop().catch(() => {});
+    await store.close().catch(() => {});
+    admin.disconnect();
+    await redis.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** Follows, posts and read cursors, through the store and service APIs. */
+async function seed(
+  store: RedisStore,
+  service: BadgeService,
+  workload: Workload,
+  follows: readonly Int32Array[],
+  options: SweepOptions,
+): Promise<void> {
+  const { log } = options;
+  const n = workload.users.length;
+  let edges = 0;
+  for (let i = 0; i < n; i += 1000) {
+    const end = Math.min(i + 1000, n);
+    const writes: Promise<void>[] = [];
+    for (let u = i; u < end; u++) {
+      const names = Array.from(follows[u]!, (a) => workload.authors[a]!);
+      edges += names.length;
+      writes.push(store.follows.replace(workload.users[u]!, names));
+    }
+    await Promise.all(writes);
+    if (end % 20_000 === 0) log(`sweep: follows of ${end} users stored (${edges} edges)`);
+  }
+  const batch = 5000;
+  for (let i = 0; i < workload.posts.length; i += batch) {
+    await service.ingestPosts(
+      workload.posts
+        .slice(i, i + batch)
+        .map((p) => ({ author: workload.authors[p.author]!, id: p.id, ts: p.ts })),
+    );
+  }
+  log(`sweep: ${workload.posts.length} posts of the last 7 days ingested`);
+  const cursors: Promise<number>[] = [];
+  workload.readAt.forEach((readAt, u) => {
+    if (readAt !== null) cursors.push(store.cursors.advanceFeedReadAt(workload.users[u]!, readAt));
+  });
+  await Promise.all(cursors);
+  log(`sweep: ${cursors.length} read cursors set`);
+}
+
+/**
+ * Brings the users online in batches while the core runs (as users arrive), a batch once the
+ * core is at most one batch behind, so no sweep loads more than about two batches.
+ */
+async function onboard(
+  store: RedisStore,
+  workload: Workload,
+  probe: ProbeReader,
+  options: SweepOptions,
+) {
+  const deadline = performance.now() + options.loadSeconds * 1000;
+  const n = workload.users.length;
+  const batch = options.onlineBatch;
+  let lastLog = performance.now();
+  for (let i = 0; i < n; i += batch) {
+    const end = Math.min(i + batch, n);
+    const users = workload.users.slice(i, end).map((user) => ({ user, ttlMs: PRESENCE_TTL_MS }));
+    await store.presence.setOnline(users, Date.now());
+    const seconds = (deadline - performance.now()) / 1000;
+    const record = await probe.waitFor(
+      (r) => r.report.users >= end - batch,
+      seconds,
+      (r) => `core holds ${r.report.users} of ${end} online users`,
+      options.log,
+    );
+    if (performance.now() - lastLog > 10_000) {
+      lastLog = performance.now();
+      options.log(
+        `sweep: ${end} users online, core holds ${record.report.users} ` +
+          `(last sweep ${record.report.durationMs} ms)`,
+      );
+    }
+  }
+  return probe.waitFor(
+    (r) => r.report.users === n && r.report.pools === options.pools,
+    (deadline - performance.now()) / 1000,
+    (r) => `core holds ${r.report.users} users in ${r.report.pools} pools`,
+    options.log,
+  );
+}
+
+interface PhaseFigures {
+  sweeps: number;
+  postsPerSec: number;
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+  cmdsMedian: number;
+  reportedCmdsMedian: number;
+  changedMedian: number;
+  /** What the reconciliation sent: the users' inputs (SMEMBERS, HGET) and their counts. */
+  reconcileMedian: number;
+  byName: Record<string, number>;
+  /** Commands redis-server executed per sweep (the post driver's and Lua's included), by name. */
+  serverCalls: Record<string, number>;
+  intervalP50Ms: number;
+  coreCpuMsPerSweep: number | null;
+  redisCpuMsPerSweep: number;
+  /** Badges the core's reconciliation reported repaired during the phase. */
+  driftRepaired: number;
+  /** Fewest users and pools a measured sweep held (all of them unless leases were lost). */
+  minUsers: number;
+  minPools: number;
+  meanFollows: number;
+  seedSeconds: number;
+  onboardSeconds: number;
+}
+
+async function measurePhase(
+  name: string,
+  probe: ProbeReader,
+  driver: PostDriver,
+  admin: Redis,
+  sweeps: number,
+  seconds: number,
+  options: SweepOptions,
+): Promise<PhaseFigures> {
+  options.log(`sweep: measuring ${name}: up to ${sweeps} sweeps or ${seconds} s`);
+  const startedAt = performance.now();
+  const sentBefore = driver.sent;
+  const callsBefore = await commandCalls(admin);
+  const redisCpuBefore = await redisCpuSeconds(admin);
+  const coreCpuBefore = await processCpuSeconds(probe.corePid);
+  const records = await probe.collect(sweeps, seconds);
+  const coreCpuAfter = await processCpuSeconds(probe.corePid);
+  const redisCpu = (await redisCpuSeconds(admin)) - redisCpuBefore;
+  const elapsed = (performance.now() - startedAt) / 1000;
+  const posts = driver.sent - sentBefore;
+  const calls = callsBetween(callsBefore, await commandCalls(admin));
+  const serverCalls: Record<string, number> = {};
+  for (const [cmd, n] of [...calls].sort((a, b) => b[1] - a[1])) {
+    serverCalls[cmd] = Math.round(n / records.length);
+  }
+  const sorted = (f: (r: ProbeRecord) => number) => records.map(f).sort((a, b) => a - b);
+  const durations = sorted((r) => r.report.durationMs);
+  const intervals = records
+    .slice(1)
+    .map((r, i) => r.report.at - records[i]!.report.at)
+    .sort((a, b) => a - b);
+  const byName: Record<string, number> = {};
+  for (const r of records) {
+    for (const [cmd, count] of Object.entries(r.byName)) byName[cmd] = (byName[cmd] ?? 0) + count;
+  }
+  for (const cmd of Object.keys(byName)) byName[cmd] = round2(byName[cmd]! / records.length);
+  const figures: PhaseFigures = {
+    sweeps: records.length,
+    postsPerSec: Math.round(posts / elapsed),
+    p50Ms: percentile(durations, 50),
+    p99Ms: percentile(durations, 99),
+    maxMs: durations[durations.length - 1] ?? 0,
+    cmdsMedian: percentile(
+      sorted((r) => r.commands),
+      50,
+    ),
+    reportedCmdsMedian: percentile(
+      sorted((r) => r.report.redisCommands),
+      50,
+    ),
+    changedMedian: percentile(
+      sorted((r) => r.report.changed),
+      50,
+    ),
+    reconcileMedian: percentile(
+      sorted((r) => reconcileCommands(r.byName)),
+      50,
+    ),
+    byName,
+    serverCalls,
+    intervalP50Ms: percentile(intervals, 50),
+    // Per sweep over the phase; Redis's includes the post driver's ingest.
+    coreCpuMsPerSweep:
+      coreCpuBefore === null || coreCpuAfter === null
+        ? null
+        : Math.round(((coreCpuAfter - coreCpuBefore) * 1000) / records.length),
+    redisCpuMsPerSweep: Math.round((redisCpu * 1000) / records.length),
+    driftRepaired:
+      records[records.length - 1]!.report.driftRepaired - records[0]!.report.driftRepaired,
+    minUsers: Math.min(...records.map((r) => r.report.users)),
+    minPools: Math.min(...records.map((r) => r.report.pools)),
+    meanFollows: 0,
+    seedSeconds: 0,
+    onboardSeconds: 0,
+  };
+  options.log(
+    `sweep: ${name}: ${figures.sweeps} sweeps, p50 ${figures.p50Ms} ms, p99 ${figures.p99Ms} ms, ` +
+      `${figures.cmdsMedian} commands and ${figures.changedMedian} changed per sweep (median), ` +
+      `${figures.postsPerSec} posts/s; CPU per sweep: core ${figures.coreCpuMsPerSweep} ms, ` +
+      `redis-server ${figures.redisCpuMsPerSweep} ms`,
+  );
+  return figures;
+}
+
+/** Reads the probe's JSON lines as the core appends them. */
+class ProbeReader {
+  private offset = 0;
+  private pending: ProbeRecord[] = [];
+
+  constructor(
+    private readonly file: string,
+    private readonly children: readonly RoleChild[],
+    readonly corePid: number,
+  ) {}
+
+  /** Records appended since the last call. */
+  private async poll(): Promise<ProbeRecord[]> {
+    for (const child of this.children) {
+      const exit = child.exited();
+      if (exit !== null) throw new Error(`a bubble child exited (${exit}):\n${child.tail()}`);
+    }
+    let text: string;
+    try {
+      text = await readFile(this.file, 'utf8');
+    } catch {
+      return [];
+    }
+    const end = text.lastIndexOf('\n') + 1;
+    if (end <= this.offset) return [];
+    const lines = text.slice(this.offset, end).split('\n');
+    this.offset = end;
+    return lines.filter((l) => l !== '').map((l) => JSON.parse(l) as ProbeRecord);
+  }
+
+  private async next(deadline: number): Promise<ProbeRecord | null> {
+    while (this.pending.length === 0) {
+      if (performance.now() > deadline) return null;
+      this.pending.push(...(await this.poll()));
+      if (this.pending.length === 0) await sleep(100);
+    }
+    return this.pending.shift()!;
+  }
+
+  /** Drops what was recorded so far and the next `count` sweeps. */
+  async skip(count: number, seconds: number): Promise<void> {
+    this.pending = [];
+    await this.poll();
+    const deadline = performance.now() + seconds * 1000;
+    for (let i = 0; i < count; i++) {
+      if (!(await this.next(deadline))) throw new Error(`no sweep reported within ${seconds} s`);
+    }
+  }
+
+  /** The next `count` sweeps, or those reported within `seconds`. */
+  async collect(count: number, seconds: number): Promise<ProbeRecord[]> {
+    const deadline = performance.now() + seconds * 1000;
+    const records: ProbeRecord[] = [];
+    while (records.length < count) {
+      const record = await this.next(deadline);
+      if (!record) break;
+      records.push(record);
+    }
+    if (records.length < 2) throw new Error(`only ${records.length} sweeps within ${seconds} s`);
+    return records;
+  }
+
+  async waitFor(
+    done: (r: ProbeRecord) => boolean,
+    seconds: number,
+    describe: (r: ProbeRecord) => string,
+    log: (line: string) => void,
+  ): Promise<ProbeRecord> {
+    const deadline = performance.now() + seconds * 1000;
+    let last: ProbeRecord | null = null;
+    let lastLog = 0;
+    for (;;) {
+      const record = await this.next(deadline);
+      if (!record) {
+        const where = last ? describe(last) : 'no sweep reported';
+        throw new Error(`the core did not load within ${seconds} s: ${where}`);
+      }
+      last = record;
+      if (done(record)) return record;
+      if (performance.now() - lastLog > 5000) {
+        lastLog = performance.now();
+        log(`sweep: ${describe(record)} (sweep ${record.report.durationMs} ms)`);
+      }
+    }
+  }
+}
+
+/**
+ * Live posts at a fixed rate, every 100 ms, by authors drawn by activity, stamped now, through
+ * BadgeService.ingestPosts (as the gateway's POST /v1/posts does).
+ */
+class PostDriver {
+  sent = 0;
+  private stopping = false;
+  private running: Promise<void> | undefined;
+
+  constructor(
+    private readonly service: BadgeService,
+    private readonly workload: Workload,
+    private readonly perSecond: number,
+    private readonly log: (line: string) => void,
+  ) {}
+
+  start(): void {
+    this.running ??= this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await this.running;
+  }
+
+  private async run(): Promise<void> {
+    const started = performance.now();
+    const { authors, authorRank } = this.workload;
+    let seq = 0;
+    let failures = 0;
+    while (!this.stopping) {
+      const due = Math.floor(((performance.now() - started) / 1000) * this.perSecond);
+      const n = Math.min(due - this.sent, this.perSecond);
+      if (n > 0) {
+        const ts = Date.now();
+        const posts = Array.from({ length: n }, () => ({
+          author: authors[authorRank.next()]!,
+          id: `l${seq++}`,
+          ts,
+        }));
+        try {
+          await this.service.ingestPosts(posts);
+          this.sent += n;
+        } catch (err) {
+          if (++failures <= 3) this.log(`sweep: ingest failed: ${String(err)}`);
+        }
+      }
+      await sleep(100 - ((performance.now() - started) % 100));
+    }
+  }
+}
+
+/** Each user's follows grown to `factor` × as many (capped), drawn as buildWorkload draws them. */
+function widenFollows(workload: Workload, factor: number, cap: number, seed: number): Int32Array[] {
+  const random = seededRandom(seed);
+  const authors = workload.authors.length;
+  const rank = new ZipfSampler(authors, 0.9, random);
+  const chosen = new Uint8Array(authors);
+  return workload.follows.map((old) => {
+    const want = Math.min(old.length * factor, cap, authors);
+    const list = new Int32Array(want);
+    list.set(old);
+    for (const a of old) chosen[a] = 1;
+    let n = old.length;
+    while (n < want) {
+      const a = random() < 0.8 ? rank.next() : Math.floor(random() * authors);
+      if (chosen[a] === 1) continue;
+      chosen[a] = 1;
+      list[n++] = a;
+    }
+    for (const a of list) chosen[a] = 0;
+    return list;
+  });
+}
+
+/** Only the reconciliation counts posts (countPosts script, or one ZCOUNT per author). */
+function reconcileCommands(byName: Record<string, number>): number {
+  return (
+    (byName['evalsha:countPosts'] ?? 0) +
+    (byName.zcount ?? 0) +
+    (byName.smembers ?? 0) +
+    (byName.hget ?? 0)
+  );
+}
+
+function meanFollows(follows: readonly Int32Array[]): number {
+  let total = 0;
+  for (const list of follows) total += list.length;
+  return total / follows.length;
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+function round2(x: number): number {
+  return Math.round(x * 100) / 100;
+}

@@ -1,0 +1,847 @@
+/**
+ * A real bubble cluster for crash tests: redis-servers started here (three independent masters
+ * for the Redlock quorum, a fourth as the main store), `bubble server|core|gateway` as child
+ * processes of the built CLI, their JSON log lines parsed as they arrive, and a direct Redis
+ * connection to read what the cores wrote (badges, fences, stale-write counters, published
+ * changes). No sleeps: everything waits for a condition with a deadline.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import {
+  accessSync,
+  constants as fsConstants,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { RedisKeys } from '@bubble/store';
+import {
+  freePort,
+  startRedisServer,
+  uniquePrefix,
+  waitFor,
+  type RedisServerHandle,
+} from '@bubble/test-utils';
+import { Redis } from 'ioredis';
+import { SignJWT } from 'jose';
+
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const BIN = path.join(ROOT, 'packages/cli/bin/bubble.js');
+export const API_KEY = 'cluster-test-api-key-4e21';
+export const JWT_SECRET = 'cluster-test-jwt-secret-8c3f0a9d71';
+const START_DEADLINE_MS = 20_000;
+const EXIT_DEADLINE_MS = 15_000;
+
+// ------------------------------------------------------------------------------------ build
+
+const BUILD_LOCK = path.join(
+  tmpdir(),
+  `bubble-cluster-build-${Buffer.from(ROOT).toString('hex').slice(-24)}.lock`,
+);
+
+/** Holds the pid of the vitest run (the workers' parent) that built last. */
+const BUILD_STAMP = `${BUILD_LOCK.slice(0, -'.lock'.length)}.built`;
+
+/**
+ * `npx tsc -b` (incremental) once per vitest run: the test files of this folder run in worker
+ * processes of one parent, serialised by a lock dir (concurrent builds of one tree would write
+ * the same outputs); the first builds, the others see its stamp.
+ */
+export async function buildOnce(): Promise<void> {
+  await waitFor(
+    () => {
+      try {
+        mkdirSync(BUILD_LOCK);
+        return true;
+      } catch {
+        // A lock left by a killed run is stale after two minutes.
+        try {
+          if (Date.now() - statSync(BUILD_LOCK).mtimeMs > 120_000)
+            rmSync(BUILD_LOCK, { recursive: true });
+        } catch {
+          // gone meanwhile
+        }
+        return false;
+      }
+    },
+    { timeoutMs: 240_000, intervalMs: 100, message: 'the build lock was never free' },
+  );
+  try {
+    if (readStamp() === String(process.ppid)) return;
+    // Other work may be mid-edit in packages/: a failing build is retried for a while.
+    let failure = '';
+    await waitFor(
+      () => {
+        try {
+          execFileSync('npx', ['tsc', '-b'], { cwd: ROOT, stdio: 'pipe', timeout: 240_000 });
+          return true;
+        } catch (err) {
+          const output = err as { stdout?: Buffer; stderr?: Buffer };
+          failure = `${output.stdout?.toString()}${output.stderr?.toString()}`;
+          return false;
+        }
+      },
+      { timeoutMs: 60_000, intervalMs: 2_000 },
+    ).catch(() => {
+      throw new Error(`tsc -b failed:\n${failure}`);
+    });
+    writeFileSync(BUILD_STAMP, String(process.ppid));
+  } finally {
+    rmSync(BUILD_LOCK, { recursive: true, force: true });
+  }
+}
+
+function readStamp(): string | undefined {
+  try {
+    return readFileSync(BUILD_STAMP, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
+// ---------------------------------------------------------------------------------- processes
+
+export type RoleName = 'server' | 'core' | 'gateway';
+
+export interface LogLine {
+  level: number;
+  time: number;
+  msg: string;
+  node?: string;
+  [field: string]: unknown;
+}
+
+function findExecutable(name: string): string | undefined {
+  for (const dir of ['/usr/bin', '/bin', '/usr/local/bin']) {
+    const candidate = path.join(dir, name);
+    try {
+      accessSync(candidate, fsConstants.X_OK);
+      return candidate;
+    } catch {
+      // keep looking
+    }
+  }
+  return undefined;
+}
+
+/** setpriv --pdeathsig: a child dies with the test process even if that one is SIGKILLed. */
+const SETPRIV = process.platform === 'linux' ? findExecutable('setpriv') : undefined;
+
+/** The parent's environment without anything bubble reads. */
+function cleanEnv(env: Record<string, string>): NodeJS.ProcessEnv {
+  const base = Object.fromEntries(
+    Object.entries(process.env).filter(
+      ([name]) =>
+        !name.startsWith('BUBBLE_') &&
+        !name.startsWith('REDIS_') &&
+        !['PORT', 'NODE_ENV', 'LOG_LEVEL'].includes(name),
+    ),
+  );
+  return { ...base, ...env };
+}
+
+/** One `bubble <role>` child process and everything it logged. */
+export class RoleProcess {
+  readonly lines: LogLine[] = [];
+  /** stdout that was not a JSON line, and stderr. */
+  other = '';
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  exit: { code: number | null; signal: NodeJS.Signals | null } | null = null;
+  private partial = '';
+
+  constructor(
+    readonly role: RoleName,
+    readonly name: string,
+    readonly port: number,
+    readonly child: ChildProcess,
+  ) {
+    child.stdout!.on('data', (chunk: Buffer) => this.onStdout(chunk.toString('utf8')));
+    child.stderr!.on('data', (chunk: Buffer) => (this.other += chunk.toString('utf8')));
+    this.exited = new Promise((resolve) => {
+      child.once('exit', (code, signal) => {
+        this.exit = { code, signal };
+        resolve(this.exit);
+      });
+    });
+  }
+
+  get pid(): number {
+    return this.child.pid!;
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  get alive(): boolean {
+    return this.exit === null;
+  }
+
+  /** The node id the process announced (core and server log it with every line of theirs). */
+  get nodeId(): string {
+    const line = this.lines.find((l) => typeof l.node === 'string');
+    if (!line) throw new Error(`${this.name} has not logged its node id yet`);
+    return line.node!;
+  }
+
+  logs(msg: string, since = 0): LogLine[] {
+    return this.lines.filter((l) => l.msg === msg && l.time >= since);
+  }
+
+  async waitLog(
+    predicate: (line: LogLine) => boolean,
+    timeoutMs: number,
+    message: string,
+  ): Promise<LogLine> {
+    return (await waitFor(() => this.lines.find(predicate), {
+      timeoutMs,
+      intervalMs: 20,
+      message: `${this.name}: ${message}`,
+    }))!;
+  }
+
+  signal(signal: NodeJS.Signals): void {
+    if (this.alive) process.kill(this.pid, signal);
+  }
+
+  async waitExit(ms = EXIT_DEADLINE_MS) {
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`${this.name} did not exit within ${ms} ms\n${this.describe()}`)),
+        ms,
+      );
+    });
+    try {
+      return await Promise.race([this.exited, deadline]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  describe(): string {
+    const tail = this.lines.slice(-40).map((l) => JSON.stringify(l));
+    return `--- ${this.name} (pid ${this.pid}) last log lines\n${tail.join('\n')}\n--- other output\n${this.other.slice(-4000)}`;
+  }
+
+  private onStdout(text: string): void {
+    const parts = (this.partial + text).split('\n');
+    this.partial = parts.pop()!;
+    for (const part of parts) {
+      if (part.trim() === '') continue;
+      try {
+        this.lines.push(JSON.parse(part) as LogLine);
+      } catch {
+        this.other += `${part}\n`;
+      }
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------ cluster
+
+export interface ClusterOptions {
+  label: string;
+  leaseMs?: number;
+  tickMs?: number;
+  pools?: number;
+}
+
+export interface SweepReport {
+  node: string;
+  at: number;
+  pools: number;
+  users: number;
+  changed: number;
+  staleWritesRejected: number;
+  driftRepaired: number;
+}
+
+export interface ClusterStatus {
+  leader: string | null;
+  generation: number;
+  pools: Array<{ pool: number; owner: string | null; online: number }>;
+  nodes: Array<{ id: string; role: string; seenAt: number }>;
+  sweeps: SweepReport[];
+  online: number;
+}
+
+/** One message a core published on a pool's badge channel (one fenced, accepted write). */
+export interface Published {
+  pool: number;
+  /** The writer's fencing token; null for an unfenced write (a cold start). */
+  fence: number | null;
+  users: string[];
+  feeds: number[];
+  receivedAt: number;
+}
+
+export interface Reply {
+  status: number;
+  body: unknown;
+}
+
+export class Cluster {
+  readonly processes: RoleProcess[] = [];
+  readonly keys: RedisKeys;
+  readonly prefix: string;
+  readonly leaseMs: number;
+  readonly tickMs: number;
+  readonly pools: number;
+  readonly published: Published[] = [];
+  /** Change messages whose writes did not share one fence (none expected). */
+  readonly malformed: string[] = [];
+  readonly ticks: Array<{ seq: number; receivedAt: number }> = [];
+  redis!: Redis;
+  private readonly servers: RedisServerHandle[] = [];
+  private readonly proxies: HoldingProxy[] = [];
+  private subscriber: Redis | undefined;
+  private tickSubscriber: Redis | undefined;
+  private lockClients: Redis[] | undefined;
+  private readonly cwd: string;
+  private readonly tokens = new Map<string, string>();
+  private gatewayUrl: string | undefined;
+  private counter = 0;
+
+  private constructor(options: ClusterOptions) {
+    this.prefix = uniquePrefix(options.label);
+    this.leaseMs = options.leaseMs ?? 1500;
+    this.tickMs = options.tickMs ?? 200;
+    this.pools = options.pools ?? 100;
+    this.keys = new RedisKeys(this.prefix, this.pools);
+    this.cwd = mkdtempSync(path.join(tmpdir(), 'bubble-cluster-'));
+  }
+
+  static async start(options: ClusterOptions): Promise<Cluster> {
+    const cluster = new Cluster(options);
+    try {
+      // Three independent lock masters and the main store.
+      const servers = await Promise.all([0, 1, 2, 3].map(() => startRedisServer()));
+      cluster.servers.push(...servers);
+      cluster.redis = new Redis(cluster.storeUrl, { maxRetriesPerRequest: 1 });
+      return cluster;
+    } catch (err) {
+      await cluster.close();
+      throw err;
+    }
+  }
+
+  get storeUrl(): string {
+    return this.servers[3]!.url;
+  }
+
+  /**
+   * A holding proxy in front of the main store (default), or of lock server `lock` (0..2), for
+   * one process's REDIS_URL or BUBBLE_LOCK_REDIS_URLS.
+   */
+  async proxy(lock?: number): Promise<HoldingProxy> {
+    const proxy = await HoldingProxy.start(this.servers[lock ?? 3]!.port);
+    this.proxies.push(proxy);
+    return proxy;
+  }
+
+  get lockUrls(): string[] {
+    return this.servers.slice(0, 3).map((s) => s.url);
+  }
+
+  /** Spawns `bubble <role>` and waits until it serves /healthz and announced itself. */
+  async spawn(role: RoleName, extraEnv: Record<string, string> = {}): Promise<RoleProcess> {
+    const port = await freePort();
+    const env: Record<string, string> = {
+      REDIS_URL: this.storeUrl,
+      BUBBLE_LOCK_REDIS_URLS: this.lockUrls.join(','),
+      BUBBLE_KEY_PREFIX: this.prefix,
+      BUBBLE_POOLS: String(this.pools),
+      BUBBLE_TICK: String(this.tickMs),
+      BUBBLE_LEASE_MS: String(this.leaseMs),
+      PORT: String(port),
+      BUBBLE_API_KEY: API_KEY,
+      BUBBLE_JWT_SECRET: JWT_SECRET,
+      LOG_LEVEL: 'info',
+      ...extraEnv,
+    };
+    const [command, args] = SETPRIV
+      ? [SETPRIV, ['--pdeathsig', 'SIGKILL', '--', process.execPath, BIN, role]]
+      : [process.execPath, [BIN, role]];
+    const child = spawn(command, args, {
+      cwd: this.cwd,
+      env: cleanEnv(env),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const proc = new RoleProcess(role, `${role}#${++this.counter}`, port, child);
+    this.processes.push(proc);
+    await proc.waitLog(
+      (l) => l.msg === `bubble ${role} is listening`,
+      START_DEADLINE_MS,
+      `never listened (exit ${JSON.stringify(proc.exit)})\n${proc.describe()}`,
+    );
+    if (role === 'gateway') this.gatewayUrl ??= proc.url;
+    return proc;
+  }
+
+  // ------------------------------------------------------------------------------ HTTP
+
+  private get base(): string {
+    if (!this.gatewayUrl) throw new Error('no gateway started');
+    return this.gatewayUrl;
+  }
+
+  async platform(method: string, route: string, body?: unknown): Promise<Reply> {
+    const headers: Record<string, string> = { 'x-api-key': API_KEY };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    const res = await fetch(this.base + route, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    return { status: res.status, body: text === '' ? undefined : (JSON.parse(text) as unknown) };
+  }
+
+  /** Like platform(), but fails on any status other than `expected`. */
+  async platformOk(
+    method: string,
+    route: string,
+    body: unknown,
+    expected: number,
+  ): Promise<unknown> {
+    const reply = await this.platform(method, route, body);
+    if (reply.status !== expected) {
+      throw new Error(
+        `${method} ${route} ${JSON.stringify(body)} answered ${reply.status} ${JSON.stringify(reply.body)}, expected ${expected}`,
+      );
+    }
+    return reply.body;
+  }
+
+  async token(user: string): Promise<string> {
+    let token = this.tokens.get(user);
+    if (!token) {
+      token = await new SignJWT({})
+        .setProtectedHeader({ alg: 'HS256' })
+        .setSubject(user)
+        .setIssuedAt()
+        .setExpirationTime('30m')
+        .sign(new TextEncoder().encode(JWT_SECRET));
+      this.tokens.set(user, token);
+    }
+    return token;
+  }
+
+  /** An end-user call with the user's JWT. */
+  async client(user: string, method: string, route: string, body?: unknown): Promise<Reply> {
+    const headers: Record<string, string> = { authorization: `Bearer ${await this.token(user)}` };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    const res = await fetch(this.base + route, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    return { status: res.status, body: text === '' ? undefined : (JSON.parse(text) as unknown) };
+  }
+
+  async status(): Promise<ClusterStatus> {
+    return (await this.platformOk('GET', '/v1/cluster', undefined, 200)) as ClusterStatus;
+  }
+
+  // ------------------------------------------------------------------------- Redis reads
+
+  /** The feed count a core (or a cold start) last stored for the user; null when none is. */
+  async storedFeed(user: string): Promise<number | null> {
+    const hash = await this.redis.hgetall(this.keys.badge(user));
+    if (hash._e === undefined) return null;
+    return Number(hash.f ?? 0);
+  }
+
+  async fences(): Promise<number[]> {
+    const values = await this.redis.mget(
+      Array.from({ length: this.pools }, (_, pool) => this.keys.fence(pool)),
+    );
+    return values.map((v) => Number(v ?? 0));
+  }
+
+  async staleWrites(): Promise<number[]> {
+    const values = await this.redis.mget(
+      Array.from({ length: this.pools }, (_, pool) => this.keys.staleWrites(pool)),
+    );
+    return values.map((v) => Number(v ?? 0));
+  }
+
+  /**
+   * Per pool, on how many of the three lock servers its Redlock key is set now, leaving out
+   * values listed in `stale` (per pool, values of an earlier acquisition).
+   */
+  async lockVotes(stale: ReadonlyArray<ReadonlySet<string>> = []): Promise<number[]> {
+    const values = await this.lockValues();
+    return values.map(
+      (perServer, pool) => perServer.filter((v) => v !== null && !stale[pool]?.has(v)).length,
+    );
+  }
+
+  /** Per pool, the value of its Redlock key on each lock server (null where unset). */
+  async lockValues(): Promise<(string | null)[][]> {
+    this.lockClients ??= this.lockUrls.map((url) => new Redis(url, { maxRetriesPerRequest: 1 }));
+    const keys = Array.from({ length: this.pools }, (_, pool) => this.keys.poolLock(pool));
+    const perServer = await Promise.all(this.lockClients.map((client) => client.mget(keys)));
+    return keys.map((_, pool) => perServer.map((values) => values[pool] ?? null));
+  }
+
+  async owners(): Promise<(string | null)[]> {
+    const json = await this.redis.get(this.keys.assignment());
+    if (json === null) return Array.from({ length: this.pools }, () => null);
+    return (JSON.parse(json) as { owners: (string | null)[] }).owners;
+  }
+
+  async generation(): Promise<number> {
+    const json = await this.redis.get(this.keys.assignment());
+    return json === null ? 0 : (JSON.parse(json) as { generation: number }).generation;
+  }
+
+  /** Records every change message of every pool from now on, in the order Redis sent them. */
+  async subscribeChanges(): Promise<void> {
+    const subscriber = new Redis(this.storeUrl);
+    this.subscriber = subscriber;
+    const pattern = `${this.prefix}:{p:*}:changes`;
+    const channelPool = new RegExp(`^${escapeRegExp(this.prefix)}:\\{p:(\\d+)\\}:changes$`);
+    subscriber.on('pmessage', (_pattern: string, channel: string, message: string) => {
+      const matched = channelPool.exec(channel);
+      if (!matched) return;
+      const pool = Number(matched[1]);
+      const changes = JSON.parse(message) as Array<{
+        user: string;
+        fence?: number;
+        fields: Record<string, number>;
+      }>;
+      // A core's write carries its fencing token; a cold start's (unfenced) write carries none.
+      const fences = new Set(changes.map((change) => change.fence ?? null));
+      if (fences.size !== 1) this.malformed.push(message);
+      this.published.push({
+        pool,
+        fence: changes[0]?.fence ?? null,
+        users: changes.map((change) => change.user),
+        feeds: changes.map((change) => change.fields.f ?? 0),
+        receivedAt: Date.now(),
+      });
+    });
+    await subscriber.psubscribe(pattern);
+  }
+
+  /** Records every sweep tick the leading server publishes from now on. */
+  async subscribeTicks(): Promise<void> {
+    const subscriber = new Redis(this.storeUrl);
+    this.tickSubscriber = subscriber;
+    subscriber.on('message', (_channel: string, message: string) => {
+      this.ticks.push({ seq: Number(message), receivedAt: Date.now() });
+    });
+    await subscriber.subscribe(this.keys.tickChannel());
+  }
+
+  // ---------------------------------------------------------------------------- waiting
+
+  /** The live cores' latest sweep reports, by node id. */
+  async sweepsByNode(): Promise<Map<string, SweepReport>> {
+    const status = await this.status();
+    return new Map(status.sweeps.map((s) => [s.node, s]));
+  }
+
+  /**
+   * Waits until every given core reported a sweep that started reading after `since` plus two
+   * sweep periods: everything that happened before `since` has been applied and written.
+   */
+  async waitSwept(cores: RoleProcess[], since: number, timeoutMs = 10_000): Promise<void> {
+    const after = since + 2 * this.tickMs;
+    await waitFor(
+      async () => {
+        const sweeps = await this.sweepsByNode();
+        return cores.every((core) => (sweeps.get(core.nodeId)?.at ?? 0) >= after);
+      },
+      {
+        timeoutMs,
+        intervalMs: 50,
+        message: `cores ${cores.map((c) => c.name).join(', ')} never swept twice after ${since}`,
+      },
+    );
+  }
+
+  /**
+   * Waits until the leader's assignment spreads every pool over exactly `cores`, balanced, and
+   * each core holds (by its 'pools taken' / 'pool dropped' logs) exactly the pools assigned to it.
+   */
+  async waitSettled(cores: RoleProcess[], timeoutMs: number): Promise<(string | null)[]> {
+    const ids = cores.map((c) => c.nodeId);
+    let last: (string | null)[] = [];
+    await waitFor(
+      async () => {
+        last = await this.owners();
+        if (!last.every((owner) => owner !== null && ids.includes(owner))) return false;
+        const counts = ids.map((id) => last.filter((o) => o === id).length);
+        if (Math.max(...counts) - Math.min(...counts) > 1) return false;
+        return cores.every((core) => {
+          const held = heldPools(core);
+          const assigned = last.flatMap((o, pool) => (o === core.nodeId ? [pool] : []));
+          return held.size === assigned.length && assigned.every((p) => held.has(p));
+        });
+      },
+      {
+        timeoutMs,
+        intervalMs: 50,
+        message: `the pools never settled over ${cores.map((c) => c.name).join(', ')}`,
+      },
+    );
+    return last;
+  }
+
+  describe(): string {
+    return this.processes.map((p) => p.describe()).join('\n');
+  }
+
+  async close(): Promise<void> {
+    for (const proc of this.processes) {
+      if (proc.alive) {
+        try {
+          proc.child.kill('SIGKILL');
+        } catch {
+          // gone
+        }
+      }
+    }
+    await Promise.all(this.processes.map((p) => p.waitExit(5_000).catch(() => undefined)));
+    await Promise.all(this.proxies.map((p) => p.close()));
+    this.subscriber?.disconnect();
+    this.tickSubscriber?.disconnect();
+    for (const client of this.lockClients ?? []) client.disconnect();
+    this.redis?.disconnect();
+    await Promise.all(this.servers.map((s) => s.stop()));
+    rmSync(this.cwd, { recursive: true, force: true });
+  }
+}
+
+/** The pools a core holds according to its own log: taken and not dropped since. */
+export function heldPools(core: RoleProcess): Set<number> {
+  const held = new Set<number>();
+  for (const line of core.lines) {
+    if (line.msg === 'pools taken') for (const pool of line.pools as number[]) held.add(pool);
+    else if (line.msg === 'pool dropped') held.delete(line.pool as number);
+  }
+  return held;
+}
+
+export interface Tenure {
+  node: string;
+  pool: number;
+  fence: number;
+  takenAt: number;
+  /** When the node logged dropping it; undefined while it holds it (or died holding it). */
+  droppedAt?: number;
+  dropReason?: string;
+}
+
+/** Every holding of every pool, from the 'pools taken' and 'pool dropped' lines of the cores. */
+export function tenures(cores: RoleProcess[]): Tenure[] {
+  const all: Tenure[] = [];
+  for (const core of cores) {
+    const open = new Map<number, Tenure>();
+    for (const line of core.lines) {
+      if (line.msg === 'pools taken') {
+        const pools = line.pools as number[];
+        const fences = line.fences as number[];
+        pools.forEach((pool, i) => {
+          const tenure: Tenure = { node: line.node!, pool, fence: fences[i]!, takenAt: line.time };
+          open.set(pool, tenure);
+          all.push(tenure);
+        });
+      } else if (line.msg === 'pool dropped') {
+        const tenure = open.get(line.pool as number);
+        if (tenure) {
+          tenure.droppedAt = line.time;
+          tenure.dropReason = line.reason as string;
+          open.delete(line.pool as number);
+        }
+      }
+    }
+  }
+  return all;
+}
+
+/**
+ * Pools held by two nodes at once according to the logs: a tenure that began before the
+ * previous holder (lower fence) logged dropping the pool.
+ */
+export function overlappingTenures(cores: RoleProcess[]): Array<[Tenure, Tenure]> {
+  const byPool = new Map<number, Tenure[]>();
+  for (const t of tenures(cores)) {
+    let list = byPool.get(t.pool);
+    if (!list) byPool.set(t.pool, (list = []));
+    list.push(t);
+  }
+  const overlaps: Array<[Tenure, Tenure]> = [];
+  for (const list of byPool.values()) {
+    list.sort((a, b) => a.fence - b.fence);
+    for (let i = 1; i < list.length; i++) {
+      const before = list[i - 1]!;
+      const after = list[i]!;
+      if (before.droppedAt === undefined || before.droppedAt > after.takenAt) {
+        overlaps.push([before, after]);
+      }
+    }
+  }
+  return overlaps;
+}
+
+/**
+ * Accepted fenced writes that carried a fence lower than one already accepted for the same pool
+ * (in the order Redis published them). Unfenced cold-start writes take no part.
+ */
+export function fenceRegressions(
+  published: Published[],
+): Array<{ pool: number; fence: number; after: number }> {
+  const max = new Map<number, number>();
+  const regressions: Array<{ pool: number; fence: number; after: number }> = [];
+  for (const { pool, fence } of published) {
+    if (fence === null) continue;
+    const seen = max.get(pool) ?? 0;
+    if (fence < seen) regressions.push({ pool, fence, after: seen });
+    else max.set(pool, fence);
+  }
+  return regressions;
+}
+
+/**
+ * The fewest pools that must change owner to go from `previous` to a balanced spread over
+ * `cores` (counts differ by at most one): the cores holding most keep the larger quotas.
+ */
+export function minimumMoves(
+  previous: readonly (string | null)[],
+  cores: readonly string[],
+): number {
+  const pools = previous.length;
+  const held = cores
+    .map((core) => previous.filter((owner) => owner === core).length)
+    .sort((a, b) => b - a);
+  const base = Math.floor(pools / cores.length);
+  const larger = pools % cores.length;
+  const kept = held.reduce((sum, n, i) => sum + Math.min(n, base + (i < larger ? 1 : 0)), 0);
+  return pools - kept;
+}
+
+export function movedPools(
+  before: readonly (string | null)[],
+  after: readonly (string | null)[],
+): number {
+  return after.filter((owner, pool) => owner !== before[pool]).length;
+}
+
+export function countsOf(owners: readonly (string | null)[], cores: RoleProcess[]): number[] {
+  return cores.map((core) => owners.filter((o) => o === core.nodeId).length);
+}
+
+/**
+ * A TCP proxy in front of the main Redis for one process. Armed, it holds the first chunk a
+ * client sends that matches `pattern` (and everything after it on that connection) until
+ * release(): a command delayed in flight, as by a long GC pause or a slow network, at the one
+ * moment that matters.
+ */
+export class HoldingProxy {
+  private readonly server: net.Server;
+  private readonly sockets = new Set<net.Socket>();
+  private armed: { pattern: RegExp; onHold: (match: RegExpExecArray) => void } | undefined;
+  private held: Array<() => void> = [];
+  /** The connection whose data is being held. */
+  private holding: net.Socket | undefined;
+
+  private constructor(
+    server: net.Server,
+    readonly port: number,
+  ) {
+    this.server = server;
+  }
+
+  static async start(upstreamPort: number): Promise<HoldingProxy> {
+    const server = net.createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const proxy = new HoldingProxy(server, (server.address() as net.AddressInfo).port);
+    server.on('connection', (client: net.Socket) => proxy.connect(client, upstreamPort));
+    return proxy;
+  }
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  /** Resolves with the match once a client chunk matching `pattern` is being held. */
+  arm(pattern: RegExp): Promise<RegExpExecArray> {
+    return new Promise((resolve) => {
+      this.armed = { pattern, onHold: resolve };
+    });
+  }
+
+  /** Forwards what was held, in order, and stops holding. */
+  release(): void {
+    this.holding = undefined;
+    const held = this.held;
+    this.held = [];
+    for (const send of held) send();
+  }
+
+  async close(): Promise<void> {
+    for (const socket of this.sockets) socket.destroy();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private connect(client: net.Socket, upstreamPort: number): void {
+    const upstream = net.connect({ host: '127.0.0.1', port: upstreamPort });
+    this.sockets.add(client);
+    this.sockets.add(upstream);
+    client.on('data', (chunk: Buffer) => {
+      const send = () => upstream.write(chunk);
+      if (this.holding === client) {
+        this.held.push(send);
+        return;
+      }
+      const match = this.armed?.pattern.exec(chunk.toString('latin1'));
+      if (match && this.armed && !this.holding) {
+        const { onHold } = this.armed;
+        this.armed = undefined;
+        this.holding = client;
+        this.held.push(send);
+        onHold(match);
+        return;
+      }
+      send();
+    });
+    upstream.on('data', (chunk: Buffer) => client.write(chunk));
+    const end = () => {
+      client.destroy();
+      upstream.destroy();
+      this.sockets.delete(client);
+      this.sockets.delete(upstream);
+    };
+    client.on('close', end);
+    upstream.on('close', end);
+    client.on('error', end);
+    upstream.on('error', end);
+  }
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/** A small deterministic PRNG (mulberry32), so a failing workload can be replayed by seed. */
+export function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
