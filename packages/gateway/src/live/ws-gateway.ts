@@ -89,6 +89,9 @@ export class WsGateway {
   }
 
   private async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    // node:http hands over an upgrade's socket without an 'error' listener: a client that resets
+    // while its token is checked or while it is refused must not crash the process.
+    socket.on('error', () => socket.destroy());
     const path = (req.url ?? '').split('?')[0];
     if (path !== '/v1/ws') return refuse(socket, 404, 'UB_ERR_NOT_FOUND', 'no WebSocket here');
     if (this.draining) return refuse(socket, 503, 'UB_ERR_UNAVAILABLE', 'draining');
@@ -219,7 +222,7 @@ export class WsGateway {
     try {
       const badge = await this.options.service.read(peer.user, parsed.data);
       this.options.live.publishLocal(badge);
-      this.send(ws, peer, badge);
+      this.send(ws, peer, badge, true);
     } catch (err) {
       this.sendError(
         ws,
@@ -228,9 +231,12 @@ export class WsGateway {
     }
   }
 
-  private send(ws: WebSocket, peer: Peer, badge: Badge): void {
+  /** Never sends an older version than the last one; `answer` re-sends the same one (a read). */
+  private send(ws: WebSocket, peer: Peer, badge: Badge, answer = false): void {
     if (ws.readyState !== WebSocket.OPEN) return;
-    if (peer.epoch === badge.epoch && badge.version <= peer.version) return;
+    if (peer.epoch === badge.epoch) {
+      if (badge.version < peer.version || (badge.version === peer.version && !answer)) return;
+    }
     if (ws.bufferedAmount > (this.options.maxBufferedBytes ?? 256 * 1024)) {
       ws.close(CLOSE.overloaded, 'too slow to keep up');
       setTimeout(() => ws.terminate(), 1000).unref();
