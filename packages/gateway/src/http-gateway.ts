@@ -11,6 +11,7 @@ import { BubbleError } from '@bubble/protocol';
 import type { BadgeService } from '@bubble/core';
 import type { Logger } from 'pino';
 import { Authenticator, type AuthOptions } from './auth.js';
+import { addDemoRoutes, type DemoOptions } from './demo/demo-routes.js';
 import { sendError } from './http/respond.js';
 import { Router } from './http/router.js';
 import { LoadMonitor } from './load-monitor.js';
@@ -46,6 +47,8 @@ export interface GatewayOptions {
   };
   /** Which route groups this server answers; default all. */
   serves?: readonly RouteGroup[];
+  /** The demo page at /demo, served with the client routes. */
+  demo?: DemoOptions;
 }
 
 export type RouteGroup = 'operator' | 'platform' | 'client';
@@ -108,6 +111,8 @@ export class HttpGateway {
         metrics: this.metrics,
         live: this.liveUsers,
       });
+      if (options.demo && options.auth)
+        addDemoRoutes(this.router, { ...options.demo, auth: options.auth });
     }
     this.server = createServer({ requestTimeout: 30_000, headersTimeout: 10_000 }, (req, res) => {
       void this.handle(req, res);

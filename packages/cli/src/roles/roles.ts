@@ -81,6 +81,8 @@ export async function startRole(
           maxPayload: config.BUBBLE_WS_MAX_PAYLOAD,
           allowedOrigins: config.BUBBLE_ALLOWED_ORIGINS,
         },
+        // Minting tokens for anyone only with a generated (never a configured) JWT secret.
+        demo: { devTokens: secrets.generated && config.BUBBLE_JWT_SECRET === undefined },
       });
       gateways.push(gateway);
       url = `http://localhost:${(await gateway.listen(config.PORT)).port}`;
