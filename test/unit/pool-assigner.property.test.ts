@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 
 const POOLS = 100;
-const nodeIds = fc.uniqueArray(fc.constantFrom('c0', 'c1', 'c2', 'c3', 'c4', 'c5', 'c6'), {
+const nodeIds = fc.uniqueArray(fc.constantFrom<string>('c0', 'c1', 'c2', 'c3', 'c4', 'c5', 'c6'), {
   maxLength: 7,
 });
 
