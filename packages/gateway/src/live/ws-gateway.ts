@@ -41,6 +41,8 @@ interface Peer {
   epoch: string | null;
   version: number;
   onBadge: (badge: Badge) => void;
+  /** Frames of one connection are handled one after another, in order. */
+  queue: Promise<void>;
 }
 
 /**
@@ -137,6 +139,7 @@ export class WsGateway {
       epoch: null,
       version: 0,
       onBadge: (badge) => this.send(ws, peer, badge),
+      queue: Promise.resolve(),
     };
     this.peers.set(ws, peer);
     ws.on('pong', () => (peer.alive = true));
@@ -145,7 +148,9 @@ export class WsGateway {
       this.peers.delete(ws);
       if (peer.user) void this.options.live.detach(peer.user, peer.onBadge);
     });
-    ws.on('message', (data, isBinary) => void this.receive(ws, peer, data, isBinary));
+    ws.on('message', (data, isBinary) => {
+      peer.queue = peer.queue.then(() => this.receive(ws, peer, data, isBinary));
+    });
     if (user) {
       void this.authenticated(ws, peer, user);
       return;
@@ -206,7 +211,7 @@ export class WsGateway {
       return;
     }
     if (type === 'ping') {
-      if (ws.readyState === WebSocket.OPEN) ws.send('{"type":"pong"}');
+      this.sendText(ws, '{"type":"pong"}');
       return;
     }
     if (type !== 'read') {
@@ -221,8 +226,8 @@ export class WsGateway {
     }
     try {
       const badge = await this.options.service.read(peer.user, parsed.data);
-      this.options.live.publishLocal(badge);
       this.send(ws, peer, badge, true);
+      this.options.live.publishLocal(badge);
     } catch (err) {
       this.sendError(
         ws,
@@ -237,20 +242,28 @@ export class WsGateway {
     if (peer.epoch === badge.epoch) {
       if (badge.version < peer.version || (badge.version === peer.version && !answer)) return;
     }
+    peer.epoch = badge.epoch;
+    peer.version = badge.version;
+    this.sendText(ws, JSON.stringify({ type: 'badge', badge }));
+  }
+
+  /**
+   * Every frame goes through here: a connection whose unsent frames pass the bound is dropped
+   * (a slow consumer), so no client can make the gateway buffer without limit.
+   */
+  private sendText(ws: WebSocket, text: string): void {
+    if (ws.readyState !== WebSocket.OPEN) return;
     if (ws.bufferedAmount > (this.options.maxBufferedBytes ?? 256 * 1024)) {
+      // The close frame would queue behind the backlog: ask politely, then cut it off.
       ws.close(CLOSE.overloaded, 'too slow to keep up');
       setTimeout(() => ws.terminate(), 1000).unref();
       return;
     }
-    peer.epoch = badge.epoch;
-    peer.version = badge.version;
-    ws.send(JSON.stringify({ type: 'badge', badge }));
+    ws.send(text);
   }
 
   private sendError(ws: WebSocket, error: BubbleError): void {
-    if (ws.readyState === WebSocket.OPEN) {
-      ws.send(JSON.stringify({ type: 'error', code: error.code, message: error.message }));
-    }
+    this.sendText(ws, JSON.stringify({ type: 'error', code: error.code, message: error.message }));
   }
 
   private ping(): void {

@@ -1,0 +1,655 @@
+/**
+ * Live-badge test rig: an in-process HttpGateway with `live` enabled (the WebSocket endpoint)
+ * over a MemoryStore or a RedisStore on a real redis-server, plus a CoreNode and a SchedulerNode
+ * on the same store (as `bubble all` wires them), so that posts produce pushes; and real `ws`
+ * client sockets that record every frame they receive. No sleeps: every wait has a deadline.
+ */
+import { randomBytes } from 'node:crypto';
+import http from 'node:http';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { rmSync } from 'node:fs';
+import { BadgeService, CoreNode } from '@bubble/core';
+import { HttpGateway, mintToken } from '@bubble/gateway';
+import { systemClock } from '@bubble/protocol';
+import { SchedulerNode } from '@bubble/server';
+import {
+  MemoryPoolLocks,
+  MemoryStore,
+  RedisKeys,
+  RedisStore,
+  RedlockPoolLocks,
+  type BubbleStore,
+  type PoolLocks,
+} from '@bubble/store';
+import {
+  startRedisServer,
+  uniquePrefix,
+  waitFor,
+  type RedisServerHandle,
+} from '@bubble/test-utils';
+import { Redis } from 'ioredis';
+import { pino } from 'pino';
+import { afterAll, afterEach, beforeAll, expect } from 'vitest';
+import { WebSocket, type RawData } from 'ws';
+
+export const API_KEY = 'ws-test-api-key-3b7e91';
+export const JWT_SECRET = 'ws-test-jwt-secret-0c8d4f2a6e19';
+export const ENGINES = ['memory', 'redis'] as const;
+export type Engine = (typeof ENGINES)[number];
+
+/** Close codes of docs/protocol.md. */
+export const CLOSE = {
+  goingAway: 1001,
+  policy: 1008,
+  tooLarge: 1009,
+  overloaded: 1013,
+  authFailed: 4401,
+  originNotAllowed: 4403,
+} as const;
+
+const POOLS = 16;
+const TICK_MS = 100;
+const LEASE_MS = 1500;
+
+export interface Badge {
+  user: string;
+  epoch: string;
+  version: number;
+  feed: number;
+  notices: number;
+  conversations: Record<string, number>;
+  conversationsTotal: number;
+  reddots: string[];
+  total: number;
+  display: string;
+  computedAt: number;
+}
+
+// ------------------------------------------------------------------------------ the rig
+
+export interface LiveOptions {
+  jwtAudience?: string;
+  allowedOrigins?: string[];
+  maxPayload?: number;
+  presenceTtlMs?: number;
+  /** Start a CoreNode and a SchedulerNode (default true): needed for posts to push. */
+  core?: boolean;
+}
+
+export interface LiveApp {
+  engine: Engine;
+  url: string;
+  wsUrl: string;
+  port: number;
+  gateway: HttpGateway;
+  service: BadgeService;
+  store: BubbleStore;
+  core: CoreNode | undefined;
+  /** Lines the gateway, core and scheduler logged at warn or above. */
+  logs: Array<{ level: number; msg: string; [field: string]: unknown }>;
+  /**
+   * A second way into the same gateway: a UNIX socket whose connections are handed to the
+   * gateway's HTTP server (node:http's documented 'connection' injection). Its kernel buffers
+   * are small (~64 KiB), unlike loopback TCP's (MiBs): slow consumers show up quickly.
+   * Returns the `ws+unix:` URL of /v1/ws.
+   */
+  unixWsUrl(): Promise<string>;
+  close(): Promise<void>;
+}
+
+/**
+ * Registers the lifecycle of one engine in the calling describe block: one redis-server per
+ * file for Redis (every app gets its own key prefix), and every app started through the
+ * returned `start` closed after each test.
+ */
+export function useEngine(engine: Engine): { start(options?: LiveOptions): Promise<LiveApp> } {
+  let redis: RedisServerHandle | undefined;
+  const apps: LiveApp[] = [];
+  if (engine === 'redis') {
+    beforeAll(async () => {
+      redis = await startRedisServer();
+    });
+    afterAll(async () => {
+      await redis?.stop();
+      redis = undefined;
+    });
+  }
+  afterEach(async () => {
+    await Promise.all(apps.splice(0).map((app) => app.close()));
+  });
+  return {
+    async start(options: LiveOptions = {}): Promise<LiveApp> {
+      const app = await startLive(engine, redis?.url, options);
+      apps.push(app);
+      return app;
+    },
+  };
+}
+
+async function startLive(
+  engine: Engine,
+  redisUrl: string | undefined,
+  options: LiveOptions,
+): Promise<LiveApp> {
+  const logs: LiveApp['logs'] = [];
+  const logger = pino(
+    { level: 'warn' },
+    { write: (line: string) => void logs.push(JSON.parse(line) as LiveApp['logs'][number]) },
+  );
+  let store: BubbleStore;
+  let locks: PoolLocks;
+  let lockClient: Redis | undefined;
+  if (engine === 'memory') {
+    store = new MemoryStore({ pools: POOLS });
+    locks = new MemoryPoolLocks();
+  } else {
+    if (!redisUrl) throw new Error('redis-server did not start');
+    const keyPrefix = uniquePrefix('ws');
+    store = new RedisStore({ url: redisUrl, keyPrefix, pools: POOLS });
+    lockClient = new Redis(redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 0 });
+    await new Promise<void>((resolve, reject) => {
+      lockClient!.once('ready', resolve);
+      lockClient!.once('error', reject);
+    });
+    locks = new RedlockPoolLocks({
+      clients: [lockClient],
+      keys: new RedisKeys(keyPrefix, POOLS),
+    });
+  }
+  const service = new BadgeService(store, systemClock, { followCap: 100 });
+  const id = randomBytes(3).toString('hex');
+  const gateway = new HttpGateway({
+    service,
+    auth: { apiKey: API_KEY, jwtSecret: JWT_SECRET, jwtAudience: options.jwtAudience },
+    logger,
+    drainTimeoutMs: 1000,
+    live: {
+      gatewayId: `gateway-${id}`,
+      presenceTtlMs: options.presenceTtlMs ?? 10_000,
+      maxPayload: options.maxPayload,
+      allowedOrigins: options.allowedOrigins,
+    },
+  });
+  const address = await gateway.listen(0, '127.0.0.1');
+  const url = `http://127.0.0.1:${address.port}`;
+
+  let core: CoreNode | undefined;
+  let scheduler: SchedulerNode | undefined;
+  if (options.core !== false) {
+    core = new CoreNode({
+      id: `core-${id}`,
+      store,
+      locks,
+      clock: systemClock,
+      logger,
+      lookbackDays: 7,
+      leaseMs: LEASE_MS,
+      tickMs: TICK_MS,
+      url,
+    });
+    await core.start();
+    scheduler = new SchedulerNode({
+      id: `server-${id}`,
+      store,
+      logger,
+      leaseMs: LEASE_MS,
+      tick: String(TICK_MS),
+      url,
+    });
+    await scheduler.start();
+    const started = core;
+    await waitFor(() => started.ownedPools.length === POOLS, {
+      timeoutMs: 15_000,
+      message: 'the core never took every pool',
+    });
+  }
+  let unix: { server: net.Server; file: string } | undefined;
+  let closing: Promise<void> | undefined;
+  return {
+    engine,
+    url,
+    wsUrl: `ws://127.0.0.1:${address.port}/v1/ws`,
+    port: address.port,
+    gateway,
+    service,
+    store,
+    core,
+    logs,
+    async unixWsUrl() {
+      if (!unix) {
+        const file = path.join(tmpdir(), `bubble-ws-${process.pid}-${id}.sock`);
+        rmSync(file, { force: true });
+        const server = net.createServer((socket) => gateway.server.emit('connection', socket));
+        await new Promise<void>((resolve) => server.listen(file, resolve));
+        unix = { server, file };
+      }
+      return `ws+unix://${unix.file}:/v1/ws`;
+    },
+    close() {
+      closing ??= (async () => {
+        if (unix) {
+          const { server, file } = unix;
+          await new Promise<void>((resolve) => server.close(() => resolve()));
+          rmSync(file, { force: true });
+        }
+        await gateway.close();
+        await core?.close();
+        await scheduler?.close();
+        await locks.close();
+        lockClient?.disconnect();
+        await store.close();
+      })();
+      return closing;
+    },
+  };
+}
+
+/** Resolves once the core has finished `n` more sweeps (a change posted before is written). */
+export async function sweeps(app: LiveApp, n = 2): Promise<void> {
+  const core = app.core;
+  if (!core) return;
+  const target = core.totals.sweeps + n;
+  await waitFor(() => core.totals.sweeps >= target, {
+    timeoutMs: 10_000,
+    message: `the core did not sweep ${n} more times`,
+  });
+}
+
+// ----------------------------------------------------------------------------- HTTP calls
+
+export interface Reply {
+  status: number;
+  headers: Headers;
+  text: string;
+}
+
+export async function call(
+  app: LiveApp,
+  method: string,
+  path: string,
+  options: { body?: unknown; headers?: Record<string, string> } = {},
+): Promise<Reply> {
+  const headers: Record<string, string> = { ...options.headers };
+  let body: string | undefined;
+  if (options.body !== undefined) {
+    body = JSON.stringify(options.body);
+    headers['content-type'] = 'application/json';
+  }
+  const res = await fetch(app.url + path, { method, headers, body });
+  return { status: res.status, headers: res.headers, text: await res.text() };
+}
+
+export function platform(
+  app: LiveApp,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<Reply> {
+  return call(app, method, path, { body, headers: { 'x-api-key': API_KEY } });
+}
+
+export async function follow(app: LiveApp, user: string, author: string): Promise<void> {
+  const reply = await platform(app, 'PUT', `/v1/users/${user}/follows/${author}`);
+  expect(reply.status, reply.text).toBe(204);
+}
+
+export interface PostInput {
+  author: string;
+  id: string;
+  ts: number;
+}
+
+/** POST /v1/posts in batches of at most 1000; every post must be accepted. */
+export async function ingest(app: LiveApp, posts: PostInput[]): Promise<void> {
+  for (let i = 0; i < posts.length; i += 1000) {
+    const batch = posts.slice(i, i + 1000);
+    const reply = await platform(app, 'POST', '/v1/posts', { posts: batch });
+    expect(reply.status, reply.text).toBe(202);
+    expect(JSON.parse(reply.text)).toEqual({ accepted: batch.length, ignored: 0 });
+  }
+}
+
+export async function platformBadge(app: LiveApp, user: string): Promise<Badge> {
+  const reply = await platform(app, 'GET', `/v1/users/${user}/badge`);
+  expect(reply.status, reply.text).toBe(200);
+  return JSON.parse(reply.text) as Badge;
+}
+
+export function tokenFor(user: string, ttlSeconds = 600, audience?: string): Promise<string> {
+  return mintToken({ secret: JWT_SECRET, user, ttlSeconds, audience });
+}
+
+// ------------------------------------------------------------------------------ sockets
+
+export type ServerFrame =
+  | { type: 'badge'; badge: Badge }
+  | { type: 'error'; code: string; message: string }
+  | { type: 'pong' };
+
+export interface ConnectOptions {
+  /** Sent as `Authorization: Bearer <token>` on the upgrade. */
+  token?: string;
+  headers?: Record<string, string>;
+  /** A distinct source address (127.0.0.x) gets its own per-IP connection budget. */
+  localAddress?: string;
+  /** Another URL of the same gateway's /v1/ws (e.g. LiveApp.unixWsUrl()). */
+  url?: string;
+}
+
+/** One real `ws` client socket and everything it received. */
+export class Client {
+  readonly frames: ServerFrame[] = [];
+  /** The badges among `frames`, in order. */
+  readonly badges: Badge[] = [];
+  /** Frames that were not one JSON object of a known type (none should ever arrive). */
+  readonly malformed: string[] = [];
+  readonly errors: Error[] = [];
+  closed: { code: number; reason: string } | null = null;
+  unexpected: { status: number; body: string } | null = null;
+  readonly opened: Promise<void>;
+  private pongs = 0;
+  /** `read` frames sent: each may be answered with a badge the socket already has. */
+  readsSent = 0;
+  private readonly waiters = new Set<() => void>();
+
+  constructor(
+    readonly ws: WebSocket,
+    readonly label = 'client',
+  ) {
+    ws.on('message', (data: RawData, isBinary: boolean) => this.onMessage(data, isBinary));
+    ws.on('close', (code: number, reason: Buffer) => {
+      this.closed = { code, reason: reason.toString() };
+    });
+    ws.on('error', (err: Error) => this.errors.push(err));
+    let refused: (err: Error) => void = () => {};
+    ws.on('unexpected-response', (req, res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (body += chunk));
+      res.on('end', () => {
+        this.unexpected = { status: res.statusCode ?? 0, body };
+        req.destroy();
+        refused(new Error(`${label}: the upgrade was answered ${res.statusCode}: ${body}`));
+      });
+    });
+    this.opened = new Promise<void>((resolve, reject) => {
+      refused = reject;
+      ws.once('open', () => resolve());
+      ws.once('close', () => reject(new Error(`${label} closed before opening`)));
+      ws.once('error', reject);
+    });
+    // Rejections are observed by whoever awaits; never leave one unhandled.
+    this.opened.catch(() => {});
+  }
+
+  static open(app: LiveApp, options: ConnectOptions = {}, label?: string): Client {
+    const headers: Record<string, string> = { ...options.headers };
+    if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`;
+    const ws = new WebSocket(options.url ?? app.wsUrl, {
+      headers,
+      perMessageDeflate: false,
+      ...(options.localAddress ? { localAddress: options.localAddress } : {}),
+    });
+    return new Client(ws, label);
+  }
+
+  get lastBadge(): Badge | undefined {
+    return this.badges.at(-1);
+  }
+
+  get isOpen(): boolean {
+    return this.ws.readyState === WebSocket.OPEN;
+  }
+
+  send(frame: unknown): void {
+    if ((frame as { type?: unknown } | null)?.type === 'read') this.readsSent++;
+    this.ws.send(typeof frame === 'string' ? frame : JSON.stringify(frame));
+  }
+
+  /**
+   * The first badge (at or after index `from`) matching `predicate`: checked on every frame as
+   * it arrives, failing at the deadline.
+   */
+  waitBadge(
+    predicate: (badge: Badge) => boolean,
+    options: { from?: number; timeoutMs?: number; message?: string } = {},
+  ): Promise<Badge> {
+    const from = options.from ?? 0;
+    let next = from;
+    const find = () => {
+      for (; next < this.badges.length; next++) {
+        const badge = this.badges[next]!;
+        if (predicate(badge)) return badge;
+      }
+      return undefined;
+    };
+    const found = find();
+    if (found) return Promise.resolve(found);
+    const timeoutMs = options.timeoutMs ?? 10_000;
+    return new Promise<Badge>((resolve, reject) => {
+      const check = () => {
+        const badge = find();
+        if (!badge) return;
+        this.waiters.delete(check);
+        clearTimeout(timer);
+        resolve(badge);
+      };
+      const timer = setTimeout(() => {
+        this.waiters.delete(check);
+        const seen = this.badges.slice(-20).map((b) => [b.feed, b.version]);
+        reject(
+          new Error(
+            `${this.label}: ${options.message ?? 'no matching badge'} within ${timeoutMs} ms ` +
+              `(last badges [feed, version]: ${JSON.stringify(seen)}, closed: ${JSON.stringify(this.closed)})`,
+          ),
+        );
+      }, timeoutMs);
+      this.waiters.add(check);
+    });
+  }
+
+  async waitClose(timeoutMs = 10_000): Promise<{ code: number; reason: string }> {
+    const closed = await waitFor(() => this.closed, {
+      timeoutMs,
+      intervalMs: 5,
+      message: `${this.label} was not closed`,
+    });
+    return closed!;
+  }
+
+  /**
+   * Sends `{"type":"ping"}` and waits for the pong: every frame the server sent before it
+   * handled the ping has arrived by then.
+   */
+  async roundTrip(timeoutMs = 5000): Promise<void> {
+    const before = this.pongs;
+    this.send({ type: 'ping' });
+    await waitFor(() => this.pongs > before || this.closed, {
+      timeoutMs,
+      intervalMs: 5,
+      message: `${this.label}: no pong`,
+    });
+    if (this.pongs <= before) throw new Error(`${this.label} closed before its pong`);
+  }
+
+  close(): void {
+    this.ws.close();
+  }
+
+  private onMessage(data: RawData, isBinary: boolean): void {
+    const text = Buffer.isBuffer(data)
+      ? data.toString('utf8')
+      : Buffer.from(data as ArrayBuffer).toString();
+    let frame: unknown;
+    try {
+      if (isBinary) throw new Error('binary');
+      frame = JSON.parse(text);
+    } catch {
+      this.malformed.push(text);
+      return;
+    }
+    const type = (frame as { type?: unknown } | null)?.type;
+    if (type === 'pong') this.pongs++;
+    if (type !== 'badge' && type !== 'error' && type !== 'pong') {
+      this.malformed.push(text);
+      return;
+    }
+    this.frames.push(frame as ServerFrame);
+    if (type === 'badge') this.badges.push((frame as { badge: Badge }).badge);
+    for (const waiter of [...this.waiters]) waiter();
+  }
+}
+
+/** Opens an authenticated socket (header) and waits for its first badge. */
+export async function connect(
+  app: LiveApp,
+  user: string,
+  label = user,
+  options: Omit<ConnectOptions, 'token'> = {},
+): Promise<Client> {
+  const client = Client.open(app, { ...options, token: await tokenFor(user) }, label);
+  await client.opened;
+  await client.waitBadge((b) => b.user === user, { message: 'no badge after authenticating' });
+  return client;
+}
+
+/**
+ * docs/protocol.md: on one connection the server never sends a lower version than one it
+ * already sent in the same epoch. Pushes never repeat a version either, so on a socket that
+ * sends no reads the versions strictly increase within an epoch; a read is answered even when
+ * its badge was just pushed, so a reading socket may get the same badge again, at most once
+ * per read it sent.
+ */
+export function expectVersionsIncrease(client: Client): void {
+  let previous: Badge | undefined;
+  let repeats = 0;
+  const history = () => JSON.stringify(client.badges.map((b) => [b.epoch, b.version, b.feed]));
+  for (const badge of client.badges) {
+    if (previous && badge.epoch === previous.epoch) {
+      if (badge.version === previous.version) {
+        repeats++;
+        // (computedAt may differ: a read stamps its own time on a state a core already wrote)
+        const { computedAt: _a, ...counts } = badge;
+        const { computedAt: _b, ...before } = previous;
+        expect(counts, `${client.label}: a repeated version with other counts`).toEqual(before);
+      } else if (badge.version < previous.version) {
+        // (the message is built only on failure: histories run to tens of thousands)
+        expect.fail(
+          `${client.label}: version ${badge.version} after ${previous.version}: ${history()}`,
+        );
+      }
+    }
+    previous = badge;
+  }
+  if (repeats > client.readsSent) {
+    expect.fail(
+      `${client.label}: ${repeats} repeated versions for ${client.readsSent} reads: ${history()}`,
+    );
+  }
+}
+
+// ------------------------------------------------------------------------- raw upgrades
+
+export interface UpgradeResult {
+  /** 101 when the server upgraded, else the HTTP status it answered. */
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+/** A bare HTTP/1.1 upgrade request to /v1/ws; the socket is destroyed once it is answered. */
+export function rawUpgrade(
+  app: LiveApp,
+  headers: Record<string, string>,
+  options: { localAddress?: string; path?: string } = {},
+): Promise<UpgradeResult> {
+  return new Promise<UpgradeResult>((resolve, reject) => {
+    const req = http.request({
+      host: '127.0.0.1',
+      port: app.port,
+      path: options.path ?? '/v1/ws',
+      method: 'GET',
+      agent: false,
+      ...(options.localAddress ? { localAddress: options.localAddress } : {}),
+      headers: {
+        connection: 'Upgrade',
+        upgrade: 'websocket',
+        'sec-websocket-version': '13',
+        'sec-websocket-key': randomBytes(16).toString('base64'),
+        ...headers,
+      },
+    });
+    const timer = setTimeout(() => {
+      req.destroy();
+      reject(new Error('the upgrade request was not answered'));
+    }, 5000);
+    req.on('upgrade', (res, socket) => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve({ status: res.statusCode ?? 0, headers: res.headers, body: '' });
+    });
+    req.on('response', (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (body += chunk));
+      res.on('end', () => {
+        clearTimeout(timer);
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body });
+      });
+    });
+    req.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    req.end();
+  });
+}
+
+/** Asserts a refused upgrade: `status`, JSON `{"error":{"code","message"}}`, never a 101. */
+export function expectRefused(result: UpgradeResult, status: number, code: string): void {
+  expect(result.status, result.body).toBe(status);
+  expect(result.headers['content-type'] ?? '').toMatch(/^application\/json/);
+  const body = JSON.parse(result.body) as { error?: { code?: unknown; message?: unknown } };
+  expect(Object.keys(body)).toEqual(['error']);
+  expect(body.error?.code).toBe(code);
+  expect(typeof body.error?.message).toBe('string');
+}
+
+let addressCounter = 0;
+/** A fresh 127.a.b.c source address, never 127.0.0.1 (Linux routes all of 127/8 to lo). */
+export function nextLocalAddress(): string {
+  addressCounter++;
+  const b = Math.floor(addressCounter / 254) % 256;
+  const c = (addressCounter % 254) + 1;
+  return `127.${1 + (process.pid % 200)}.${b}.${c}`;
+}
+
+/** Collects what reaches process-level error handlers while `body` runs. */
+export async function collectProcessErrors<T>(
+  body: (errors: unknown[]) => Promise<T>,
+): Promise<{ result: T; errors: unknown[] }> {
+  const errors: unknown[] = [];
+  const onRejection = (reason: unknown) => errors.push(reason);
+  const onException = (err: unknown) => errors.push(err);
+  process.on('unhandledRejection', onRejection);
+  process.on('uncaughtException', onException);
+  try {
+    const result = await body(errors);
+    return { result, errors };
+  } finally {
+    process.off('unhandledRejection', onRejection);
+    process.off('uncaughtException', onException);
+  }
+}
+
+export function ms(start: number): number {
+  return Date.now() - start;
+}
+
+/** Distinct ids per test run, so tests sharing a store never collide. */
+export function ids(prefix: string, n: number): string[] {
+  const tag = randomBytes(2).toString('hex');
+  return Array.from({ length: n }, (_, i) => `${prefix}${i}-${tag}`);
+}
