@@ -53,6 +53,8 @@ export const FANOUT_DEFAULTS: FanoutOptions = {
 const KEY_PREFIX = 'ub';
 const MEGA = 'mega';
 const CORE_ID = 'bench-core';
+/** Users brought online per core sweep while loading. */
+const ONLINE_BATCH = 2000;
 /** Members per SADD, and commands per pipeline of the traditional fan-out. */
 const CHUNK = 10_000;
 
@@ -132,28 +134,37 @@ export async function benchFanout(partial: Partial<FanoutOptions> = {}) {
       generation: 1,
       owners: Array.from({ length: options.pools }, () => CORE_ID),
     });
+    const logger = benchLogger(log);
     core = new CoreNode({
       id: CORE_ID,
       store: coreStore,
       locks,
       clock: systemClock,
-      logger: benchLogger(log),
+      logger,
       lookbackDays: 7,
       // Sweeps run only when the bench asks (sweepNow): no lease renewals or self-ticks between.
       leaseMs: 600_000,
       tickMs: 3_600_000,
     });
     await core.start();
+    // Users come online in batches, each taken in by a sweep (as the sweep scenario does).
     const loadDeadline = performance.now() + options.loadSeconds * 1000;
-    while (core.counter.userCount < options.users) {
+    for (let i = 0; i < options.users; i += ONLINE_BATCH) {
+      const users = workload.users
+        .slice(i, i + ONLINE_BATCH)
+        .map((user) => ({ user, ttlMs: 3 * HOUR_MS }));
+      await store.presence.setOnline(users, Date.now());
+      await core.sweepNow();
       if (performance.now() > loadDeadline) {
         throw new Error(
           `the core held ${core.counter.userCount} users after ${options.loadSeconds} s`,
         );
       }
-      await core.sweepNow();
     }
     await core.sweepNow();
+    if (core.counter.userCount !== options.users) {
+      throw new Error(`the core holds ${core.counter.userCount} of ${options.users} users`);
+    }
     log(`fanout: core holds ${core.counter.userCount} users`);
 
     const postAuthors = Array.from(
@@ -198,6 +209,7 @@ export async function benchFanout(partial: Partial<FanoutOptions> = {}) {
       await core!.sweepNow();
     });
     const withCoreMegaChanged = core.lastReport?.changed ?? 0;
+    logger.mute();
     await core.close();
     core = undefined;
 
@@ -325,7 +337,7 @@ function reverseIndex(workload: Workload): Map<string, Int32Array> {
 /**
  * Both designs' sources: follows per user (ours; the first users also follow the big author),
  * followers per author (traditional; the big author's are u0 … u999999), posts of the last 7
- * days, read cursors and presence (the in-process core holds every user online).
+ * days and read cursors. Presence comes later, with the core running.
  */
 async function seed(
   store: RedisStore,
@@ -390,13 +402,7 @@ async function seed(
     if (readAt !== null) cursors.push(store.cursors.advanceFeedReadAt(workload.users[u]!, readAt));
   });
   await Promise.all(cursors);
-  for (let i = 0; i < n; i += 5000) {
-    const users = workload.users.slice(i, i + 5000).map((user) => ({ user, ttlMs: 3 * HOUR_MS }));
-    await store.presence.setOnline(users, Date.now());
-  }
-  log(
-    `fanout: ${workload.posts.length} window posts, ${cursors.length} cursors, ${n} users online`,
-  );
+  log(`fanout: ${workload.posts.length} window posts, ${cursors.length} read cursors`);
 }
 
 /**
@@ -459,9 +465,14 @@ function summary(cost: Cost) {
 }
 
 /** The part of a pino logger CoreNode uses; its warnings and errors go to the bench's log. */
-function benchLogger(log: (line: string) => void): CoreNodeOptions['logger'] {
-  const say = (level: string) => (obj: unknown, msg?: string) =>
-    log(`fanout: core ${level}: ${msg ?? ''} ${JSON.stringify(obj)}`);
+function benchLogger(log: (line: string) => void): CoreNodeOptions['logger'] & { mute(): void } {
+  let muted = false;
+  const say = (level: string) => (obj: unknown, msg?: string) => {
+    if (muted) return;
+    const err = (obj as { err?: unknown } | undefined)?.err;
+    const detail = err instanceof Error ? (err.stack ?? err.message) : JSON.stringify(obj);
+    log(`fanout: core ${level}: ${msg ?? ''} ${detail}`);
+  };
   const logger = {
     child: () => logger,
     trace: () => {},
@@ -470,8 +481,12 @@ function benchLogger(log: (line: string) => void): CoreNodeOptions['logger'] {
     warn: say('warn'),
     error: say('error'),
     fatal: say('fatal'),
+    // CoreNode warns "pool lease lost" for every pool it releases on close.
+    mute: () => {
+      muted = true;
+    },
   };
-  return logger as unknown as CoreNodeOptions['logger'];
+  return logger as unknown as CoreNodeOptions['logger'] & { mute(): void };
 }
 
 function round2(x: number): number {

@@ -3,10 +3,12 @@
  * command any ioredis client of the process sends (the store's, the lock quorum's, the tick
  * subscriber's) and, when the core stores a SweepReport (HSET …:{g}:sweeps), appends one JSON line
  * to $BUBBLE_BENCH_PROBE: that report and the commands sent since the previous one, by name.
- * It only observes; nothing the core does changes.
+ * It only observes; nothing the core does changes — unless BUBBLE_BENCH_NO_RECONCILE=1 is set,
+ * a diagnostic that turns the core's per-sweep reconciliation off (never in `bubble bench`).
  */
 import { appendFileSync } from 'node:fs';
 import { Redis, type Command } from 'ioredis';
+import { CoreNode } from '@bubble/core';
 import { commandLabel } from './redis-probe.js';
 
 const file = process.env.BUBBLE_BENCH_PROBE;
@@ -32,4 +34,9 @@ if (file) {
     }
     return original.call(this, command, stream);
   };
+}
+
+if (process.env.BUBBLE_BENCH_NO_RECONCILE === '1') {
+  (CoreNode.prototype as unknown as { reconcile: () => Promise<number> }).reconcile = () =>
+    Promise.resolve(0);
 }

@@ -1,5 +1,5 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import os, { tmpdir } from 'node:os';
 import path from 'node:path';
 import { BadgeService } from '@bubble/core';
 import { HOUR_MS, systemClock } from '@bubble/protocol';
@@ -24,15 +24,16 @@ export interface SweepOptions {
   /** The same for the phase with doubled follows (0 sweeps skips it). */
   doubledSweeps: number;
   doubledSeconds: number;
-  /** Sweeps after a change (load, posts starting, follows doubled) that are not measured. */
+  /** Sweeps after the users are loaded and posts start that are not measured. */
   warmupSweeps: number;
   /** Users brought online at a time while the core runs. */
   onlineBatch: number;
   /** Bound on the core loading every user. */
   loadSeconds: number;
   seed: number;
-  /** Extra node flags for the core child (e.g. --cpu-prof while investigating). */
+  /** Extra node flags and environment for the core child, for investigations. */
   coreNodeArgs: string[];
+  coreEnv: Record<string, string>;
   log: (line: string) => void;
 }
 
@@ -53,6 +54,7 @@ export const SWEEP_DEFAULTS: SweepOptions = {
   loadSeconds: 600,
   seed: 42,
   coreNodeArgs: [],
+  coreEnv: {},
   log: () => {},
 };
 
@@ -126,9 +128,9 @@ export async function benchSweep(partial: Partial<SweepOptions> = {}) {
     ...(comparable && {
       followsRatio: round2(comparable.meanFollows / base.meanFollows),
       redisCmdsRatio: round2(comparable.cmdsMedian / base.cmdsMedian),
-      redisCmdsRatio_withoutReconcile: round2(
-        (comparable.cmdsMedian - comparable.reconcileMedian) /
-          (base.cmdsMedian - base.reconcileMedian),
+      sweepPathCmdsRatio: round2(comparable.partsMean.sweep / base.partsMean.sweep),
+      reconcileCmdsRatio: round2(
+        comparable.partsMean.reconcile / Math.max(1, base.partsMean.reconcile),
       ),
     }),
   };
@@ -143,6 +145,9 @@ function phaseJson(f: PhaseFigures) {
     sweepP99Ms: f.p99Ms,
     sweepMaxMs: f.maxMs,
     redisCmdsPerSweep: f.cmdsMedian,
+    redisCmdsPerSweepMean_sweepPath: f.partsMean.sweep,
+    redisCmdsPerSweepMean_reconcile: f.partsMean.reconcile,
+    redisCmdsPerSweepMean_background: f.partsMean.background,
     coreReportedCmdsPerSweep: f.reportedCmdsMedian,
     changedPerSweep: f.changedMedian,
     sweepIntervalP50Ms: f.intervalP50Ms,
@@ -151,6 +156,7 @@ function phaseJson(f: PhaseFigures) {
     driftRepaired: f.driftRepaired,
     minUsersHeld: f.minUsers,
     minPoolsHeld: f.minPools,
+    loadAverage: f.loadAverage,
     seedSeconds: round2(f.seedSeconds),
     onboardSeconds: round2(f.onboardSeconds),
     cmdsByNamePerSweep: f.byName,
@@ -199,7 +205,12 @@ async function runSetup(
     const probeFile = path.join(dir, 'probe.jsonl');
     const core = spawnRole({
       role: 'core',
-      env: { ...env, PORT: String(await freePort()), BUBBLE_BENCH_PROBE: probeFile },
+      env: {
+        ...env,
+        ...options.coreEnv,
+        PORT: String(await freePort()),
+        BUBBLE_BENCH_PROBE: probeFile,
+      },
       nodeArgs: [
         ...options.coreNodeArgs,
         '--import',
@@ -228,7 +239,7 @@ async function runSetup(
 
     driver = new PostDriver(service, workload, options.postsPerSec, log);
     driver.start();
-    await probe.skip(options.warmupSweeps, 60);
+    await probe.skip(options.warmupSweeps, 120);
     const figures = await measurePhase(name, probe, driver, admin, sweeps, seconds, options);
     await driver.stop();
     return { ...figures, meanFollows: meanFollows(follows), seedSeconds, onboardSeconds };
@@ -331,8 +342,10 @@ interface PhaseFigures {
   cmdsMedian: number;
   reportedCmdsMedian: number;
   changedMedian: number;
-  /** What the reconciliation sent: the users' inputs (SMEMBERS, HGET) and their counts. */
-  reconcileMedian: number;
+  /** Means per sweep of the parts of commandParts() (background comes in bursts). */
+  partsMean: { sweep: number; reconcile: number; background: number };
+  /** The machine's 1-minute load average when the phase started and ended. */
+  loadAverage: [number, number];
   byName: Record<string, number>;
   /** Commands redis-server executed per sweep (the post driver's and Lua's included), by name. */
   serverCalls: Record<string, number>;
@@ -360,6 +373,7 @@ async function measurePhase(
 ): Promise<PhaseFigures> {
   options.log(`sweep: measuring ${name}: up to ${sweeps} sweeps or ${seconds} s`);
   const startedAt = performance.now();
+  const loadBefore = round2(os.loadavg()[0]!);
   const sentBefore = driver.sent;
   const callsBefore = await commandCalls(admin);
   const redisCpuBefore = await redisCpuSeconds(admin);
@@ -403,10 +417,12 @@ async function measurePhase(
       sorted((r) => r.report.changed),
       50,
     ),
-    reconcileMedian: percentile(
-      sorted((r) => reconcileCommands(r.byName)),
-      50,
-    ),
+    partsMean: {
+      sweep: mean(records.map((r) => commandParts(r.byName).sweep)),
+      reconcile: mean(records.map((r) => commandParts(r.byName).reconcile)),
+      background: mean(records.map((r) => commandParts(r.byName).background)),
+    },
+    loadAverage: [loadBefore, round2(os.loadavg()[0]!)],
     byName,
     serverCalls,
     intervalP50Ms: percentile(intervals, 50),
@@ -595,14 +611,26 @@ function widenFollows(workload: Workload, factor: number, cap: number, seed: num
   });
 }
 
-/** Only the reconciliation counts posts (countPosts script, or one ZCOUNT per author). */
-function reconcileCommands(byName: Record<string, number>): number {
-  return (
-    (byName['evalsha:countPosts'] ?? 0) +
-    (byName.zcount ?? 0) +
-    (byName.smembers ?? 0) +
-    (byName.hget ?? 0)
-  );
+/**
+ * A sweep's commands in three parts. `reconcile`: the reconciliation's reads of a few users'
+ * inputs (SMEMBERS, HGET), their counts (countPosts script or ZCOUNTs) and the window reloads
+ * after a mismatch (ZRANGEBYSCORE; with every user loaded, nothing else sends it). `background`:
+ * what the core sends by the clock rather than per sweep, between two reports: pool lock
+ * extensions (Redlock's scripts) and heartbeats (MULTI ZADD HSET EXEC). `sweep`: the rest, the
+ * sweep's own path (assignment, log reads, presence expiry, badge writes, its report).
+ */
+function commandParts(byName: Record<string, number>) {
+  const n = (name: string) => byName[name] ?? 0;
+  const reconcile =
+    n('evalsha:countPosts') + n('zcount') + n('smembers') + n('hget') + n('zrangebyscore');
+  const heartbeats = n('multi');
+  const background = n('evalsha:other') + heartbeats * 4;
+  const total = Object.values(byName).reduce((a, b) => a + b, 0);
+  return { reconcile, background, sweep: total - reconcile - background };
+}
+
+function mean(values: readonly number[]): number {
+  return round2(values.reduce((a, b) => a + b, 0) / Math.max(1, values.length));
 }
 
 function meanFollows(follows: readonly Int32Array[]): number {

@@ -1,4 +1,4 @@
-import { benchCompute, benchFanout, benchSweep } from '@bubble/bench';
+import { benchColdStart, benchCompute, benchFanout, benchSweep } from '@bubble/bench';
 
 type Scenario = () => Promise<Record<string, unknown>>;
 
@@ -7,6 +7,7 @@ const log = (line: string) => process.stderr.write(`${line}\n`);
 /** bench.md's scenarios by id; each prints progress on stderr and one JSON line on stdout. */
 export const SCENARIOS: Record<string, Scenario> = {
   compute: () => benchCompute({ log }),
+  'cold-start': () => benchColdStart({ log }),
   sweep: () => benchSweep({ log }),
   fanout: () => benchFanout({ log }),
 };

@@ -192,6 +192,8 @@ export class CoreNode {
     const { store, clock, maxEventsPerRead } = this.options;
     let commands = 0;
 
+    // Users loaded for newly taken pools are counted as of now, not replayed from the past.
+    this.counter.advanceTo(clock.now());
     const assignment = await store.coordination.assignment();
     commands += 1 + (await this.followAssignment(assignment));
 
@@ -258,7 +260,11 @@ export class CoreNode {
     commands += await this.expirePresence(now);
     const written = await this.writeChanged(now);
     commands += written.commands;
-    commands += await this.reconcile(now);
+    // Behind on the logs, every count would look drifted: reconcile only when caught up.
+    const behind =
+      postRead.entries.length >= maxEventsPerRead ||
+      [...poolReads.values()].some((read) => read.entries.length >= maxEventsPerRead);
+    if (!behind) commands += await this.reconcile(now);
 
     const durationMs = performance.now() - started;
     this.totals.sweeps++;
@@ -306,7 +312,9 @@ export class CoreNode {
           const members = await store.presence.members(pool, clock.now());
           commands += 3;
           const held: HeldPool = { pool, lock, fence, cursor, users: new Set(members) };
-          lock.signal.addEventListener('abort', () => this.log.warn({ pool }, 'pool lease lost'));
+          lock.signal.addEventListener('abort', () => {
+            if (this.held.get(pool) === held) this.log.warn({ pool }, 'pool lease lost');
+          });
           this.held.set(pool, held);
           joined.push(held);
         } catch (err) {
