@@ -104,8 +104,12 @@ export class LiveUsers {
     live = { sockets: 0, pollerUntil: 0, badge: null, listeners: new Set() };
     this.users.set(user, live);
     const { service, gatewayId, presenceTtlMs } = this.options;
-    await service.store.fencedBadges.route(gatewayId, [user], presenceTtlMs, Date.now());
-    await service.store.presence.setOnline([{ user, ttlMs: presenceTtlMs }], Date.now());
+    const now = Date.now();
+    // Both before the badge is computed, so no change after it is missed; one round trip.
+    await Promise.all([
+      service.store.fencedBadges.route(gatewayId, [user], presenceTtlMs, now),
+      service.store.presence.setOnline([{ user, ttlMs: presenceTtlMs }], now),
+    ]);
     return live;
   }
 
@@ -159,11 +163,13 @@ export class LiveUsers {
     for (const user of lapsed) this.users.delete(user);
     try {
       if (keep.length > 0) {
-        await service.store.fencedBadges.route(gatewayId, keep, presenceTtlMs, now);
-        await service.store.presence.setOnline(
-          keep.map((user) => ({ user, ttlMs: presenceTtlMs })),
-          now,
-        );
+        await Promise.all([
+          service.store.fencedBadges.route(gatewayId, keep, presenceTtlMs, now),
+          service.store.presence.setOnline(
+            keep.map((user) => ({ user, ttlMs: presenceTtlMs })),
+            now,
+          ),
+        ]);
       }
       await Promise.all(lapsed.map((user) => this.letGo(user)));
     } catch (err) {
