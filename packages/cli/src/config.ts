@@ -50,6 +50,14 @@ export const configSchema = z.object({
     .max(3650)
     .default(30)
     .describe('per-user state dropped after this much absence'),
+  BUBBLE_INACTIVE_SCHEDULE: z
+    .string()
+    .regex(MS_OR_CRON, 'milliseconds or a node-cron expression')
+    .default('23 * * * *')
+    .describe('when the leader drops the marks of inactive users'),
+  BUBBLE_INACTIVE_BATCH: int(1, 1_000_000)
+    .default(10_000)
+    .describe('most inactive users dropped per run'),
   BUBBLE_LARGE_GROUP: int(2, 10_000_000)
     .default(500)
     .describe('conversations above this size write once per message'),

@@ -2,6 +2,14 @@ import { DAY_MS, poolOf, type Clock } from '@bubble/protocol';
 import type { Assignment, BubbleStore, HeldLock, PoolLocks, SweepReport } from '@bubble/store';
 import type { Logger } from 'pino';
 import type { CoreMetrics } from './core-metrics.js';
+import {
+  FEED_FIELD,
+  addExtraFields,
+  extraFieldsOf,
+  shownReddots,
+  unreadOf,
+} from './badge-fields.js';
+import { ExtrasTracker, fieldsKey } from './extras-tracker.js';
 import { FeedCounter } from './feed-counter.js';
 
 export interface CoreNodeOptions {
@@ -35,8 +43,6 @@ interface HeldPool {
   users: Set<string>;
 }
 
-/** The badge field a core owns: the feed count (docs/redis-keys.md). */
-const FEED_FIELD = 'f';
 /** A lease this close to its end is not written under. */
 const LEASE_SAFETY_MS = 200;
 
@@ -46,6 +52,7 @@ const LEASE_SAFETY_MS = 200;
  */
 export class CoreNode {
   readonly counter: FeedCounter;
+  readonly extras = new ExtrasTracker();
   private readonly options: Required<
     Pick<CoreNodeOptions, 'reconcilePerSweep' | 'maxEventsPerRead' | 'expirePerSweep'>
   > &
@@ -54,6 +61,7 @@ export class CoreNode {
   private readonly lookbackMs: number;
   private readonly held = new Map<number, HeldPool>();
   private postCursor = '0-0';
+  private sharedCursor = '0-0';
   private sweeping: Promise<void> | null = null;
   private lastTickAt = 0;
   private lastHeartbeatAt = Date.now();
@@ -89,6 +97,9 @@ export class CoreNode {
     const { store, tickMs, leaseMs } = this.options;
     this.startedAt = this.options.clock.now();
     this.postCursor = await store.changes.postLogEnd();
+    // The log position first: a notice published while the state loads is applied again.
+    this.sharedCursor = await store.changes.sharedLogEnd();
+    await this.loadShared();
     await this.heartbeat();
     // Gateways also write badge states (cold starts, reads): keep what we believe is stored
     // equal to what is, so the next sweep rewrites a badge a gateway left behind our count.
@@ -97,6 +108,7 @@ export class CoreNode {
       for (const change of changes) {
         if (this.counter.hasUser(change.user)) {
           this.counter.markReported(change.user, change.fields[FEED_FIELD] ?? 0);
+          this.extras.markReported(change.user, extraFieldsOf(change.fields));
         }
       }
     });
@@ -198,14 +210,15 @@ export class CoreNode {
     commands += 1 + (await this.followAssignment(assignment));
 
     const pools = [...this.held.values()];
-    const [poolReads, postRead] = await Promise.all([
+    const [poolReads, postRead, sharedRead] = await Promise.all([
       store.changes.readPoolEvents(
         pools.map((p) => ({ pool: p.pool, after: p.cursor })),
         maxEventsPerRead,
       ),
       store.changes.readPostEvents(this.postCursor, maxEventsPerRead),
+      store.changes.readSharedEvents(this.sharedCursor, maxEventsPerRead),
     ]);
-    commands += pools.length + 1;
+    commands += pools.length + 2;
 
     const now = clock.now();
     this.counter.advanceTo(now);
@@ -215,9 +228,14 @@ export class CoreNode {
       else this.counter.deletePost(event.author, event.id, event.ts);
       this.postCursor = id;
     }
+    for (const { id, event } of sharedRead.entries) {
+      this.extras.apply(event);
+      this.sharedCursor = id;
+    }
 
     const toLoad = new Set<string>();
     const refollow = new Set<string>();
+    const remark = new Set<string>();
     for (const held of pools) {
       const read = poolReads.get(held.pool);
       if (!read) continue;
@@ -240,10 +258,14 @@ export class CoreNode {
             held.users.delete(event.user);
             toLoad.delete(event.user);
             refollow.delete(event.user);
-            this.counter.removeUser(event.user);
+            remark.delete(event.user);
+            this.forget(event.user);
             break;
           case 'follows':
             if (held.users.has(event.user) && !toLoad.has(event.user)) refollow.add(event.user);
+            break;
+          case 'marks':
+            if (held.users.has(event.user) && !toLoad.has(event.user)) remark.add(event.user);
             break;
           case 'cursor':
             this.counter.advanceReadAt(event.user, event.readAt);
@@ -256,13 +278,21 @@ export class CoreNode {
       commands += await this.reloadAuthors(this.trackedAuthors());
     }
 
-    commands += await this.loadUsers([...toLoad], [...refollow]);
+    if (sharedRead.gap) {
+      this.log.warn('shared change log was trimmed past us; reloading notices, red dots, marks');
+      await this.loadShared();
+      commands += 2;
+      for (const user of this.counter.heldUsers()) if (!toLoad.has(user)) remark.add(user);
+    }
+
+    commands += await this.loadUsers([...toLoad], [...refollow], [...remark]);
     commands += await this.expirePresence(now);
     const written = await this.writeChanged(now);
     commands += written.commands;
     // Behind on the logs, every count would look drifted: reconcile only when caught up.
     const behind =
       postRead.entries.length >= maxEventsPerRead ||
+      sharedRead.entries.length >= maxEventsPerRead ||
       [...poolReads.values()].some((read) => read.entries.length >= maxEventsPerRead);
     if (!behind) commands += await this.reconcile(now);
 
@@ -331,6 +361,7 @@ export class CoreNode {
       commands += await this.loadUsers(
         joined.flatMap((p) => [...p.users]),
         [],
+        [],
       );
     }
     return commands;
@@ -340,22 +371,26 @@ export class CoreNode {
     const held = this.held.get(pool);
     if (!held) return;
     this.held.delete(pool);
-    for (const user of held.users) this.counter.removeUser(user);
+    for (const user of held.users) this.forget(user);
     await held.lock.release();
     this.log.info({ pool, reason }, 'pool dropped');
   }
 
   /**
-   * Brings users into memory (or refreshes their follows): their follows and cursor, the windows
-   * of authors nobody held followed yet, and the badge they last had stored. One batch each.
+   * Brings users into memory (or refreshes their follows, or their marks and conversations):
+   * their follows and cursor, the windows of authors nobody held followed yet, their marks and
+   * conversations, and the badge they last had stored. One batch each.
    */
-  private async loadUsers(users: string[], refollow: string[]): Promise<number> {
-    if (users.length === 0 && refollow.length === 0) return 0;
+  private async loadUsers(users: string[], refollow: string[], remark: string[]): Promise<number> {
+    if (users.length === 0 && refollow.length === 0 && remark.length === 0) return 0;
     const { store } = this.options;
-    const [inputs, stored, follows] = await Promise.all([
+    const marksOf = [...users, ...remark];
+    const [inputs, stored, follows, marks, memberships] = await Promise.all([
       Promise.all(users.map((user) => store.feedInputs(user))),
       Promise.all(users.map((user) => store.badges.load(user))),
       Promise.all(refollow.map((user) => store.follows.list(user))),
+      Promise.all(marksOf.map((user) => store.marks.state(user))),
+      Promise.all(marksOf.map((user) => store.conversations.memberships(user))),
     ]);
     const authors = new Set<string>();
     users.forEach((user, i) => {
@@ -365,6 +400,7 @@ export class CoreNode {
     refollow.forEach((user, i) => {
       for (const author of this.counter.setFollows(user, follows[i]!)) authors.add(author);
     });
+    marksOf.forEach((user, i) => this.extras.setUser(user, marks[i]!, memberships[i]!));
     const windows = await store.posts.window([...authors], this.counter.time - this.lookbackMs);
     for (const [author, posts] of windows) this.counter.loadAuthor(author, posts);
     for (const user of users) this.counter.recompute(user);
@@ -372,8 +408,21 @@ export class CoreNode {
     users.forEach((user, i) => {
       const badge = stored[i];
       this.counter.markReported(user, badge ? (badge.fields[FEED_FIELD] ?? 0) : -1);
+      this.extras.markReported(user, badge ? extraFieldsOf(badge.fields) : null);
     });
-    return users.length * 3 + refollow.length + authors.size;
+    return users.length * 3 + refollow.length + marksOf.length * 2 + authors.size;
+  }
+
+  /** Notices and red dots, which every held user is counted against. */
+  private async loadShared(): Promise<void> {
+    const { store } = this.options;
+    const [liveIds, marked] = await Promise.all([store.notices.liveIds(), store.reddots.all()]);
+    this.extras.setShared(liveIds, marked);
+  }
+
+  private forget(user: string): void {
+    this.counter.removeUser(user);
+    this.extras.removeUser(user);
   }
 
   private async expirePresence(now: number): Promise<number> {
@@ -386,7 +435,7 @@ export class CoreNode {
     pools.forEach((held, i) => {
       for (const user of expired[i]!) {
         held.users.delete(user);
-        this.counter.removeUser(user);
+        this.forget(user);
       }
     });
     return pools.length;
@@ -397,12 +446,22 @@ export class CoreNode {
     const { store, metrics } = this.options;
     const { ids, counts } = this.counter.takeChanged();
     const byPool = new Map<number, { user: string; fields: Record<string, number> }[]>();
-    for (let i = 0; i < ids.length; i++) {
-      const user = this.counter.nameAt(ids[i]!);
+    const add = (user: string, feed: number) => {
+      const fields: Record<string, number> = feed > 0 ? { [FEED_FIELD]: feed } : {};
+      this.extras.addFieldsOf(user, fields);
       const pool = poolOf(user, store.pools);
       let writes = byPool.get(pool);
       if (!writes) byPool.set(pool, (writes = []));
-      writes.push({ user, fields: { [FEED_FIELD]: counts[i]! } });
+      writes.push({ user, fields });
+    };
+    const feedChanged = new Set<string>();
+    for (let i = 0; i < ids.length; i++) {
+      const user = this.counter.nameAt(ids[i]!);
+      feedChanged.add(user);
+      add(user, counts[i]!);
+    }
+    for (const user of this.extras.takeChanged()) {
+      if (!feedChanged.has(user)) add(user, this.counter.countOf(user) ?? 0);
     }
     let changed = 0;
     await Promise.all(
@@ -426,7 +485,10 @@ export class CoreNode {
           metrics?.badgesWritten.inc(n);
         } catch (err) {
           // Hand the counts out again next sweep.
-          for (const { user } of writes) this.counter.markReported(user, -1);
+          for (const { user } of writes) {
+            this.counter.markReported(user, -1);
+            this.extras.markReported(user, null);
+          }
           throw err;
         }
       }),
@@ -447,13 +509,19 @@ export class CoreNode {
     const batch = [...suspects, ...this.reconcileQueue.splice(0, reconcilePerSweep)].filter((u) =>
       this.counter.hasUser(u),
     );
-    let commands = 0;
+    const marked = await store.reddots.all();
+    let commands = 1;
     for (const user of batch) {
-      const { follows, readAt } = await store.feedInputs(user);
+      const [{ follows, readAt }, extras] = await Promise.all([
+        store.feedInputs(user),
+        this.storedExtras(user, marked),
+      ]);
       const after = Math.max(readAt ?? -Infinity, now - this.lookbackMs);
       const truth = await store.posts.countBetween(follows, after, now);
-      commands += 2 + follows.length;
-      if (truth === this.counter.countOf(user)) {
+      commands += 5 + follows.length + extras.commands;
+      const feedAgrees = truth === this.counter.countOf(user);
+      const extrasAgree = extras.key === this.extras.heldKey(user);
+      if (feedAgrees && extrasAgree) {
         this.suspects.delete(user);
         continue;
       }
@@ -464,17 +532,26 @@ export class CoreNode {
       }
       this.suspects.delete(user);
       const before = this.counter.countOf(user);
-      this.counter.setUser(user, follows, readAt);
-      const windows = await store.posts.window(follows, now - this.lookbackMs);
-      commands += follows.length;
+      const extrasBefore = this.extras.heldKey(user);
       let repairedPosts = 0;
-      for (const [author, posts] of windows) {
-        if (!this.counter.isAuthorLoaded(author)) this.counter.loadAuthor(author, posts);
-        else repairedPosts += this.counter.reloadAuthor(author, posts);
+      if (!feedAgrees) {
+        this.counter.setUser(user, follows, readAt);
+        const windows = await store.posts.window(follows, now - this.lookbackMs);
+        commands += follows.length;
+        for (const [author, posts] of windows) {
+          if (!this.counter.isAuthorLoaded(author)) this.counter.loadAuthor(author, posts);
+          else repairedPosts += this.counter.reloadAuthor(author, posts);
+        }
+        this.counter.recompute(user);
       }
-      this.counter.recompute(user);
+      if (!extrasAgree) {
+        await this.loadShared();
+        commands += 2;
+        this.extras.setUser(user, extras.marks, extras.memberships);
+      }
       const repaired = this.counter.countOf(user);
-      if (repaired === before) {
+      const extrasAfter = this.extras.heldKey(user);
+      if (repaired === before && extrasAfter === extrasBefore) {
         // The stored sources moved on between our sweep and this read: not drift.
         this.log.debug({ user, count: before, truth }, 'reconciliation raced a change');
         continue;
@@ -482,11 +559,36 @@ export class CoreNode {
       this.totals.driftRepaired++;
       this.options.metrics?.driftRepaired.inc();
       this.log.warn(
-        { user, before, after: repaired, truth, repairedPosts },
+        {
+          user,
+          before,
+          after: repaired,
+          truth,
+          repairedPosts,
+          extrasBefore,
+          extrasAfter,
+        },
         'reconciliation repaired a drifted badge',
       );
     }
     return commands;
+  }
+
+  /** A user's notices, conversations (maxSeq − readSeq) and red dots from the stored sources. */
+  private async storedExtras(user: string, marked: Record<string, number>) {
+    const { store } = this.options;
+    const [marks, memberships] = await Promise.all([
+      store.marks.state(user),
+      store.conversations.memberships(user),
+    ]);
+    const notices = marks.seen === null ? 0 : await store.notices.countAfter(marks.seen);
+    const fields: Record<string, number> = {};
+    addExtraFields(fields, {
+      notices,
+      conversations: unreadOf(memberships),
+      reddots: shownReddots(marked, marks.clicks),
+    });
+    return { key: fieldsKey(fields), marks, memberships, commands: 3 + memberships.length * 2 };
   }
 
   private trackedAuthors(): string[] {

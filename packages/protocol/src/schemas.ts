@@ -5,6 +5,12 @@ import { ID_PATTERN } from './ids.js';
 export const LIMITS = {
   maxBodyBytes: 1024 * 1024,
   maxPostsPerBatch: 1000,
+  maxMessagesPerBatch: 1000,
+  /** Members named in one membership call. */
+  maxMembersPerCall: 100_000,
+  /** A message preview, as JSON text. */
+  maxPreviewBytes: 1024,
+  maxConversationList: 100,
 } as const;
 
 export const idSchema = z
@@ -37,11 +43,51 @@ export const presenceSchema = z.strictObject({
 });
 export const DEFAULT_PRESENCE_TTL_MS = 60_000;
 
+/** Notice ids and conversation seqs: positive safe integers (semantics.md). */
+export const positiveIdSchema = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
+
 export const readRequestSchema = z.discriminatedUnion('scope', [
   z.strictObject({ scope: z.literal('feed'), upTo: epochMs.optional() }),
+  z.strictObject({ scope: z.literal('notices'), upTo: positiveIdSchema.optional() }),
+  z.strictObject({
+    scope: z.literal('conversation'),
+    id: idSchema,
+    seq: positiveIdSchema.optional(),
+  }),
+  z.strictObject({ scope: z.literal('reddot'), name: idSchema }),
   z.strictObject({ scope: z.literal('all') }),
 ]);
 export type ReadRequest = z.infer<typeof readRequestSchema>;
+
+export const noticeSchema = z.strictObject({ id: positiveIdSchema, ts: epochMs.optional() });
+
+export const reddotMarkSchema = z.strictObject({ ts: epochMs.optional() });
+
+export const membersSchema = z.strictObject({
+  members: z.array(idSchema).max(LIMITS.maxMembersPerCall),
+});
+
+/** A JSON object of at most maxPreviewBytes, passed through untouched. */
+const previewSchema = z
+  .record(z.string(), z.unknown())
+  .refine((value) => utf8Length(JSON.stringify(value)) <= LIMITS.maxPreviewBytes, {
+    message: `must be a JSON object of at most ${LIMITS.maxPreviewBytes} bytes`,
+  });
+
+export const messageSchema = z.strictObject({
+  seq: positiveIdSchema,
+  from: idSchema,
+  ts: epochMs.optional(),
+  preview: previewSchema.optional(),
+});
+export type MessageInput = z.infer<typeof messageSchema>;
+
+export const messageBatchSchema = z.union([
+  messageSchema,
+  z.strictObject({ messages: z.array(messageSchema).min(1).max(LIMITS.maxMessagesPerBatch) }),
+]);
+
+export const muteSchema = z.strictObject({ muted: z.boolean() });
 
 /** Turns a zod failure into one line a person can act on. */
 export function describeIssues(error: z.ZodError): string {
@@ -49,4 +95,9 @@ export function describeIssues(error: z.ZodError): string {
     .slice(0, 5)
     .map((issue) => `${issue.path.length > 0 ? issue.path.join('.') : 'body'}: ${issue.message}`)
     .join('; ');
+}
+
+const encoder = new TextEncoder();
+function utf8Length(text: string): number {
+  return encoder.encode(text).length;
 }

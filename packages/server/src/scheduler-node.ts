@@ -12,6 +12,11 @@ export interface SchedulerNodeOptions {
   /** BUBBLE_TICK: sweep period in ms or a node-cron expression. */
   tick: string;
   url?: string;
+  /**
+   * The inactive-user job: run by the leader on `schedule` (ms or a node-cron expression);
+   * `run` drops one bounded batch and returns how many users it dropped.
+   */
+  inactiveJob?: { schedule: string; run: () => Promise<number> };
 }
 
 /**
@@ -24,6 +29,8 @@ export class SchedulerNode {
   private tickSeq = 0;
   private timer: NodeJS.Timeout | undefined;
   private stopTicker: (() => Promise<void>) | undefined;
+  private stopInactiveJob: (() => Promise<void>) | undefined;
+  private inactiveRun: Promise<void> | null = null;
   private startedAt = 0;
   private closing: Promise<void> | undefined;
   private round: Promise<void> = Promise.resolve();
@@ -47,6 +54,8 @@ export class SchedulerNode {
     );
     this.timer.unref();
     this.stopTicker = startTicker(this.options.tick, () => void this.tick());
+    const job = this.options.inactiveJob;
+    if (job) this.stopInactiveJob = startTicker(job.schedule, () => this.dropInactive(job.run));
     this.log.info(
       { leaseMs: this.options.leaseMs, tick: this.options.tick },
       'bubble-server started',
@@ -57,6 +66,8 @@ export class SchedulerNode {
     this.closing ??= (async () => {
       clearInterval(this.timer);
       await this.stopTicker?.();
+      await this.stopInactiveJob?.();
+      await this.inactiveRun;
       await this.round;
       const { store, id } = this.options;
       if (this.leading) await store.coordination.resign(id).catch(() => {});
@@ -99,6 +110,19 @@ export class SchedulerNode {
     const moved = owners.filter((owner, pool) => owner !== (previous[pool] ?? null)).length;
     await store.coordination.setAssignment({ generation: (current?.generation ?? 0) + 1, owners });
     this.log.info({ cores, moved, generation: (current?.generation ?? 0) + 1 }, 'pools reassigned');
+  }
+
+  /** One bounded batch per run; a run still going when the next is due skips that one. */
+  private dropInactive(run: () => Promise<number>): void {
+    if (!this.leading || this.closing || this.inactiveRun) return;
+    this.inactiveRun = run()
+      .then((dropped) => {
+        if (dropped > 0) this.log.info({ dropped }, 'dropped the marks of inactive users');
+      })
+      .catch((err: unknown) => this.log.warn({ err }, 'inactive-user job failed'))
+      .finally(() => {
+        this.inactiveRun = null;
+      });
   }
 
   private async tick(): Promise<void> {

@@ -1,3 +1,5 @@
+import type { SharedEvent } from './extras-types.js';
+
 /**
  * What the cluster roles (bubble-server, bubble-core, gateways) share through the store:
  * presence, the change logs cores follow, coordination of leaders and pool owners, and
@@ -11,7 +13,9 @@ export type PoolEvent =
   /** The user's follow set changed: reload it. */
   | { kind: 'follows'; user: string }
   /** The user's feed read cursor moved to `readAt`. */
-  | { kind: 'cursor'; user: string; readAt: number };
+  | { kind: 'cursor'; user: string; readAt: number }
+  /** The user's notice cursor, red-dot clicks or conversations changed: reload them. */
+  | { kind: 'marks'; user: string };
 
 /** Changes to the post index, in log order; every core follows all of them. */
 export type PostEvent =
@@ -49,6 +53,11 @@ export interface ChangeLog {
   appendPostEvents(events: readonly PostEvent[]): Promise<void>;
   readPostEvents(after: string, limit: number): Promise<LogRead<PostEvent>>;
   postLogEnd(): Promise<string>;
+
+  /** Notices, red dots and conversation messages: every core follows them too. */
+  appendSharedEvents(events: readonly SharedEvent[]): Promise<void>;
+  readSharedEvents(after: string, limit: number): Promise<LogRead<SharedEvent>>;
+  sharedLogEnd(): Promise<string>;
 }
 
 export interface PresenceChange {

@@ -1,3 +1,4 @@
+import type { Conversations, NoticeBoard, RedDots, UserMarks } from './extras-types.js';
 import type { ChangeLog, Coordination, FencedBadges, PresenceStore } from './cluster-types.js';
 
 /**
@@ -103,6 +104,10 @@ export interface BubbleStore {
   readonly presence: PresenceStore;
   readonly coordination: Coordination;
   readonly fencedBadges: FencedBadges;
+  readonly notices: NoticeBoard;
+  readonly reddots: RedDots;
+  readonly marks: UserMarks;
+  readonly conversations: Conversations;
   /** Follows and read cursor of one user, fetched together. */
   feedInputs(user: string): Promise<FeedInputs>;
   /** Resolves when the backing store answers. */
@@ -111,3 +116,4 @@ export interface BubbleStore {
 }
 
 export type * from './cluster-types.js';
+export type * from './extras-types.js';

@@ -52,6 +52,7 @@ export async function startRole(
     lookbackDays: config.BUBBLE_LOOKBACK_DAYS,
     followCap: config.BUBBLE_FOLLOW_CAP,
     displayCap: config.BUBBLE_DISPLAY_CAP,
+    inactiveDays: config.BUBBLE_INACTIVE_DAYS,
   });
   const metrics = new GatewayMetrics();
   const stops: Array<() => Promise<void>> = [];
@@ -89,7 +90,9 @@ export async function startRole(
       stops.push(announce(store, { id: gatewayId, role: 'gateway', url }, config.BUBBLE_LEASE_MS));
     }
     if (!servesPublic || internal) {
-      const operator = new HttpGateway({ ...common, serves: ['operator'] });
+      // A gateway's own operator port also serves the dashboard (which reads the cluster there).
+      const auth = servesPublic ? secrets?.auth : undefined;
+      const operator = new HttpGateway({ ...common, auth, serves: ['operator'] });
       gateways.push(operator);
       const port = internal ? config.BUBBLE_INTERNAL_PORT! : config.PORT;
       const address = await operator.listen(port);
@@ -119,6 +122,10 @@ export async function startRole(
         leaseMs: config.BUBBLE_LEASE_MS,
         tick: config.BUBBLE_TICK,
         url,
+        inactiveJob: {
+          schedule: config.BUBBLE_INACTIVE_SCHEDULE,
+          run: async () => (await service.dropInactiveUsers(config.BUBBLE_INACTIVE_BATCH)).length,
+        },
       });
       await scheduler.start();
       stops.push(() => scheduler.close());

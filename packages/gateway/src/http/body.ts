@@ -47,6 +47,20 @@ export async function readBody<T extends z.ZodType>(
   return parsed.data;
 }
 
+/** As readBody, for calls whose body may be left out (no Content-Length and no bytes). */
+export async function readOptionalBody<T extends z.ZodType>(
+  req: IncomingMessage,
+  schema: T,
+): Promise<z.infer<T> | undefined> {
+  const declared = req.headers['content-length'];
+  const chunked = req.headers['transfer-encoding'] !== undefined;
+  if (!chunked && (declared === undefined || declared === '0')) {
+    req.resume();
+    return undefined;
+  }
+  return readBody(req, schema);
+}
+
 const ID_PATTERN_SOURCE = String(ID_PATTERN);
 
 function isBadId(issue: z.ZodError['issues'][number]): boolean {

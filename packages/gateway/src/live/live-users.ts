@@ -114,7 +114,7 @@ export class LiveUsers {
   }
 
   private async freshBadge(user: string, live: LiveUser): Promise<Badge> {
-    const badge = await this.options.service.badge(user);
+    const badge = await this.options.service.badge(user, { seen: true });
     this.offer(live, badge);
     return live.badge ?? badge;
   }

@@ -1,4 +1,12 @@
-import { badgeEtag, readRequestSchema, BubbleError, type Badge } from '@bubble/protocol';
+import {
+  BubbleError,
+  LIMITS,
+  assertId,
+  badgeEtag,
+  muteSchema,
+  readRequestSchema,
+  type Badge,
+} from '@bubble/protocol';
 import type { BadgeService } from '@bubble/core';
 import type { Authenticator } from '../auth.js';
 import { readBody } from '../http/body.js';
@@ -35,7 +43,7 @@ export function addClientRoutes(
         badge = polled.badge;
         if (!polled.fromCache) metrics.coldStarts.observe((performance.now() - started) / 1000);
       } else {
-        badge = await service.badge(user);
+        badge = await service.badge(user, { seen: true });
         metrics.coldStarts.observe((performance.now() - started) / 1000);
       }
       const etag = badgeEtag(badge);
@@ -56,7 +64,30 @@ export function addClientRoutes(
       const badge = await service.read(user, body);
       live?.publishLocal(badge);
       sendJson(res, 200, badge, { etag: badgeEtag(badge) });
+    })
+    .add('GET', '/v1/conversations', async ({ req, res }) => {
+      const user = await auth.requireUser(req);
+      const query = new URL(req.url ?? '/', 'http://localhost').searchParams;
+      const limit = parseLimit(query.get('limit'));
+      sendJson(res, 200, await service.conversationList(user, limit), {
+        'cache-control': 'private, no-cache',
+      });
+    })
+    .add('PUT', '/v1/conversations/:id/mute', async ({ req, res, params }) => {
+      const user = await auth.requireUser(req);
+      const conversation = assertId(params['id'], 'conversation');
+      const body = await readBody(req, muteSchema);
+      await service.setMuted(user, conversation, body.muted);
+      sendEmpty(res, 204);
     });
+}
+
+function parseLimit(raw: string | null): number {
+  if (raw === null) return LIMITS.maxConversationList;
+  if (!/^\d{1,6}$/.test(raw) || Number(raw) < 1) {
+    throw new BubbleError('UB_ERR_BAD_REQUEST', 'limit must be a positive integer');
+  }
+  return Math.min(Number(raw), LIMITS.maxConversationList);
 }
 
 function ifNoneMatch(header: string | undefined, etag: string): boolean {

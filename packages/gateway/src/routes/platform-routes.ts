@@ -2,13 +2,18 @@ import {
   BubbleError,
   DEFAULT_PRESENCE_TTL_MS,
   assertId,
+  membersSchema,
+  messageBatchSchema,
+  noticeSchema,
   postBatchSchema,
   presenceSchema,
+  reddotMarkSchema,
   replaceFollowsSchema,
 } from '@bubble/protocol';
 import type { BadgeService } from '@bubble/core';
+import type { Badge } from '@bubble/protocol';
 import type { Authenticator } from '../auth.js';
-import { readBody } from '../http/body.js';
+import { readBody, readOptionalBody } from '../http/body.js';
 import { sendEmpty, sendJson } from '../http/respond.js';
 import type { RequestContext, Router } from '../http/router.js';
 import type { GatewayMetrics } from '../metrics.js';
@@ -19,12 +24,14 @@ export interface PlatformDeps {
   metrics: GatewayMetrics;
   /** GET /v1/cluster; absent where no cluster runs. */
   clusterStatus?: () => Promise<unknown>;
+  /** Hands a badge this gateway computed to the user's sockets held here. */
+  published?: ((badge: Badge) => void) | undefined;
 }
 
 /** Ingest and admin calls, authenticated by the platform's API key. */
 export function addPlatformRoutes(
   router: Router,
-  { service, auth, metrics, clusterStatus }: PlatformDeps,
+  { service, auth, metrics, clusterStatus, published }: PlatformDeps,
 ): void {
   const platform =
     (handler: (ctx: RequestContext) => Promise<void>) =>
@@ -115,7 +122,112 @@ export function addPlatformRoutes(
         metrics.coldStarts.observe((performance.now() - started) / 1000);
         sendJson(res, 200, badge);
       }),
+    )
+    .add(
+      'GET',
+      '/v1/users/:user/badge/explain',
+      platform(async ({ res, params }) => {
+        sendJson(res, 200, await service.explain(param(params, 'user')));
+      }),
+    )
+    .add(
+      'POST',
+      '/v1/users/:user/badge/reset',
+      platform(async ({ res, params }) => {
+        const badge = await service.reset(param(params, 'user'));
+        published?.(badge);
+        sendJson(res, 200, badge);
+      }),
+    )
+    .add(
+      'POST',
+      '/v1/notices',
+      platform(async ({ req, res }) => {
+        const body = await readBody(req, noticeSchema);
+        await service.publishNotice(body.id, body.ts);
+        sendEmpty(res, 202);
+      }),
+    )
+    .add(
+      'DELETE',
+      '/v1/notices/:id',
+      platform(async ({ res, params }) => {
+        await service.withdrawNotice(positiveInteger(param(params, 'id'), 'notice id'));
+        sendEmpty(res, 204);
+      }),
+    )
+    .add(
+      'PUT',
+      '/v1/reddots/:name',
+      platform(async ({ req, res, params }) => {
+        const name = assertId(param(params, 'name'), 'red dot');
+        const body = await readOptionalBody(req, reddotMarkSchema);
+        await service.markReddot(name, body?.ts);
+        sendEmpty(res, 204);
+      }),
+    )
+    .add(
+      'DELETE',
+      '/v1/reddots/:name',
+      platform(async ({ res, params }) => {
+        await service.clearReddot(param(params, 'name'));
+        sendEmpty(res, 204);
+      }),
+    )
+    .add(
+      'PUT',
+      '/v1/conversations/:id/members',
+      platform(async ({ req, res, params }) => {
+        const conversation = assertId(param(params, 'id'), 'conversation');
+        const body = await readBody(req, membersSchema);
+        await service.replaceMembers(conversation, body.members);
+        sendEmpty(res, 204);
+      }),
+    )
+    .add(
+      'POST',
+      '/v1/conversations/:id/members',
+      platform(async ({ req, res, params }) => {
+        const conversation = assertId(param(params, 'id'), 'conversation');
+        const body = await readBody(req, membersSchema);
+        await service.addMembers(conversation, body.members);
+        sendEmpty(res, 204);
+      }),
+    )
+    .add(
+      'DELETE',
+      '/v1/conversations/:id/members/:user',
+      platform(async ({ res, params }) => {
+        await service.removeMember(param(params, 'id'), param(params, 'user'));
+        sendEmpty(res, 204);
+      }),
+    )
+    .add(
+      'DELETE',
+      '/v1/conversations/:id',
+      platform(async ({ res, params }) => {
+        await service.dissolve(param(params, 'id'));
+        sendEmpty(res, 204);
+      }),
+    )
+    .add(
+      'POST',
+      '/v1/conversations/:id/messages',
+      platform(async ({ req, res, params }) => {
+        const conversation = assertId(param(params, 'id'), 'conversation');
+        const body = await readBody(req, messageBatchSchema);
+        const messages = 'messages' in body ? body.messages : [body];
+        sendJson(res, 202, await service.ingestMessages(conversation, messages));
+      }),
     );
+}
+
+function positiveInteger(raw: string, what: string): number {
+  const value = /^[1-9]\d{0,15}$/.test(raw) ? Number(raw) : NaN;
+  if (!Number.isSafeInteger(value)) {
+    throw new BubbleError('UB_ERR_BAD_ID', `${what} must be a positive safe integer`);
+  }
+  return value;
 }
 
 export function param(params: Record<string, string>, name: string): string {

@@ -6,6 +6,7 @@ import {
   type PoolEvent,
   type PostEvent,
 } from '../cluster-types.js';
+import type { SharedEvent } from '../extras-types.js';
 
 export interface MemoryChangeLogOptions {
   /** Most post events kept; older ones are trimmed. Default 100_000. */
@@ -20,11 +21,13 @@ export class MemoryChangeLog implements ChangeLog {
   readonly maxPoolEvents: number;
   private readonly posts: BoundedLog<PostEvent>;
   private readonly pools = new Map<number, BoundedLog<PoolEvent>>();
+  private readonly shared: BoundedLog<SharedEvent>;
 
   constructor(options: MemoryChangeLogOptions = {}) {
     this.maxPostEvents = positiveInteger('maxPostEvents', options.maxPostEvents ?? 100_000);
     this.maxPoolEvents = positiveInteger('maxPoolEvents', options.maxPoolEvents ?? 10_000);
     this.posts = new BoundedLog(this.maxPostEvents);
+    this.shared = new BoundedLog(this.maxPostEvents);
   }
 
   async appendPoolEvents(pool: number, events: readonly PoolEvent[]): Promise<void> {
@@ -67,6 +70,19 @@ export class MemoryChangeLog implements ChangeLog {
 
   async postLogEnd(): Promise<string> {
     return this.posts.end();
+  }
+
+  async appendSharedEvents(events: readonly SharedEvent[]): Promise<void> {
+    for (const event of events) this.shared.append(event);
+  }
+
+  async readSharedEvents(after: string, limit: number): Promise<LogRead<SharedEvent>> {
+    checkLimit(limit);
+    return this.shared.read(parseId(after), limit);
+  }
+
+  async sharedLogEnd(): Promise<string> {
+    return this.shared.end();
   }
 }
 

@@ -15,6 +15,12 @@ import type {
   WindowPost,
 } from '../types.js';
 import { MemoryChangeLog } from './memory-change-log.js';
+import {
+  MemoryConversations,
+  MemoryNoticeBoard,
+  MemoryRedDots,
+  MemoryUserMarks,
+} from './memory-extras.js';
 import { MemoryCoordination } from './memory-coordination.js';
 import { MemoryFencedBadges } from './memory-fenced-badges.js';
 import { MemoryPresence } from './memory-presence.js';
@@ -42,6 +48,10 @@ export class MemoryStore implements BubbleStore {
   readonly presence: MemoryPresence;
   readonly coordination: MemoryCoordination;
   readonly fencedBadges: MemoryFencedBadges;
+  readonly notices = new MemoryNoticeBoard();
+  readonly reddots = new MemoryRedDots();
+  readonly marks = new MemoryUserMarks();
+  readonly conversations = new MemoryConversations();
 
   constructor(options: MemoryStoreOptions = {}) {
     this.pools = options.pools ?? 100;

@@ -9,7 +9,10 @@ export const KEY_PREFIX_PATTERN = /^[A-Za-z0-9_.:-]{1,32}$/;
  *   {u:<user>}   a user's own sources (follows, cursors)
  *   {a:<author>} an author's posts and their tombstones
  *   {p:<pool>}   a pool's online users, change log, fencing counter and badge states
- *   {g}          cluster-wide coordination and the post change log
+ *   {g}          cluster-wide coordination, the change logs, notices and red dots
+ *   {c:<conv>}   a conversation's seq, preview and members' cursors
+ * Keys of different lifecycles differ before the tag: `marks:` (dropped for inactive users),
+ * `im:` (deleted with the conversation or the membership), `notice:`/`reddot:` (global).
  */
 export class RedisKeys {
   constructor(
@@ -89,6 +92,50 @@ export class RedisKeys {
   /** STREAM of PostEvents every core follows. */
   postEvents(): string {
     return `${this.prefix}:{g}:posts`;
+  }
+
+  /** STREAM of SharedEvents (notices, red dots, messages) every core follows. */
+  sharedEvents(): string {
+    return `${this.prefix}:{g}:shared`;
+  }
+
+  /** ZSET live notice id → id; STRING the highest id ever published. */
+  notices(): string {
+    return `${this.prefix}:notice:{g}:live`;
+  }
+
+  noticeHighest(): string {
+    return `${this.prefix}:notice:{g}:highest`;
+  }
+
+  /** HASH red dot name → G(name). */
+  reddots(): string {
+    return `${this.prefix}:reddot:{g}:marked`;
+  }
+
+  /** HASH of one user's marks: seen (notice cursor), at (last sight), r:<name> (click time). */
+  marks(user: string): string {
+    return `${this.prefix}:marks:{u:${user}}`;
+  }
+
+  /** ZSET user → last sight (ms), throttled: what the inactive-user job walks. */
+  lastSeen(): string {
+    return `${this.prefix}:marks:{g}:lastseen`;
+  }
+
+  /** HASH maxSeq, lastTs, preview: one conversation's shared state. */
+  conversation(conversation: string): string {
+    return `${this.prefix}:im:{c:${conversation}}:meta`;
+  }
+
+  /** HASH member → "<readSeq>" or "<readSeq>m" (muted). */
+  conversationMembers(conversation: string): string {
+    return `${this.prefix}:im:{c:${conversation}}:members`;
+  }
+
+  /** SET of the conversations a user is a member of. */
+  userConversations(user: string): string {
+    return `${this.prefix}:im:{u:${user}}:conversations`;
   }
 
   /** STRING: id of the leading bubble-server, with a TTL (the leader lease). */

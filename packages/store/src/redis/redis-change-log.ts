@@ -5,6 +5,7 @@ import {
   type PoolEvent,
   type PostEvent,
 } from '../cluster-types.js';
+import type { SharedEvent } from '../extras-types.js';
 import type { RedisClient } from './connect.js';
 import type { RedisKeys } from './keys.js';
 import { defineScripts } from './scripts.js';
@@ -29,8 +30,9 @@ interface ChangeLogScripts {
 /**
  * The change logs as Redis streams, one entry per event with positional fields (cheap to
  * parse, and the presence scripts write the same layout):
- *   pool  k <online|offline|follows> u <user>   ·   k cursor u <user> r <readAt>
+ *   pool  k <online|offline|follows|marks> u <user>   ·   k cursor u <user> r <readAt>
  *   posts k <post|delete> a <author> i <id> t <ts>
+ *   shared k <kind> j <the event as JSON> (notices, red dots, messages: rare next to posts)
  * A batch goes through appendEvents-1.lua: one command, atomic, consecutive ids. Trimming is
  * MAXLEN ~, so a log keeps at least its cap (up to one stream node more).
  */
@@ -101,6 +103,24 @@ export class RedisChangeLog implements ChangeLog {
     return this.logEnd(this.keys.postEvents());
   }
 
+  async appendSharedEvents(events: readonly SharedEvent[]): Promise<void> {
+    if (events.length === 0) return;
+    const args: (string | number)[] = [];
+    for (const event of events) args.push(4, 'k', event.kind, 'j', JSON.stringify(event));
+    await this.redis.appendEvents(this.keys.sharedEvents(), this.maxPostEvents, ...args);
+  }
+
+  async readSharedEvents(after: string, limit: number): Promise<LogRead<SharedEvent>> {
+    checkLimit(limit);
+    checkId(after);
+    const read = await this.redis.readEvents(this.keys.sharedEvents(), after, limit);
+    return decodeRead(read, (fields) => JSON.parse(fields[3]!) as SharedEvent);
+  }
+
+  async sharedLogEnd(): Promise<string> {
+    return this.logEnd(this.keys.sharedEvents());
+  }
+
   private async logEnd(key: string): Promise<string> {
     const [newest] = await this.redis.xrevrange(key, '+', '-', 'COUNT', 1);
     return newest?.[0] ?? LOG_START;
@@ -124,6 +144,7 @@ function decodePoolEvent(fields: string[]): PoolEvent {
     case 'online':
     case 'offline':
     case 'follows':
+    case 'marks':
       return { kind, user };
     case 'cursor':
       return { kind, user, readAt: Number(fields[5]) };

@@ -19,6 +19,12 @@ import { connectRedis, type RedisClient, type RedisTarget } from './connect.js';
 import { RedisKeys } from './keys.js';
 import { RedisChangeLog } from './redis-change-log.js';
 import { RedisCoordination } from './redis-coordination.js';
+import {
+  RedisConversations,
+  RedisNoticeBoard,
+  RedisRedDots,
+  RedisUserMarks,
+} from './redis-extras.js';
 import { RedisFencedBadges } from './redis-fenced-badges.js';
 import { RedisPresence } from './redis-presence.js';
 import { defineScripts, type ScriptCommands } from './scripts.js';
@@ -52,6 +58,10 @@ export class RedisStore implements BubbleStore {
   readonly presence: RedisPresence;
   readonly coordination: RedisCoordination;
   readonly fencedBadges: RedisFencedBadges;
+  readonly notices: RedisNoticeBoard;
+  readonly reddots: RedisRedDots;
+  readonly marks: RedisUserMarks;
+  readonly conversations: RedisConversations;
   private readonly ownsClient: boolean;
 
   constructor(options: RedisStoreOptions) {
@@ -74,6 +84,10 @@ export class RedisStore implements BubbleStore {
     this.coordination = new RedisCoordination(shared);
     this.fencedBadges = new RedisFencedBadges({ ...shared, sharded: client instanceof Cluster });
     this.badges = new RedisBadgeStates(this.redis, this.keys, this.fencedBadges);
+    this.notices = new RedisNoticeBoard(shared);
+    this.reddots = new RedisRedDots(shared);
+    this.marks = new RedisUserMarks(shared);
+    this.conversations = new RedisConversations(shared);
   }
 
   async feedInputs(user: string): Promise<FeedInputs> {

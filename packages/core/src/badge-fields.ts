@@ -1,0 +1,119 @@
+import type { BadgeCounts } from '@bubble/protocol';
+import type { Membership } from '@bubble/store';
+
+/**
+ * A badge state is stored as flat integer fields (docs/redis-keys.md), only non-zero ones:
+ *   f feed · n notices · c:<id> unread of a conversation · m:<id> the same, muted ·
+ *   r:<name> 1 for a red dot shown
+ * Two states with equal fields are the same badge, so the version moves exactly when one does.
+ */
+export const FEED_FIELD = 'f';
+const NOTICES_FIELD = 'n';
+const CONVERSATION = 'c:';
+const MUTED = 'm:';
+const REDDOT = 'r:';
+
+/** Everything in a badge beside the feed, as computed from its sources. */
+export interface ExtraCounts {
+  notices: number;
+  /** conversation → unread (non-zero only) and whether it is muted */
+  conversations: Array<{ id: string; unread: number; muted: boolean }>;
+  /** red dots shown, any order */
+  reddots: string[];
+}
+
+export const NO_EXTRAS: Readonly<ExtraCounts> = Object.freeze({
+  notices: 0,
+  conversations: [],
+  reddots: [],
+});
+
+export function encodeFields(feed: number, extras: Readonly<ExtraCounts>): Record<string, number> {
+  const fields: Record<string, number> = {};
+  if (feed > 0) fields[FEED_FIELD] = feed;
+  addExtraFields(fields, extras);
+  return fields;
+}
+
+export function addExtraFields(
+  fields: Record<string, number>,
+  extras: Readonly<ExtraCounts>,
+): void {
+  if (extras.notices > 0) fields[NOTICES_FIELD] = extras.notices;
+  for (const { id, unread, muted } of extras.conversations) {
+    if (unread > 0) fields[(muted ? MUTED : CONVERSATION) + id] = unread;
+  }
+  for (const name of extras.reddots) fields[REDDOT + name] = 1;
+}
+
+/** The fields beside the feed, as stored: what a core compares its extras against. */
+export function extraFieldsOf(fields: Readonly<Record<string, number>>): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const name in fields) if (name !== FEED_FIELD) out[name] = fields[name]!;
+  return out;
+}
+
+export function decodeFields(fields: Readonly<Record<string, number>>): BadgeCounts {
+  const conversations: Record<string, number> = {};
+  const reddots: string[] = [];
+  let conversationsTotal = 0;
+  for (const name in fields) {
+    const value = fields[name]!;
+    if (name.startsWith(CONVERSATION)) {
+      conversations[name.slice(CONVERSATION.length)] = value;
+      conversationsTotal += value;
+    } else if (name.startsWith(MUTED)) {
+      conversations[name.slice(MUTED.length)] = value;
+    } else if (name.startsWith(REDDOT)) {
+      reddots.push(name.slice(REDDOT.length));
+    }
+  }
+  reddots.sort();
+  return {
+    feed: fields[FEED_FIELD] ?? 0,
+    notices: fields[NOTICES_FIELD] ?? 0,
+    conversations: sortKeys(conversations),
+    conversationsTotal,
+    reddots,
+  };
+}
+
+/** notices(u) of semantics.md over live ids in ascending order: those above the cursor. */
+export function countNoticesAfter(liveIds: ArrayLike<number>, seen: number | null): number {
+  if (seen === null) return 0;
+  let lo = 0;
+  let hi = liveIds.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (liveIds[mid]! <= seen) lo = mid + 1;
+    else hi = mid;
+  }
+  return liveIds.length - lo;
+}
+
+/** A red dot shows while it is marked and the user has not clicked it since. */
+export function shownReddots(
+  marked: Readonly<Record<string, number>>,
+  clicks: Readonly<Record<string, number>>,
+): string[] {
+  const shown: string[] = [];
+  for (const name in marked) {
+    const clicked = clicks[name];
+    if (clicked === undefined || clicked < marked[name]!) shown.push(name);
+  }
+  return shown;
+}
+
+export function unreadOf(memberships: readonly Membership[]): ExtraCounts['conversations'] {
+  return memberships.map((m) => ({
+    id: m.conversation,
+    unread: Math.max(0, m.maxSeq - m.readSeq),
+    muted: m.muted,
+  }));
+}
+
+function sortKeys(record: Record<string, number>): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const key of Object.keys(record).sort()) out[key] = record[key]!;
+  return out;
+}

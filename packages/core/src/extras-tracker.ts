@@ -1,0 +1,202 @@
+import type { Membership, SharedEvent, UserMarksState } from '@bubble/store';
+import {
+  addExtraFields,
+  countNoticesAfter,
+  shownReddots,
+  type ExtraCounts,
+} from './badge-fields.js';
+
+interface HeldMember {
+  readSeq: number;
+  muted: boolean;
+}
+
+interface HeldUser {
+  seen: number | null;
+  clicks: Record<string, number>;
+  conversations: Map<string, HeldMember>;
+  /** The extra fields last stored for the user, as a comparison key; null when unknown. */
+  reported: string | null;
+}
+
+/**
+ * What a core holds beside the feed for its online users: the live notice ids and marked red
+ * dots (shared by everyone), each user's notice cursor, clicks and conversations, and every
+ * held conversation's maxSeq. A notice or red dot touches every held user in memory; a message
+ * touches the held members of its conversation; none of it costs a Redis read.
+ */
+export class ExtrasTracker {
+  private liveIds: number[] = [];
+  private marked: Record<string, number> = {};
+  private readonly users = new Map<string, HeldUser>();
+  /** conversation → maxSeq and the held users who are members */
+  private readonly conversations = new Map<string, { maxSeq: number; members: Set<string> }>();
+  private readonly dirty = new Set<string>();
+
+  get userCount(): number {
+    return this.users.size;
+  }
+
+  hasUser(user: string): boolean {
+    return this.users.has(user);
+  }
+
+  /** The shared sources, loaded whole (at start, or after the shared log was trimmed past us). */
+  setShared(liveIds: readonly number[], marked: Readonly<Record<string, number>>): void {
+    this.liveIds = [...liveIds].sort((a, b) => a - b);
+    this.marked = { ...marked };
+    for (const user of this.users.keys()) this.dirty.add(user);
+  }
+
+  setUser(user: string, marks: UserMarksState, memberships: readonly Membership[]): void {
+    const previous = this.users.get(user);
+    if (previous) this.leaveAll(user, previous);
+    const held: HeldUser = {
+      seen: marks.seen,
+      clicks: { ...marks.clicks },
+      conversations: new Map(),
+      reported: previous?.reported ?? null,
+    };
+    for (const m of memberships) {
+      held.conversations.set(m.conversation, { readSeq: m.readSeq, muted: m.muted });
+      let c = this.conversations.get(m.conversation);
+      if (!c)
+        this.conversations.set(m.conversation, (c = { maxSeq: m.maxSeq, members: new Set() }));
+      c.maxSeq = Math.max(c.maxSeq, m.maxSeq);
+      c.members.add(user);
+    }
+    this.users.set(user, held);
+    this.dirty.add(user);
+  }
+
+  removeUser(user: string): void {
+    const held = this.users.get(user);
+    if (!held) return;
+    this.leaveAll(user, held);
+    this.users.delete(user);
+    this.dirty.delete(user);
+  }
+
+  apply(event: SharedEvent): void {
+    switch (event.kind) {
+      case 'notice': {
+        const at = lowerBound(this.liveIds, event.id);
+        const present = this.liveIds[at] === event.id;
+        if (event.live && !present) this.liveIds.splice(at, 0, event.id);
+        else if (!event.live && present) this.liveIds.splice(at, 1);
+        else return;
+        for (const [user, held] of this.users) {
+          if (held.seen !== null && held.seen < event.id) this.dirty.add(user);
+        }
+        return;
+      }
+      case 'reddot':
+        if (event.ts === null) delete this.marked[event.name];
+        else this.marked[event.name] = event.ts;
+        for (const user of this.users.keys()) this.dirty.add(user);
+        return;
+      case 'messages': {
+        const c = this.conversations.get(event.conversation);
+        if (!c) return;
+        c.maxSeq = Math.max(c.maxSeq, event.maxSeq);
+        for (const user of c.members) {
+          const member = this.users.get(user)!.conversations.get(event.conversation)!;
+          const sent = event.senders[user];
+          if (sent !== undefined) member.readSeq = Math.max(member.readSeq, sent);
+          this.dirty.add(user);
+        }
+        return;
+      }
+    }
+  }
+
+  extrasOf(user: string): ExtraCounts {
+    const held = this.users.get(user);
+    if (!held) return { notices: 0, conversations: [], reddots: [] };
+    const conversations: ExtraCounts['conversations'] = [];
+    for (const [id, member] of held.conversations) {
+      const maxSeq = this.conversations.get(id)!.maxSeq;
+      conversations.push({ id, unread: Math.max(0, maxSeq - member.readSeq), muted: member.muted });
+    }
+    return {
+      notices: countNoticesAfter(this.liveIds, held.seen),
+      conversations,
+      reddots: shownReddots(this.marked, held.clicks),
+    };
+  }
+
+  /** The extra fields of the user's badge state (docs/redis-keys.md), added to `fields`. */
+  addFieldsOf(user: string, fields: Record<string, number>): void {
+    const held = this.users.get(user);
+    if (!held) return;
+    // The common case costs nothing: no notice cursor, no conversation, no red dot marked.
+    if (held.seen === null && held.conversations.size === 0 && !hasKeys(this.marked)) return;
+    addExtraFields(fields, this.extrasOf(user));
+  }
+
+  /** The user's extra fields as held here, as a comparison key (see fieldsKey). */
+  heldKey(user: string): string {
+    const fields: Record<string, number> = {};
+    this.addFieldsOf(user, fields);
+    return fieldsKey(fields);
+  }
+
+  /** What is stored for the user now (a write of ours, or of a gateway). */
+  markReported(user: string, extraFields: Readonly<Record<string, number>> | null): void {
+    const held = this.users.get(user);
+    if (held) held.reported = extraFields === null ? null : fieldsKey(extraFields);
+  }
+
+  /** Users whose extra fields differ from what is stored; they count as stored once taken. */
+  takeChanged(): string[] {
+    const changed: string[] = [];
+    for (const user of this.dirty) {
+      const held = this.users.get(user);
+      if (!held) continue;
+      const fields: Record<string, number> = {};
+      this.addFieldsOf(user, fields);
+      const key = fieldsKey(fields);
+      if (key !== held.reported) {
+        held.reported = key;
+        changed.push(user);
+      }
+    }
+    this.dirty.clear();
+    return changed;
+  }
+
+  private leaveAll(user: string, held: HeldUser): void {
+    for (const id of held.conversations.keys()) {
+      const c = this.conversations.get(id);
+      if (!c) continue;
+      c.members.delete(user);
+      if (c.members.size === 0) this.conversations.delete(id);
+    }
+  }
+}
+
+function hasKeys(record: object): boolean {
+  for (const _ in record) return true;
+  return false;
+}
+
+/** A comparison key of fields, independent of their order. */
+export function fieldsKey(fields: Readonly<Record<string, number>>): string {
+  const names = Object.keys(fields);
+  if (names.length === 0) return '';
+  names.sort();
+  let key = '';
+  for (const name of names) key += `${name}=${fields[name]};`;
+  return key;
+}
+
+function lowerBound(sorted: readonly number[], value: number): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (sorted[mid]! < value) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}

@@ -1,0 +1,40 @@
+--[[
+  Ingests messages of one conversation: O(1) writes per message whatever the member count.
+  maxSeq := max(maxSeq, seq); the ts and preview of the highest seq win; a member who sent a
+  message has read up to it. Idempotent on seq; atomic against readConversation-2.lua.
+  KEYS[1] meta     HASH  maxSeq · lastTs · preview (JSON text, "" for none)
+  KEYS[2] members  HASH  member → "<readSeq>" or "<readSeq>m"
+  ARGV per message: seq, from, ts, preview
+  Returns -1 when the conversation does not exist; else { maxSeq, sender, seq, sender, seq, … }
+  for the members whose cursor moved
+]]
+local meta, members = KEYS[1], KEYS[2]
+if redis.call('EXISTS', meta) == 0 then
+  return -1
+end
+local maxSeqText = redis.call('HGET', meta, 'maxSeq') or '0'
+local maxSeq = tonumber(maxSeqText)
+local moved = {}
+for i = 1, #ARGV, 4 do
+  local seqText, from = ARGV[i], ARGV[i + 1]
+  local seq = tonumber(seqText)
+  if seq > maxSeq then
+    maxSeq, maxSeqText = seq, seqText
+    redis.call('HSET', meta, 'maxSeq', seqText, 'lastTs', ARGV[i + 2], 'preview', ARGV[i + 3])
+  end
+  local member = redis.call('HGET', members, from)
+  if member then
+    local readText = string.match(member, '^%d+')
+    if seq > tonumber(readText) then
+      local mute = string.sub(member, -1) == 'm' and 'm' or ''
+      redis.call('HSET', members, from, seqText .. mute)
+      moved[from] = seqText
+    end
+  end
+end
+local result = { maxSeqText }
+for sender, seq in pairs(moved) do
+  result[#result + 1] = sender
+  result[#result + 1] = seq
+end
+return result

@@ -1,0 +1,32 @@
+--[[
+  Adds members to a conversation (creating it), or replaces its members. A member who joins
+  starts at the conversation's maxSeq (0 unread), not muted; a member already there keeps
+  their cursor and mute.
+  KEYS[1] meta     HASH  maxSeq · lastTs · preview
+  KEYS[2] members  HASH  member → "<readSeq>" or "<readSeq>m" (muted)
+  ARGV[1] "add" or "replace"
+  ARGV[2..] members
+  Returns { added members, removed members }
+]]
+local meta, members = KEYS[1], KEYS[2]
+redis.call('HSETNX', meta, 'maxSeq', '0')
+local maxSeq = redis.call('HGET', meta, 'maxSeq')
+local added, removed = {}, {}
+if ARGV[1] == 'replace' then
+  local wanted = {}
+  for i = 2, #ARGV do
+    wanted[ARGV[i]] = true
+  end
+  for _, member in ipairs(redis.call('HKEYS', members)) do
+    if not wanted[member] then
+      redis.call('HDEL', members, member)
+      removed[#removed + 1] = member
+    end
+  end
+end
+for i = 2, #ARGV do
+  if redis.call('HSETNX', members, ARGV[i], maxSeq) == 1 then
+    added[#added + 1] = ARGV[i]
+  end
+end
+return { added, removed }

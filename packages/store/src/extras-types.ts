@@ -1,0 +1,123 @@
+/**
+ * The sources beside the feed (semantics.md): system notices, red dots and conversations, and
+ * the per-user marks they are counted from. Memory and Redis engines side by side; the contract
+ * suite holds them equal.
+ */
+
+export interface NoticeBoard {
+  /** Publishes notice `id` (O(1) writes). False when it is live already (nothing changes). */
+  publish(id: number, ts: number): Promise<boolean>;
+  /** Withdraws a live notice; false when there was none. */
+  withdraw(id: number): Promise<boolean>;
+  /** The highest id ever published, withdrawn ones included (0 before the first). */
+  highestId(): Promise<number>;
+  /** Live notices with an id above `seen`. */
+  countAfter(seen: number): Promise<number>;
+  /** Every live notice id, ascending (what a core holds in memory). */
+  liveIds(): Promise<number[]>;
+}
+
+export interface RedDots {
+  /** G(name) := ts (one write). */
+  mark(name: string, ts: number): Promise<void>;
+  /** Removes G(name); false when it was not set. */
+  clear(name: string): Promise<boolean>;
+  /** name → G(name) of every marked red dot. */
+  all(): Promise<Record<string, number>>;
+}
+
+/** What a user's notices and red dots are counted from. */
+export interface UserMarksState {
+  /** The notice cursor, null while the user was never seen. */
+  seen: number | null;
+  /** Red dot name → when the user last clicked it. */
+  clicks: Record<string, number>;
+}
+
+/**
+ * Per-user state with the "inactive user" lifecycle: the notice cursor, red-dot clicks and the
+ * last sight. Dropped for users unseen for BUBBLE_INACTIVE_DAYS; the next visit starts afresh.
+ */
+export interface UserMarks {
+  /**
+   * An end-user call saw `user` at `now`: the first sight sets the notice cursor to the highest
+   * notice id published so far. Returns the cursor.
+   */
+  see(user: string, now: number, highestNoticeId: () => Promise<number>): Promise<number>;
+  state(user: string): Promise<UserMarksState>;
+  /** seen := max(seen, to); returns the cursor after the move. */
+  advanceSeen(user: string, to: number): Promise<number>;
+  /** clicked(user, name) := at. */
+  click(user: string, names: readonly string[], at: number): Promise<void>;
+  /**
+   * Drops the marks of at most `limit` users last seen before `before`; a user seen again in
+   * between is kept. Returns the users dropped.
+   */
+  dropInactive(before: number, limit: number): Promise<string[]>;
+}
+
+export interface ConversationMessage {
+  seq: number;
+  from: string;
+  ts: number;
+  /** A JSON object of at most 1 KiB, passed through to the conversation list. */
+  preview?: Readonly<Record<string, unknown>> | undefined;
+}
+
+export interface MessageIngest {
+  /** The conversation's maxSeq after the batch. */
+  maxSeq: number;
+  /** Members whose own cursor moved with their message: user → their highest seq in the batch. */
+  senders: Record<string, number>;
+}
+
+/** One conversation as its member sees it. */
+export interface Membership {
+  conversation: string;
+  maxSeq: number;
+  readSeq: number;
+  muted: boolean;
+  /** ts of the message with the highest seq (0 before the first message). */
+  lastTs: number;
+  preview: Record<string, unknown> | null;
+}
+
+export interface MembershipChange {
+  added: string[];
+  removed: string[];
+}
+
+export interface Conversations {
+  /** Creates the conversation when new; members joining start at its maxSeq, not muted. */
+  replaceMembers(conversation: string, members: readonly string[]): Promise<MembershipChange>;
+  addMembers(conversation: string, members: readonly string[]): Promise<MembershipChange>;
+  /** Forgets the member's cursor and mute. */
+  removeMember(conversation: string, user: string): Promise<boolean>;
+  /** Deletes the conversation and every member's state in it; returns who were members. */
+  dissolve(conversation: string): Promise<string[]>;
+  /**
+   * Ingests messages atomically against reads: maxSeq := max(maxSeq, seq), the preview and ts
+   * of the highest seq win, a member sender's cursor moves to their seq. Idempotent on seq.
+   * Null when the conversation does not exist (never created, or dissolved).
+   */
+  ingest(
+    conversation: string,
+    messages: readonly ConversationMessage[],
+  ): Promise<MessageIngest | null>;
+  /**
+   * readSeq := max(readSeq, min(seq ?? maxSeq, maxSeq)), atomically against ingest. Null when
+   * `user` is not a member; else the cursor after the move.
+   */
+  read(conversation: string, user: string, seq?: number): Promise<number | null>;
+  /** False when `user` is not a member. */
+  setMuted(conversation: string, user: string, muted: boolean): Promise<boolean>;
+  /** Every conversation `user` is a member of, in no particular order. */
+  memberships(user: string): Promise<Membership[]>;
+  members(conversation: string): Promise<string[] | null>;
+}
+
+/** Changes every core follows, beside the posts: they concern users of every pool. */
+export type SharedEvent =
+  | { kind: 'notice'; id: number; live: boolean }
+  | { kind: 'reddot'; name: string; ts: number | null }
+  | { kind: 'messages'; conversation: string; maxSeq: number; senders: Record<string, number> };

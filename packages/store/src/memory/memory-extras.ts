@@ -1,0 +1,263 @@
+import type {
+  ConversationMessage,
+  Conversations,
+  Membership,
+  MembershipChange,
+  MessageIngest,
+  NoticeBoard,
+  RedDots,
+  UserMarks,
+  UserMarksState,
+} from '../extras-types.js';
+
+/** As the Redis engine: the last sight moves at most once an hour. */
+const SIGHT_THROTTLE_MS = 3_600_000;
+
+export class MemoryNoticeBoard implements NoticeBoard {
+  private readonly live = new Set<number>();
+  private highest = 0;
+
+  async publish(id: number): Promise<boolean> {
+    if (this.live.has(id)) return false;
+    this.live.add(id);
+    this.highest = Math.max(this.highest, id);
+    return true;
+  }
+
+  async withdraw(id: number): Promise<boolean> {
+    return this.live.delete(id);
+  }
+
+  async highestId(): Promise<number> {
+    return this.highest;
+  }
+
+  async countAfter(seen: number): Promise<number> {
+    let count = 0;
+    for (const id of this.live) if (id > seen) count++;
+    return count;
+  }
+
+  async liveIds(): Promise<number[]> {
+    return [...this.live].sort((a, b) => a - b);
+  }
+}
+
+export class MemoryRedDots implements RedDots {
+  private readonly marked = new Map<string, number>();
+
+  async mark(name: string, ts: number): Promise<void> {
+    this.marked.set(name, ts);
+  }
+
+  async clear(name: string): Promise<boolean> {
+    return this.marked.delete(name);
+  }
+
+  async all(): Promise<Record<string, number>> {
+    return Object.fromEntries(this.marked);
+  }
+}
+
+interface Marks {
+  seen: number | null;
+  at: number;
+  clicks: Map<string, number>;
+}
+
+export class MemoryUserMarks implements UserMarks {
+  private readonly byUser = new Map<string, Marks>();
+  /** The last-seen index: user → sight, as the inactive job walks it. */
+  private readonly lastSeen = new Map<string, number>();
+
+  async see(user: string, now: number, highestNoticeId: () => Promise<number>): Promise<number> {
+    let marks = this.byUser.get(user);
+    if (marks?.seen == null) {
+      const highest = await highestNoticeId();
+      // Another call may have seen the user while we awaited.
+      marks = this.byUser.get(user);
+      if (!marks) this.byUser.set(user, (marks = { seen: null, at: 0, clicks: new Map() }));
+      marks.seen ??= highest;
+    }
+    if (marks.at + SIGHT_THROTTLE_MS <= now) {
+      marks.at = now;
+      this.lastSeen.set(user, now);
+    }
+    return marks.seen;
+  }
+
+  async state(user: string): Promise<UserMarksState> {
+    const marks = this.byUser.get(user);
+    return { seen: marks?.seen ?? null, clicks: Object.fromEntries(marks?.clicks ?? []) };
+  }
+
+  async advanceSeen(user: string, to: number): Promise<number> {
+    const marks = this.marksOf(user);
+    marks.seen = Math.max(marks.seen ?? -Infinity, to);
+    return marks.seen;
+  }
+
+  async click(user: string, names: readonly string[], at: number): Promise<void> {
+    if (names.length === 0) return;
+    const marks = this.marksOf(user);
+    for (const name of names) marks.clicks.set(name, at);
+  }
+
+  async dropInactive(before: number, limit: number): Promise<string[]> {
+    const candidates = [...this.lastSeen]
+      .filter(([, at]) => at <= before)
+      .sort((a, b) => a[1] - b[1])
+      .slice(0, limit);
+    const dropped: string[] = [];
+    for (const [user] of candidates) {
+      if ((this.byUser.get(user)?.at ?? 0) > before) continue;
+      this.byUser.delete(user);
+      this.lastSeen.delete(user);
+      dropped.push(user);
+    }
+    return dropped;
+  }
+
+  private marksOf(user: string): Marks {
+    let marks = this.byUser.get(user);
+    if (!marks) this.byUser.set(user, (marks = { seen: null, at: 0, clicks: new Map() }));
+    return marks;
+  }
+}
+
+interface Conversation {
+  maxSeq: number;
+  lastTs: number;
+  preview: Record<string, unknown> | null;
+  /** member → cursor and mute */
+  members: Map<string, { readSeq: number; muted: boolean }>;
+}
+
+export class MemoryConversations implements Conversations {
+  private readonly byId = new Map<string, Conversation>();
+  private readonly byUser = new Map<string, Set<string>>();
+
+  async replaceMembers(
+    conversation: string,
+    members: readonly string[],
+  ): Promise<MembershipChange> {
+    return this.join(conversation, members, true);
+  }
+
+  async addMembers(conversation: string, members: readonly string[]): Promise<MembershipChange> {
+    return this.join(conversation, members, false);
+  }
+
+  async removeMember(conversation: string, user: string): Promise<boolean> {
+    const removed = this.byId.get(conversation)?.members.delete(user) ?? false;
+    this.unindex(user, conversation);
+    return removed;
+  }
+
+  async dissolve(conversation: string): Promise<string[]> {
+    const c = this.byId.get(conversation);
+    if (!c) return [];
+    this.byId.delete(conversation);
+    const members = [...c.members.keys()];
+    for (const user of members) this.unindex(user, conversation);
+    return members;
+  }
+
+  async ingest(
+    conversation: string,
+    messages: readonly ConversationMessage[],
+  ): Promise<MessageIngest | null> {
+    const c = this.byId.get(conversation);
+    if (!c) return null;
+    const senders: Record<string, number> = {};
+    for (const { seq, from, ts, preview } of messages) {
+      if (seq > c.maxSeq) {
+        c.maxSeq = seq;
+        c.lastTs = ts;
+        c.preview = preview ? structuredClone({ ...preview }) : null;
+      }
+      const member = c.members.get(from);
+      if (member && seq > member.readSeq) {
+        member.readSeq = seq;
+        senders[from] = seq;
+      }
+    }
+    return { maxSeq: c.maxSeq, senders };
+  }
+
+  async read(conversation: string, user: string, seq?: number): Promise<number | null> {
+    const c = this.byId.get(conversation);
+    const member = c?.members.get(user);
+    if (!c || !member) return null;
+    member.readSeq = Math.max(member.readSeq, Math.min(seq ?? c.maxSeq, c.maxSeq));
+    return member.readSeq;
+  }
+
+  async setMuted(conversation: string, user: string, muted: boolean): Promise<boolean> {
+    const member = this.byId.get(conversation)?.members.get(user);
+    if (!member) return false;
+    member.muted = muted;
+    return true;
+  }
+
+  async memberships(user: string): Promise<Membership[]> {
+    const out: Membership[] = [];
+    for (const conversation of this.byUser.get(user) ?? []) {
+      const c = this.byId.get(conversation)!;
+      const member = c.members.get(user)!;
+      out.push({
+        conversation,
+        maxSeq: c.maxSeq,
+        readSeq: member.readSeq,
+        muted: member.muted,
+        lastTs: c.lastTs,
+        preview: c.preview ? structuredClone(c.preview) : null,
+      });
+    }
+    return out;
+  }
+
+  async members(conversation: string): Promise<string[] | null> {
+    const c = this.byId.get(conversation);
+    return c ? [...c.members.keys()] : null;
+  }
+
+  private join(
+    conversation: string,
+    members: readonly string[],
+    replace: boolean,
+  ): MembershipChange {
+    let c = this.byId.get(conversation);
+    if (!c) {
+      c = { maxSeq: 0, lastTs: 0, preview: null, members: new Map() };
+      this.byId.set(conversation, c);
+    }
+    const removed: string[] = [];
+    if (replace) {
+      const wanted = new Set(members);
+      for (const user of [...c.members.keys()]) {
+        if (wanted.has(user)) continue;
+        c.members.delete(user);
+        this.unindex(user, conversation);
+        removed.push(user);
+      }
+    }
+    const added: string[] = [];
+    for (const user of members) {
+      if (c.members.has(user)) continue;
+      c.members.set(user, { readSeq: c.maxSeq, muted: false });
+      let index = this.byUser.get(user);
+      if (!index) this.byUser.set(user, (index = new Set()));
+      index.add(conversation);
+      added.push(user);
+    }
+    return { added, removed };
+  }
+
+  private unindex(user: string, conversation: string): void {
+    const index = this.byUser.get(user);
+    if (!index) return;
+    index.delete(conversation);
+    if (index.size === 0) this.byUser.delete(user);
+  }
+}

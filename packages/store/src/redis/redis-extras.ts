@@ -1,0 +1,299 @@
+import type {
+  ConversationMessage,
+  Conversations,
+  Membership,
+  MembershipChange,
+  MessageIngest,
+  NoticeBoard,
+  RedDots,
+  UserMarks,
+  UserMarksState,
+} from '../extras-types.js';
+import type { RedisClient } from './connect.js';
+import type { RedisKeys } from './keys.js';
+import { defineScripts } from './scripts.js';
+
+/** The last sight is written at most this often per user (the inactive job needs days). */
+export const SIGHT_THROTTLE_MS = 3_600_000;
+const CLICK_PREFIX = 'r:';
+
+interface ExtrasScripts {
+  seeUser(
+    marks: string,
+    now: number,
+    highest: string,
+    throttleMs: number,
+  ): Promise<[number, number]>;
+  dropMarks(marks: string, cutoff: number): Promise<number>;
+  advanceCursor(hash: string, field: string, target: number): Promise<string>;
+  publishNotice(live: string, highest: string, id: string): Promise<number>;
+  joinConversation(
+    meta: string,
+    members: string,
+    mode: 'add' | 'replace',
+    ...users: string[]
+  ): Promise<[string[], string[]]>;
+  dissolveConversation(meta: string, members: string): Promise<string[]>;
+  ingestMessages(meta: string, members: string, ...args: string[]): Promise<number | string[]>;
+  readConversation(
+    meta: string,
+    members: string,
+    user: string,
+    seq: string,
+  ): Promise<string | null>;
+  muteMember(members: string, user: string, muted: '1' | '0'): Promise<number>;
+}
+
+type Client = RedisClient & ExtrasScripts;
+
+interface Shared {
+  client: RedisClient;
+  keys: RedisKeys;
+}
+
+function scripted({ client }: Shared): Client {
+  defineScripts(client);
+  return client as Client;
+}
+
+export class RedisNoticeBoard implements NoticeBoard {
+  private readonly redis: Client;
+  private readonly keys: RedisKeys;
+
+  constructor(shared: Shared) {
+    this.redis = scripted(shared);
+    this.keys = shared.keys;
+  }
+
+  async publish(id: number): Promise<boolean> {
+    const { keys } = this;
+    return (await this.redis.publishNotice(keys.notices(), keys.noticeHighest(), String(id))) === 1;
+  }
+
+  async withdraw(id: number): Promise<boolean> {
+    return (await this.redis.zrem(this.keys.notices(), String(id))) === 1;
+  }
+
+  async highestId(): Promise<number> {
+    return Number((await this.redis.get(this.keys.noticeHighest())) ?? 0);
+  }
+
+  async countAfter(seen: number): Promise<number> {
+    return this.redis.zcount(this.keys.notices(), `(${seen}`, '+inf');
+  }
+
+  async liveIds(): Promise<number[]> {
+    return (await this.redis.zrange(this.keys.notices(), '0', '-1')).map(Number);
+  }
+}
+
+export class RedisRedDots implements RedDots {
+  constructor(private readonly shared: Shared) {}
+
+  async mark(name: string, ts: number): Promise<void> {
+    await this.shared.client.hset(this.shared.keys.reddots(), name, ts);
+  }
+
+  async clear(name: string): Promise<boolean> {
+    return (await this.shared.client.hdel(this.shared.keys.reddots(), name)) === 1;
+  }
+
+  async all(): Promise<Record<string, number>> {
+    const raw = await this.shared.client.hgetall(this.shared.keys.reddots());
+    const out: Record<string, number> = {};
+    for (const [name, ts] of Object.entries(raw)) out[name] = Number(ts);
+    return out;
+  }
+}
+
+export class RedisUserMarks implements UserMarks {
+  private readonly redis: Client;
+  private readonly keys: RedisKeys;
+
+  constructor(shared: Shared) {
+    this.redis = scripted(shared);
+    this.keys = shared.keys;
+  }
+
+  async see(user: string, now: number, highestNoticeId: () => Promise<number>): Promise<number> {
+    const key = this.keys.marks(user);
+    let [seen, touched] = await this.redis.seeUser(key, now, '-', SIGHT_THROTTLE_MS);
+    if (seen === -1) {
+      const highest = await highestNoticeId();
+      [seen, touched] = await this.redis.seeUser(key, now, String(highest), SIGHT_THROTTLE_MS);
+    }
+    if (touched === 1) await this.redis.zadd(this.keys.lastSeen(), now, user);
+    return Number(seen);
+  }
+
+  async state(user: string): Promise<UserMarksState> {
+    return decodeMarks(await this.redis.hgetall(this.keys.marks(user)));
+  }
+
+  async advanceSeen(user: string, to: number): Promise<number> {
+    return Number(await this.redis.advanceCursor(this.keys.marks(user), 'seen', to));
+  }
+
+  async click(user: string, names: readonly string[], at: number): Promise<void> {
+    if (names.length === 0) return;
+    const args: (string | number)[] = [];
+    for (const name of names) args.push(CLICK_PREFIX + name, at);
+    await this.redis.hset(this.keys.marks(user), ...args);
+  }
+
+  async dropInactive(before: number, limit: number): Promise<string[]> {
+    const index = this.keys.lastSeen();
+    const candidates = await this.redis.zrangebyscore(index, '-inf', before, 'LIMIT', 0, limit);
+    const outcomes = await Promise.all(
+      candidates.map((user) => this.redis.dropMarks(this.keys.marks(user), before)),
+    );
+    const dropped = candidates.filter((_, i) => outcomes[i] === 1);
+    // Seen again meanwhile: their sight moved the index entry past the cutoff already.
+    if (dropped.length > 0) await this.redis.zrem(index, ...dropped);
+    return dropped;
+  }
+}
+
+export function decodeMarks(raw: Record<string, string>): UserMarksState {
+  const clicks: Record<string, number> = {};
+  for (const [field, value] of Object.entries(raw)) {
+    if (field.startsWith(CLICK_PREFIX)) clicks[field.slice(CLICK_PREFIX.length)] = Number(value);
+  }
+  return { seen: raw.seen === undefined ? null : Number(raw.seen), clicks };
+}
+
+export class RedisConversations implements Conversations {
+  private readonly redis: Client;
+  private readonly keys: RedisKeys;
+
+  constructor(shared: Shared) {
+    this.redis = scripted(shared);
+    this.keys = shared.keys;
+  }
+
+  async replaceMembers(
+    conversation: string,
+    members: readonly string[],
+  ): Promise<MembershipChange> {
+    return this.join(conversation, members, 'replace');
+  }
+
+  async addMembers(conversation: string, members: readonly string[]): Promise<MembershipChange> {
+    return this.join(conversation, members, 'add');
+  }
+
+  async removeMember(conversation: string, user: string): Promise<boolean> {
+    const removed = await this.redis.hdel(this.keys.conversationMembers(conversation), user);
+    await this.redis.srem(this.keys.userConversations(user), conversation);
+    return removed === 1;
+  }
+
+  async dissolve(conversation: string): Promise<string[]> {
+    const { keys } = this;
+    const members = await this.redis.dissolveConversation(
+      keys.conversation(conversation),
+      keys.conversationMembers(conversation),
+    );
+    await Promise.all(
+      members.map((user) => this.redis.srem(keys.userConversations(user), conversation)),
+    );
+    return members;
+  }
+
+  async ingest(
+    conversation: string,
+    messages: readonly ConversationMessage[],
+  ): Promise<MessageIngest | null> {
+    const args: string[] = [];
+    for (const { seq, from, ts, preview } of messages) {
+      args.push(String(seq), from, String(ts), preview ? JSON.stringify(preview) : '');
+    }
+    const { keys } = this;
+    const result = await this.redis.ingestMessages(
+      keys.conversation(conversation),
+      keys.conversationMembers(conversation),
+      ...args,
+    );
+    if (typeof result === 'number') return null;
+    const senders: Record<string, number> = {};
+    for (let i = 1; i < result.length; i += 2) senders[result[i]!] = Number(result[i + 1]);
+    return { maxSeq: Number(result[0]), senders };
+  }
+
+  async read(conversation: string, user: string, seq?: number): Promise<number | null> {
+    const { keys } = this;
+    const cursor = await this.redis.readConversation(
+      keys.conversation(conversation),
+      keys.conversationMembers(conversation),
+      user,
+      seq === undefined ? '-' : String(seq),
+    );
+    return cursor === null ? null : Number(cursor);
+  }
+
+  async setMuted(conversation: string, user: string, muted: boolean): Promise<boolean> {
+    const members = this.keys.conversationMembers(conversation);
+    return (await this.redis.muteMember(members, user, muted ? '1' : '0')) === 1;
+  }
+
+  async memberships(user: string): Promise<Membership[]> {
+    const { keys } = this;
+    const ids = await this.redis.smembers(keys.userConversations(user));
+    // One round trip for all of them (auto-pipelined); each pair reads one slot.
+    const rows = await Promise.all(
+      ids.map((id) =>
+        Promise.all([
+          this.redis.hmget(keys.conversation(id), 'maxSeq', 'lastTs', 'preview'),
+          this.redis.hget(keys.conversationMembers(id), user),
+        ]),
+      ),
+    );
+    const out: Membership[] = [];
+    ids.forEach((conversation, i) => {
+      const [[maxSeq, lastTs, preview], member] = rows[i]!;
+      // An index entry of a join in progress (or cut off half-way) is not a membership yet.
+      if (member === null || maxSeq === null) return;
+      out.push({
+        conversation,
+        maxSeq: Number(maxSeq),
+        readSeq: Number(/^\d+/.exec(member)![0]),
+        muted: member.endsWith('m'),
+        lastTs: Number(lastTs ?? 0),
+        preview: preview ? (JSON.parse(preview) as Record<string, unknown>) : null,
+      });
+    });
+    return out;
+  }
+
+  async members(conversation: string): Promise<string[] | null> {
+    const { keys } = this;
+    const [exists, members] = await Promise.all([
+      this.redis.exists(keys.conversation(conversation)),
+      this.redis.hkeys(keys.conversationMembers(conversation)),
+    ]);
+    return exists === 1 ? members : null;
+  }
+
+  private async join(
+    conversation: string,
+    members: readonly string[],
+    mode: 'add' | 'replace',
+  ): Promise<MembershipChange> {
+    const { keys } = this;
+    // The user's index first: a join cut off half-way leaves an index entry memberships()
+    // ignores, never a member whose conversation is missing from their badge.
+    await Promise.all(
+      members.map((user) => this.redis.sadd(keys.userConversations(user), conversation)),
+    );
+    const [added, removed] = await this.redis.joinConversation(
+      keys.conversation(conversation),
+      keys.conversationMembers(conversation),
+      mode,
+      ...members,
+    );
+    await Promise.all(
+      removed.map((user) => this.redis.srem(keys.userConversations(user), conversation)),
+    );
+    return { added, removed };
+  }
+}
