@@ -1,0 +1,496 @@
+/**
+ * Model-based property test of the whole badge: random notices, withdrawals, red dots,
+ * memberships, messages from members and non-members, mutes, reads of every scope and feed
+ * posts run against BadgeService (on each engine, with a ManualClock) and against a brute-force
+ * model written straight from semantics.md:
+ *
+ *   notices(u)   = #{ notice n not withdrawn : id(n) > seen(u) }        (0 while u is unseen)
+ *   unread(u, c) = maxSeq(c) − readSeq(u, c)
+ *   reddots(u)   = { name : G(name) set, clicked(u, name) unset or < G(name) }
+ *   total        = feed + notices + Σ unread over non-muted conversations
+ *
+ * After every command each user's badge (as a platform admin reads it, which never counts as
+ * seeing the user) must equal the model; a version moves by one exactly when the badge does.
+ */
+import { BubbleError, type Badge } from '@bubble/protocol';
+import type { BadgeService } from '@bubble/core';
+import fc from 'fast-check';
+import { expect, it } from 'vitest';
+import { describeEachEngine, manualService, type EngineName } from '../support/engines.js';
+
+const USERS = ['u0', 'u1', 'u2'] as const;
+/** Sends messages without being a member of anything. */
+const OUTSIDER = 'x9';
+const CONVERSATIONS = ['c1', 'c2'] as const;
+const REDDOTS = ['r1', 'r2'] as const;
+const AUTHOR = 'a1';
+const DISPLAY_CAP = 5;
+
+const RUNS: Record<EngineName, number> = { memory: 120, redis: 40 };
+
+// ------------------------------------------------------------------------------------- model
+
+interface Member {
+  readSeq: number;
+  muted: boolean;
+}
+
+interface Conversation {
+  maxSeq: number;
+  lastTs: number;
+  members: Map<string, Member>;
+}
+
+interface Shown {
+  feed: number;
+  notices: number;
+  conversations: Record<string, number>;
+  conversationsTotal: number;
+  reddots: string[];
+  total: number;
+  display: string;
+}
+
+class Model {
+  now: number;
+  readonly live = new Set<number>();
+  highest = 0;
+  readonly seen = new Map<string, number>();
+  readonly marked = new Map<string, number>();
+  readonly clicks = new Map<string, Map<string, number>>();
+  readonly conversations = new Map<string, Conversation>();
+  readonly posts: number[] = [];
+  readonly readAt = new Map<string, number>();
+  readonly last = new Map<string, { epoch: string; version: number; shown: string }>();
+
+  constructor(now: number) {
+    this.now = now;
+  }
+
+  see(user: string): void {
+    if (!this.seen.has(user)) this.seen.set(user, this.highest);
+  }
+
+  badge(user: string): Shown {
+    const readAt = this.readAt.get(user) ?? -Infinity;
+    const feed = this.posts.filter((ts) => ts > readAt && ts <= this.now).length;
+    const seen = this.seen.get(user);
+    const notices = seen === undefined ? 0 : [...this.live].filter((id) => id > seen).length;
+    const conversations: Record<string, number> = {};
+    let conversationsTotal = 0;
+    for (const [id, c] of this.conversations) {
+      const member = c.members.get(user);
+      if (!member) continue;
+      const unread = c.maxSeq - member.readSeq;
+      if (unread > 0) conversations[id] = unread;
+      if (!member.muted) conversationsTotal += unread;
+    }
+    const clicks = this.clicks.get(user) ?? new Map<string, number>();
+    const reddots = [...this.marked]
+      .filter(([name, g]) => {
+        const clicked = clicks.get(name);
+        return clicked === undefined || clicked < g;
+      })
+      .map(([name]) => name)
+      .sort();
+    const total = feed + notices + conversationsTotal;
+    return {
+      feed,
+      notices,
+      conversations,
+      conversationsTotal,
+      reddots,
+      total,
+      display: total > DISPLAY_CAP ? `${DISPLAY_CAP}+` : String(total),
+    };
+  }
+
+  click(user: string, names: Iterable<string>): void {
+    let clicks = this.clicks.get(user);
+    if (!clicks) this.clicks.set(user, (clicks = new Map()));
+    for (const name of names) clicks.set(name, this.now);
+  }
+
+  join(id: string, users: readonly string[], replace: boolean): void {
+    let c = this.conversations.get(id);
+    if (!c) this.conversations.set(id, (c = { maxSeq: 0, lastTs: 0, members: new Map() }));
+    if (replace)
+      for (const user of [...c.members.keys()]) if (!users.includes(user)) c.members.delete(user);
+    for (const user of users)
+      if (!c.members.has(user)) c.members.set(user, { readSeq: c.maxSeq, muted: false });
+  }
+
+  describe(): string {
+    const conversations = [...this.conversations].map(
+      ([id, c]) =>
+        `${id}(max ${c.maxSeq}: ${[...c.members].map(([u, m]) => `${u}@${m.readSeq}${m.muted ? 'm' : ''}`).join(' ')})`,
+    );
+    return [
+      `notices live [${[...this.live].sort((a, b) => a - b).join(',')}] highest ${this.highest}`,
+      `seen ${[...this.seen].map(([u, s]) => `${u}=${s}`).join(' ')}`,
+      `reddots ${[...this.marked].map(([n, g]) => `${n}@${g}`).join(' ')}`,
+      `clicks ${[...this.clicks].map(([u, m]) => `${u}:${[...m].map(([n, t]) => `${n}@${t}`).join(',')}`).join(' ')}`,
+      `conversations ${conversations.join(' ')}`,
+      `posts ${this.posts.join(',')} readAt ${[...this.readAt].map(([u, t]) => `${u}@${t}`).join(' ')} now ${this.now}`,
+    ].join('\n');
+  }
+}
+
+interface Real {
+  service: BadgeService;
+  clock: { now(): number; advance(ms: number): void };
+}
+
+function shownOf(badge: Badge): Shown {
+  const { feed, notices, conversations, conversationsTotal, reddots, total, display } = badge;
+  return { feed, notices, conversations, conversationsTotal, reddots, total, display };
+}
+
+function checkBadge(model: Model, user: string, badge: Badge, context: string): void {
+  const where = `${context}, badge of ${user}\n${model.describe()}`;
+  const expected = model.badge(user);
+  expect(shownOf(badge), where).toEqual(expected);
+  const key = JSON.stringify(expected);
+  const previous = model.last.get(user);
+  if (previous) {
+    expect(badge.epoch, where).toBe(previous.epoch);
+    const moved = previous.shown !== key;
+    expect(badge.version, `${where}\nversion moves by one iff the badge changes`).toBe(
+      previous.version + (moved ? 1 : 0),
+    );
+  }
+  model.last.set(user, { epoch: badge.epoch, version: badge.version, shown: key });
+}
+
+async function checkAll(model: Model, real: Real, after: string): Promise<void> {
+  for (const user of USERS)
+    checkBadge(model, user, await real.service.badge(user), `after ${after}`);
+}
+
+// ------------------------------------------------------------------------------------- commands
+
+type Cmd = fc.AsyncCommand<Model, Real>;
+
+/** A command: its effect on the model, the call on the service, the outcome the model expects. */
+function command(
+  name: string,
+  apply: (model: Model) => string,
+  call: (real: Real) => Promise<unknown>,
+  answer?: (model: Model, value: unknown) => void,
+): Cmd {
+  return {
+    check: () => true,
+    async run(model: Model, real: Real) {
+      const expected = apply(model);
+      let value: unknown;
+      let outcome = 'ok';
+      try {
+        value = await call(real);
+      } catch (error) {
+        if (!(error instanceof BubbleError)) throw error;
+        outcome = error.code;
+      }
+      expect(outcome, `${name}\n${model.describe()}`).toBe(expected);
+      if (outcome === 'ok' && answer) answer(model, value);
+      await checkAll(model, real, name);
+    },
+    toString: () => name,
+  };
+}
+
+const user = fc.constantFrom(...USERS);
+const anySender = fc.constantFrom(...USERS, OUTSIDER);
+const conversation = fc.constantFrom(...CONVERSATIONS);
+const reddot = fc.constantFrom(...REDDOTS);
+const noticeId = fc.integer({ min: 1, max: 6 });
+const seq = fc.integer({ min: 1, max: 8 });
+
+const publish = noticeId.map((id) =>
+  command(
+    `publish(${id})`,
+    (m) => {
+      m.live.add(id);
+      m.highest = Math.max(m.highest, id);
+      return 'ok';
+    },
+    (r) => r.service.publishNotice(id),
+  ),
+);
+
+const withdraw = noticeId.map((id) =>
+  command(
+    `withdraw(${id})`,
+    (m) => {
+      m.live.delete(id);
+      return 'ok';
+    },
+    (r) => r.service.withdrawNotice(id),
+  ),
+);
+
+const mark = fc.tuple(reddot, fc.constantFrom(-2000, 0, undefined)).map(([name, offset]) =>
+  command(
+    `mark(${name}, ts ${offset === undefined ? 'now' : `now${offset}`})`,
+    (m) => {
+      m.marked.set(name, m.now + (offset ?? 0));
+      return 'ok';
+    },
+    (r) => r.service.markReddot(name, offset === undefined ? undefined : r.clock.now() + offset),
+  ),
+);
+
+const clear = reddot.map((name) =>
+  command(
+    `clear(${name})`,
+    (m) => {
+      m.marked.delete(name);
+      return 'ok';
+    },
+    (r) => r.service.clearReddot(name),
+  ),
+);
+
+const join = fc
+  .tuple(conversation, fc.subarray([...USERS]), fc.boolean())
+  .map(([id, users, replace]) =>
+    command(
+      `${replace ? 'replaceMembers' : 'addMembers'}(${id}, [${users.join(',')}])`,
+      (m) => {
+        m.join(id, users, replace);
+        return 'ok';
+      },
+      (r) => (replace ? r.service.replaceMembers(id, users) : r.service.addMembers(id, users)),
+    ),
+  );
+
+const leave = fc.tuple(conversation, user).map(([id, u]) =>
+  command(
+    `removeMember(${id}, ${u})`,
+    (m) => {
+      m.conversations.get(id)?.members.delete(u);
+      return 'ok';
+    },
+    (r) => r.service.removeMember(id, u),
+  ),
+);
+
+const dissolve = conversation.map((id) =>
+  command(
+    `dissolve(${id})`,
+    (m) => {
+      m.conversations.delete(id);
+      return 'ok';
+    },
+    (r) => r.service.dissolve(id),
+  ),
+);
+
+const message = fc
+  .tuple(conversation, fc.array(fc.tuple(seq, anySender), { minLength: 1, maxLength: 3 }))
+  .map(([id, batch]) =>
+    command(
+      `messages(${id}, ${batch.map(([s, from]) => `${s} from ${from}`).join('; ')})`,
+      (m) => {
+        const c = m.conversations.get(id);
+        if (!c) return 'UB_ERR_NOT_FOUND';
+        for (const [s, from] of batch) {
+          if (s > c.maxSeq) {
+            c.maxSeq = s;
+            c.lastTs = m.now;
+          }
+          const member = c.members.get(from);
+          if (member) member.readSeq = Math.max(member.readSeq, s);
+        }
+        return 'ok';
+      },
+      (r) =>
+        r.service.ingestMessages(
+          id,
+          batch.map(([s, from]) => ({ seq: s, from })),
+        ),
+    ),
+  );
+
+const mute = fc.tuple(user, conversation, fc.boolean()).map(([u, id, muted]) =>
+  command(
+    `mute(${u}, ${id}, ${muted})`,
+    (m) => {
+      const member = m.conversations.get(id)?.members.get(u);
+      if (!member) return 'UB_ERR_FORBIDDEN';
+      member.muted = muted;
+      return 'ok';
+    },
+    (r) => r.service.setMuted(u, id, muted),
+  ),
+);
+
+type ReadSpec =
+  | { scope: 'feed' }
+  | { scope: 'notices'; upTo?: number }
+  | { scope: 'conversation'; id: string; seq?: number }
+  | { scope: 'reddot'; name: string }
+  | { scope: 'all' };
+
+const readSpec: fc.Arbitrary<ReadSpec> = fc.oneof(
+  fc.constant<ReadSpec>({ scope: 'feed' }),
+  fc
+    .option(noticeId, { nil: undefined })
+    .map((upTo): ReadSpec =>
+      upTo === undefined ? { scope: 'notices' } : { scope: 'notices', upTo },
+    ),
+  fc
+    .tuple(conversation, fc.option(seq, { nil: undefined }))
+    .map(([id, s]): ReadSpec =>
+      s === undefined ? { scope: 'conversation', id } : { scope: 'conversation', id, seq: s },
+    ),
+  reddot.map((name): ReadSpec => ({ scope: 'reddot', name })),
+  fc.constant<ReadSpec>({ scope: 'all' }),
+);
+
+const read = fc.tuple(user, readSpec).map(([u, spec]) =>
+  command(
+    `read(${u}, ${JSON.stringify(spec)})`,
+    (m) => {
+      if (spec.scope === 'conversation' && !m.conversations.get(spec.id)?.members.has(u)) {
+        m.see(u);
+        return 'UB_ERR_FORBIDDEN';
+      }
+      m.see(u);
+      switch (spec.scope) {
+        case 'feed':
+          m.readAt.set(u, Math.max(m.readAt.get(u) ?? -Infinity, m.now));
+          break;
+        case 'notices':
+          m.seen.set(u, Math.max(m.seen.get(u)!, spec.upTo ?? m.highest));
+          break;
+        case 'conversation': {
+          const c = m.conversations.get(spec.id)!;
+          const member = c.members.get(u)!;
+          member.readSeq = Math.max(member.readSeq, Math.min(spec.seq ?? c.maxSeq, c.maxSeq));
+          break;
+        }
+        case 'reddot':
+          m.click(u, [spec.name]);
+          break;
+        case 'all':
+          m.readAt.set(u, Math.max(m.readAt.get(u) ?? -Infinity, m.now));
+          m.seen.set(u, Math.max(m.seen.get(u)!, m.highest));
+          m.click(u, m.marked.keys());
+          for (const c of m.conversations.values()) {
+            const member = c.members.get(u);
+            if (member) member.readSeq = c.maxSeq;
+          }
+          break;
+      }
+      return 'ok';
+    },
+    (r) => r.service.read(u, spec),
+    (m, badge) => checkBadge(m, u, badge as Badge, `the answer of read(${u})`),
+  ),
+);
+
+/** An end-user poll: the first one starts the user's notice cursor. */
+const see = user.map((u) =>
+  command(
+    `poll(${u})`,
+    (m) => {
+      m.see(u);
+      return 'ok';
+    },
+    (r) => r.service.badge(u, { seen: true }),
+    (m, badge) => checkBadge(m, u, badge as Badge, `the poll of ${u}`),
+  ),
+);
+
+let postCounter = 0;
+const post = fc.constant(null).map(() => {
+  const id = `p${postCounter++}`;
+  return command(
+    `post(${AUTHOR}/${id})`,
+    (m) => {
+      m.posts.push(m.now);
+      return 'ok';
+    },
+    (r) => r.service.ingestPosts([{ author: AUTHOR, id, ts: r.clock.now() }]),
+  );
+});
+
+const advance = fc.integer({ min: 1, max: 3 }).map((k) =>
+  command(
+    `advance(${k}s)`,
+    (m) => {
+      m.now += k * 1000;
+      return 'ok';
+    },
+    async (r) => r.clock.advance(k * 1000),
+  ),
+);
+
+/** The conversation list: newest activity first, ties by the higher seq. */
+const list = user.map((u): Cmd => ({
+  check: () => true,
+  async run(model: Model, real: Real) {
+    const expected = [...model.conversations]
+      .filter(([, c]) => c.members.has(u))
+      .map(([id, c]) => ({
+        id,
+        unread: c.maxSeq - c.members.get(u)!.readSeq,
+        maxSeq: c.maxSeq,
+        lastTs: c.lastTs,
+        muted: c.members.get(u)!.muted,
+      }))
+      .sort((a, b) => b.lastTs - a.lastTs || b.maxSeq - a.maxSeq || (a.id < b.id ? -1 : 1));
+    const actual = (await real.service.conversationList(u, 100)).map(
+      ({ id, unread, maxSeq, lastTs, muted }) => ({ id, unread, maxSeq, lastTs, muted }),
+    );
+    expect(actual, `list(${u})\n${model.describe()}`).toEqual(expected);
+  },
+  toString: () => `list(${u})`,
+}));
+
+const commands = fc.commands<Model, Real, false>(
+  [
+    publish,
+    publish,
+    withdraw,
+    mark,
+    clear,
+    join,
+    join,
+    leave,
+    dissolve,
+    message,
+    message,
+    message,
+    mute,
+    read,
+    read,
+    read,
+    see,
+    see,
+    post,
+    advance,
+    list,
+  ],
+  { maxCommands: 50, size: 'max' },
+);
+
+describeEachEngine('all sources model', (ctx, engine) => {
+  it('matches the definition after every command', async () => {
+    const { freshStore } = ctx();
+    await fc.assert(
+      fc.asyncProperty(commands, async (cmds) => {
+        const store = freshStore();
+        try {
+          const { service, clock } = manualService(store, { rules: { displayCap: DISPLAY_CAP } });
+          for (const u of USERS) await service.follow(u, AUTHOR);
+          const model = new Model(clock.now());
+          await fc.asyncModelRun(() => ({ model, real: { service, clock } }), cmds);
+        } finally {
+          await store.close();
+        }
+      }),
+      { numRuns: RUNS[engine], verbose: 1 },
+    );
+  }, 180_000);
+});
