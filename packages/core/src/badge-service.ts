@@ -200,7 +200,10 @@ export class BadgeService {
   /** A read of semantics.md by the user themselves; answers the badge after it. */
   async read(user: string, request: ReadRequest): Promise<Badge> {
     assertId(user, 'user');
-    await this.see(user);
+    // Only a read answered with a badge sees the user: one refused (not a member) must not
+    // start a new user's notice cursor. A conversation read touches no notice cursor, so it
+    // sees the user once it succeeded; every other scope first (a notices read moves `seen`).
+    if (request.scope !== 'conversation') await this.see(user);
     const { store } = this;
     const now = this.clock.now();
     const events: PoolEvent[] = [];
@@ -220,6 +223,7 @@ export class BadgeService {
         assertId(request.id, 'conversation');
         const cursor = await store.conversations.read(request.id, user, request.seq);
         if (cursor === null) throw notMember(request.id);
+        await this.see(user);
         events.push({ kind: 'marks', user });
         break;
       }
@@ -457,7 +461,11 @@ export class BadgeService {
 
   /** The first sight of a user starts their notice cursor at the highest id published. */
   private async see(user: string): Promise<void> {
-    await this.store.marks.see(user, this.clock.now(), () => this.store.notices.highestId());
+    const { first } = await this.store.marks.see(user, this.clock.now(), () =>
+      this.store.notices.highestId(),
+    );
+    // A core holding the user counted no notices while they were unseen.
+    if (first) await this.marksChanged([user]);
   }
 
   /** The badge a stored or published state stands for (a core's write, a push). */

@@ -41,9 +41,13 @@ export interface UserMarksState {
 export interface UserMarks {
   /**
    * An end-user call saw `user` at `now`: the first sight sets the notice cursor to the highest
-   * notice id published so far. Returns the cursor.
+   * notice id published so far. Returns the cursor, and whether this call started it.
    */
-  see(user: string, now: number, highestNoticeId: () => Promise<number>): Promise<number>;
+  see(
+    user: string,
+    now: number,
+    highestNoticeId: () => Promise<number>,
+  ): Promise<{ seen: number; first: boolean }>;
   state(user: string): Promise<UserMarksState>;
   /** seen := max(seen, to); returns the cursor after the move. */
   advanceSeen(user: string, to: number): Promise<number>;

@@ -70,20 +70,21 @@ export class MemoryUserMarks implements UserMarks {
   /** The last-seen index: user → sight, as the inactive job walks it. */
   private readonly lastSeen = new Map<string, number>();
 
-  async see(user: string, now: number, highestNoticeId: () => Promise<number>): Promise<number> {
-    let marks = this.byUser.get(user);
-    if (marks?.seen == null) {
-      const highest = await highestNoticeId();
-      // Another call may have seen the user while we awaited.
-      marks = this.byUser.get(user);
-      if (!marks) this.byUser.set(user, (marks = { seen: null, at: 0, clicks: new Map() }));
-      marks.seen ??= highest;
-    }
+  async see(
+    user: string,
+    now: number,
+    highestNoticeId: () => Promise<number>,
+  ): Promise<{ seen: number; first: boolean }> {
+    const first = this.byUser.get(user)?.seen == null;
+    // Read before the marks: another call may see the user while we await.
+    const highest = first ? await highestNoticeId() : 0;
+    const marks = this.marksOf(user);
+    marks.seen ??= highest;
     if (marks.at + SIGHT_THROTTLE_MS <= now) {
       marks.at = now;
       this.lastSeen.set(user, now);
     }
-    return marks.seen;
+    return { seen: marks.seen!, first };
   }
 
   async state(user: string): Promise<UserMarksState> {

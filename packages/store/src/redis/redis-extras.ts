@@ -115,15 +115,20 @@ export class RedisUserMarks implements UserMarks {
     this.keys = shared.keys;
   }
 
-  async see(user: string, now: number, highestNoticeId: () => Promise<number>): Promise<number> {
+  async see(
+    user: string,
+    now: number,
+    highestNoticeId: () => Promise<number>,
+  ): Promise<{ seen: number; first: boolean }> {
     const key = this.keys.marks(user);
     let [seen, touched] = await this.redis.seeUser(key, now, '-', SIGHT_THROTTLE_MS);
-    if (seen === -1) {
+    const first = seen === -1;
+    if (first) {
       const highest = await highestNoticeId();
       [seen, touched] = await this.redis.seeUser(key, now, String(highest), SIGHT_THROTTLE_MS);
     }
     if (touched === 1) await this.redis.zadd(this.keys.lastSeen(), now, user);
-    return Number(seen);
+    return { seen: Number(seen), first };
   }
 
   async state(user: string): Promise<UserMarksState> {
