@@ -1008,8 +1008,12 @@ describeEachEngine('BubbleStore contract', (ctx) => {
     const { store } = ctx();
     const { service, clock } = manualService(store);
     const now = clock.now();
+    const cursorEvents = async () =>
+      (await poolEvents(store, 'u')).filter((event) => event.kind === 'cursor');
     await service.read('u', { scope: 'feed', upTo: now - 2_000 });
+    // The first read is the user's first sight: a marks event tells a core to load their marks.
     expect(await poolEvents(store, 'u')).toEqual([
+      { kind: 'marks', user: 'u' },
       { kind: 'cursor', user: 'u', readAt: now - 2_000 },
     ]);
     // A read behind the cursor does not move it, and still reports where it is.
@@ -1019,7 +1023,7 @@ describeEachEngine('BubbleStore contract', (ctx) => {
     clock.advance(1_000);
     await service.read('u', { scope: 'all' });
     await service.read('u', { scope: 'feed' });
-    expect(await poolEvents(store, 'u')).toEqual([
+    expect(await cursorEvents()).toEqual([
       { kind: 'cursor', user: 'u', readAt: now - 2_000 },
       { kind: 'cursor', user: 'u', readAt: now - 2_000 },
       { kind: 'cursor', user: 'u', readAt: now },
@@ -1027,7 +1031,8 @@ describeEachEngine('BubbleStore contract', (ctx) => {
       { kind: 'cursor', user: 'u', readAt: now + 1_000 },
     ]);
     expect(await store.cursors.feedReadAt('u')).toBe(now + 1_000);
-    expect(await allPoolEvents(store)).toHaveLength(5);
+    // Five cursor events, the first sight's marks event and the `all` read's (every source).
+    expect(await allPoolEvents(store)).toHaveLength(7);
   });
 
   it('service: setPresence records online once, computes the badge on arrival, then offline', async () => {
@@ -1086,8 +1091,11 @@ describeEachEngine('BubbleStore contract', (ctx) => {
     const created = (await scanKeys(admin)).filter((key) => !before.has(key));
     expect(created.length).toBeGreaterThanOrEqual(8);
     const escaped = prefix.replace(/[.:-]/g, '\\$&');
-    // {u:<user>} · {a:<author>} · {p:<pool>} · {g}, right after the prefix.
-    const shape = new RegExp(`^${escaped}:\\{(?:([ua]):[^{}]+|p:(0|[1-9]\\d*)|g)\\}:`);
+    // {u:<user>} · {a:<author>} · {p:<pool>} · {g}, right after the prefix or after the name of
+    // a lifecycle (marks: dropped for inactive users).
+    const shape = new RegExp(
+      `^${escaped}:(?:marks:)?\\{(?:([ua]):[^{}]+|p:(0|[1-9]\\d*)|g)\\}(?::|$)`,
+    );
     const tags = new Set<string>();
     for (const key of created) {
       const match = shape.exec(key);
