@@ -3,9 +3,21 @@ import { Command, InvalidArgumentError } from 'commander';
 import { runBench, SCENARIOS } from './bench-command.js';
 import { loadConfig } from './config.js';
 import { createLogger } from './logger.js';
+import { urlOption } from './remote.js';
 import { startRole, type Role } from './roles/roles.js';
 import { resolveSecrets, tokenSecret } from './secrets.js';
 import { exitOnSignals } from './shutdown.js';
+import {
+  LIMITS,
+  durationOption,
+  formatSummary,
+  intOption,
+  numberOption,
+  prefixOption,
+  runSimulate,
+  type SimulateOptions,
+} from './simulate-command.js';
+import { runStatus, type StatusOptions } from './status-command.js';
 import { hasRedis } from './store-factory.js';
 
 export async function main(argv: string[]): Promise<void> {
@@ -75,6 +87,62 @@ export async function main(argv: string[]): Promise<void> {
       await runBench(names);
       process.exit(0);
     });
+
+  const urlHelp = 'the gateway (default $BUBBLE_URL, else http://127.0.0.1:$PORT)';
+  program
+    .command('status')
+    .description('the cluster at a glance (leader, nodes, pools, sweeps) from GET /v1/cluster')
+    .option('--url <url>', urlHelp, urlOption)
+    .option('--json', 'print the cluster status as JSON')
+    .option('--timeout <seconds>', 'give up after this long', intOption(1, 120), 10)
+    .action(async (options: StatusOptions) => {
+      await runStatus(options);
+    });
+
+  program
+    .command('simulate')
+    .description(
+      'drive a running gateway with a synthetic platform (users, follows, posts, WebSocket clients)',
+    )
+    .option('--url <url>', urlHelp, urlOption)
+    .option('--users <n>', 'simulated users', intOption(...LIMITS.users), 1000)
+    .option('--rate <posts/s>', 'posts per second', numberOption(...LIMITS.rate), 50)
+    .option(
+      '--clients <n>',
+      'WebSocket clients (at most --users)',
+      intOption(...LIMITS.clients),
+      100,
+    )
+    .option(
+      '--duration <time>',
+      'how long to run after setup, in seconds or 30s, 5m, 1h',
+      durationOption(...LIMITS.duration),
+      60,
+    )
+    .option('--seed <n>', 'seed of the follow graph and the workload', intOption(...LIMITS.seed), 1)
+    .option('--prefix <id>', 'prefix of the simulated user ids', prefixOption, 'sim-u')
+    .option('--json', 'print the summary as one JSON line')
+    .action(async (options: SimulateOptions) => {
+      const summary = await runSimulate(options);
+      process.stdout.write(options.json ? `${JSON.stringify(summary)}\n` : formatSummary(summary));
+      if (summary.stoppedBy === 'unauthorized') {
+        process.stderr.write('stopped: the gateway refused the API key\n');
+        process.exit(1);
+      }
+      process.exit(0);
+    });
+
+  program.addHelpText(
+    'after',
+    [
+      '',
+      'Examples:',
+      '  npx bubble all                        every role in one process on http://localhost:8080',
+      '  open http://localhost:8080/dashboard  the cluster in a browser (paste the API key)',
+      '  npx bubble status                     the cluster at a glance, in the terminal',
+      '  npx bubble simulate --duration 30s    a synthetic platform driving the gateway',
+    ].join('\n'),
+  );
 
   await program.parseAsync(argv);
 }

@@ -11,6 +11,8 @@ import { BubbleError } from '@bubble/protocol';
 import type { BadgeService } from '@bubble/core';
 import type { Logger } from 'pino';
 import { Authenticator, type AuthOptions } from './auth.js';
+import { addDashboardRoutes } from './dashboard/dashboard-routes.js';
+import { trackLiveGauges } from './dashboard/live-gauges.js';
 import { addDemoRoutes, type DemoOptions } from './demo/demo-routes.js';
 import { sendError } from './http/respond.js';
 import { Router } from './http/router.js';
@@ -64,6 +66,7 @@ export class HttpGateway {
   readonly liveUsers: LiveUsers | undefined;
   readonly ws: WsGateway | undefined;
   private closing: Promise<void> | undefined;
+  private untrackGauges: (() => void) | undefined;
 
   constructor(private readonly options: GatewayOptions) {
     this.logger = options.logger.child({ module: 'http-gateway' });
@@ -84,6 +87,13 @@ export class HttpGateway {
         isDraining: () => this.draining,
         isOverloaded: () => this.load.overloaded(),
       });
+      // The dashboard, where the cluster can be read (the gateway and `all`, not server or core).
+      if (options.auth && options.clusterStatus)
+        addDashboardRoutes(this.router, {
+          auth,
+          clusterStatus: options.clusterStatus,
+          serveCluster: !serves.has('platform'),
+        });
     }
     if (serves.has('platform'))
       addPlatformRoutes(this.router, {
@@ -133,6 +143,11 @@ export class HttpGateway {
         maxConnections: live.maxConnections,
       });
     }
+    if (this.liveUsers)
+      this.untrackGauges = trackLiveGauges(this.metrics.registry, {
+        connections: () => this.ws?.connections ?? 0,
+        usersHeld: () => this.liveUsers?.size ?? 0,
+      });
   }
 
   async listen(port: number, host = '0.0.0.0'): Promise<AddressInfo> {
@@ -161,6 +176,7 @@ export class HttpGateway {
       await Promise.race([closed, timeout]);
       this.server.closeAllConnections();
       this.load.close();
+      this.untrackGauges?.();
     })();
     return this.closing;
   }
