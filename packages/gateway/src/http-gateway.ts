@@ -101,6 +101,7 @@ export class HttpGateway {
         auth,
         metrics: this.metrics,
         clusterStatus: options.clusterStatus,
+        published: (badge) => this.liveUsers?.publishLocal(badge),
       });
     const live = options.live;
     if (live && serves.has('client')) {
