@@ -1,6 +1,7 @@
 import {
   BubbleError,
   DAY_MS,
+  HOUR_MS,
   MAX_FUTURE_SKEW_MS,
   assertId,
   LIMITS,
@@ -34,6 +35,9 @@ export interface BadgeRules {
   displayCap: number;
   inactiveDays: number;
 }
+
+/** How stale a user's recorded last sight may be: the stores write it at most once an hour. */
+const SIGHT_RESOLUTION_MS = HOUR_MS;
 
 export const DEFAULT_RULES: Readonly<BadgeRules> = Object.freeze({
   lookbackDays: 7,
@@ -354,7 +358,9 @@ export class BadgeService {
 
   /** Drops the marks of users unseen for BUBBLE_INACTIVE_DAYS, at most `limit` per call. */
   async dropInactiveUsers(limit: number): Promise<string[]> {
-    const cutoff = this.clock.now() - this.rules.inactiveDays * DAY_MS;
+    // A sight is recorded at most once an hour (the stores' throttle), so the recorded one may
+    // be up to an hour older than the last: never drop a user seen within inactiveDays.
+    const cutoff = this.clock.now() - this.rules.inactiveDays * DAY_MS - SIGHT_RESOLUTION_MS;
     const dropped = await this.store.marks.dropInactive(cutoff, limit);
     await this.marksChanged(dropped);
     return dropped;

@@ -107,7 +107,8 @@ export class MemoryUserMarks implements UserMarks {
   async dropInactive(before: number, limit: number): Promise<string[]> {
     const candidates = [...this.lastSeen]
       .filter(([, at]) => at <= before)
-      .sort((a, b) => a[1] - b[1])
+      // Oldest sight first, ties by name: the order of the Redis engine's ZSET.
+      .sort((a, b) => a[1] - b[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
       .slice(0, limit);
     const dropped: string[] = [];
     for (const [user] of candidates) {
