@@ -76,6 +76,11 @@ export interface LiveOptions {
   presenceTtlMs?: number;
   /** Start a CoreNode and a SchedulerNode (default true): needed for posts to push. */
   core?: boolean;
+  /**
+   * Users the core re-checks against the store per sweep (its default when unset). 0 turns the
+   * safety net off, so a test sees only what the core's following of the change logs pushes.
+   */
+  reconcilePerSweep?: number;
 }
 
 export interface LiveApp {
@@ -188,6 +193,9 @@ async function startLive(
       leaseMs: LEASE_MS,
       tickMs: TICK_MS,
       url,
+      ...(options.reconcilePerSweep !== undefined
+        ? { reconcilePerSweep: options.reconcilePerSweep }
+        : {}),
     });
     await core.start();
     scheduler = new SchedulerNode({
