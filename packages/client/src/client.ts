@@ -34,6 +34,12 @@ const TERMINAL: Record<number, string> = {
   4403: 'origin-refused',
 };
 
+const list = (urls: string | readonly string[]): string[] =>
+  typeof urls === 'string' ? [urls] : [...urls];
+
+/** Entry `i` of a non-empty list, cyclically (the first one for i < 0). */
+const pick = (urls: string[], i: number): string => urls[Math.max(i, 0) % urls.length]!;
+
 const isBadge = (value: unknown): value is Badge =>
   typeof value === 'object' &&
   value !== null &&
@@ -63,8 +69,10 @@ async function httpError(res: FetchResponseLike): Promise<BubbleClientError> {
  */
 export class BubbleClient extends Emitter<ClientEvents> {
   private readonly options: BubbleClientOptions;
-  private readonly base: string;
-  private readonly wsUrl: string;
+  private readonly bases: string[];
+  private readonly wsUrls: string[];
+  /** Sockets created so far: the next one goes to URL number `sockets` of the lists, cyclically. */
+  private sockets = 0;
   private readonly WS: WebSocketConstructor | undefined;
   private readonly fetch: FetchLike | undefined;
   private readonly timers: Timers;
@@ -111,8 +119,13 @@ export class BubbleClient extends Emitter<ClientEvents> {
       throw new TypeError('BubbleClient: pass options.token or options.getToken');
     }
     this.options = options;
-    this.base = options.url.replace(/\/+$/, '').replace(/^ws/, 'http');
-    this.wsUrl = this.base.replace(/^http/, 'ws') + '/v1/ws';
+    this.bases = list(options.url).map((url) => url.replace(/\/+$/, '').replace(/^ws/, 'http'));
+    this.wsUrls = options.wsUrl
+      ? list(options.wsUrl)
+      : this.bases.map((base) => base.replace(/^http/, 'ws') + '/v1/ws');
+    if (!this.bases.length || !this.wsUrls.length) {
+      throw new TypeError('BubbleClient: options.url (or options.wsUrl) lists no URL');
+    }
     this.WS = WS;
     this.fetch = fetch && ((url, init) => fetch(url, init));
     this.timers = options.timers ?? {
@@ -228,7 +241,7 @@ export class BubbleClient extends Emitter<ClientEvents> {
     if (token === this.refused) return void this.authFailed();
     let ws: WebSocketLike;
     try {
-      ws = new this.WS!(this.wsUrl);
+      ws = new this.WS!(pick(this.wsUrls, this.sockets++));
     } catch (cause) {
       this.emit('error', new BubbleClientError('network', 'could not open a WebSocket', { cause }));
       return this.retry(false);
@@ -421,7 +434,7 @@ export class BubbleClient extends Emitter<ClientEvents> {
       const headers: Record<string, string> = { authorization: `Bearer ${token}` };
       if (body) headers['content-type'] = 'application/json';
       else if (this.held) headers['if-none-match'] = `"${this.held.epoch}.${this.held.version}"`;
-      const res = await fetch(this.base + path, {
+      const res = await fetch(pick(this.bases, this.sockets - 1) + path, {
         method,
         headers,
         body: body && JSON.stringify(body),

@@ -70,8 +70,17 @@ export interface Timers {
 }
 
 export interface BubbleClientOptions {
-  /** The gateway's base URL, `http(s)://host[:port][/prefix]`; the socket is `ws(s)://…/v1/ws`. */
-  url: string;
+  /**
+   * The gateway's base URL, `http(s)://host[:port][/prefix]`; the socket is `ws(s)://…/v1/ws`.
+   * Or several gateways' (no load balancer in front): each socket after the first goes to the
+   * next one in the list, round robin, and HTTP calls go to the gateway of the latest socket.
+   */
+  url: string | readonly string[];
+  /**
+   * The socket's URL when it is not `<url>/v1/ws` (e.g. long connections served by their own
+   * host or port); a list rotates like `url`, HTTP calls still go to `url`.
+   */
+  wsUrl?: string | readonly string[];
   /** A JWT. Used for the first connection; alone, it is reused for every one. */
   token?: string;
   /**

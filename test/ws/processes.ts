@@ -1,0 +1,373 @@
+/**
+ * Real bubble processes for the SDK tests of this folder: one redis-server started here,
+ * `bubble all` / `bubble gateway` as child processes of the built CLI (built once per run by the
+ * cluster harness's buildOnce), each on a port the test chooses, so a gateway can be started
+ * where a client already expects one. Platform calls go over HTTP to any live gateway. The SDK
+ * runs in this process with the real `ws` WebSocket and the global fetch, both wrapped only to
+ * record what went over the wire. No sleeps: every wait has a deadline.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { accessSync, constants as fsConstants, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { Badge, BubbleClient, FetchLike, WebSocketConstructor } from '@bubble/client';
+import { poolOf } from '@bubble/protocol';
+import {
+  freePort,
+  startRedisServer,
+  uniquePrefix,
+  waitFor,
+  type RedisServerHandle,
+} from '@bubble/test-utils';
+import { SignJWT } from 'jose';
+import { expect } from 'vitest';
+import { WebSocket } from 'ws';
+import { ROOT } from '../cluster/harness.js';
+
+export { buildOnce } from '../cluster/harness.js';
+
+const BIN = path.join(ROOT, 'packages/cli/bin/bubble.js');
+export const API_KEY = 'sdk-test-api-key-71c2';
+const JWT_SECRET = 'sdk-test-jwt-secret-5d09e3b8a4';
+const START_DEADLINE_MS = 30_000;
+
+/** setpriv --pdeathsig: a child dies with the test process even if that one is SIGKILLed. */
+const SETPRIV = ((): string | undefined => {
+  if (process.platform !== 'linux') return undefined;
+  for (const candidate of ['/usr/bin/setpriv', '/bin/setpriv']) {
+    try {
+      accessSync(candidate, fsConstants.X_OK);
+      return candidate;
+    } catch {
+      // keep looking
+    }
+  }
+  return undefined;
+})();
+
+export type Role = 'all' | 'gateway' | 'server' | 'core';
+
+export interface LogLine {
+  level: number;
+  time: number;
+  msg: string;
+  [field: string]: unknown;
+}
+
+/** One `bubble <role>` child process and what it logged. */
+export class BubbleProcess {
+  readonly lines: LogLine[] = [];
+  other = '';
+  exit: { code: number | null; signal: NodeJS.Signals | null } | null = null;
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  private partial = '';
+
+  constructor(
+    readonly name: string,
+    readonly port: number,
+    readonly child: ChildProcess,
+  ) {
+    child.stdout!.on('data', (chunk: Buffer) => this.onStdout(chunk.toString('utf8')));
+    child.stderr!.on('data', (chunk: Buffer) => (this.other += chunk.toString('utf8')));
+    this.exited = new Promise((resolve) => {
+      child.once('exit', (code, signal) => resolve((this.exit = { code, signal })));
+    });
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  get wsUrl(): string {
+    return `ws://127.0.0.1:${this.port}/v1/ws`;
+  }
+
+  get alive(): boolean {
+    return this.exit === null;
+  }
+
+  /** kill -9, and waits until the process is gone. */
+  async kill9(): Promise<void> {
+    if (this.alive) this.child.kill('SIGKILL');
+    await waitFor(() => !this.alive, {
+      timeoutMs: 10_000,
+      message: `${this.name} did not die on SIGKILL`,
+    });
+  }
+
+  describe(): string {
+    const tail = this.lines.slice(-30).map((l) => JSON.stringify(l));
+    return `--- ${this.name} (exit ${JSON.stringify(this.exit)})\n${tail.join('\n')}\n${this.other.slice(-3000)}`;
+  }
+
+  private onStdout(text: string): void {
+    const parts = (this.partial + text).split('\n');
+    this.partial = parts.pop()!;
+    for (const part of parts) {
+      if (part.trim() === '') continue;
+      try {
+        this.lines.push(JSON.parse(part) as LogLine);
+      } catch {
+        this.other += `${part}\n`;
+      }
+    }
+  }
+}
+
+export interface ClusterStatus {
+  pools: Array<{ pool: number; owner: string | null; online: number }>;
+  nodes: Array<{ id: string; role: string }>;
+  sweeps: Array<{ node: string; at: number }>;
+  online: number;
+}
+
+/** A redis-server and the bubble processes started on it (one key prefix). */
+export class Deployment {
+  readonly processes: BubbleProcess[] = [];
+  readonly prefix = uniquePrefix('sdk');
+  readonly pools = 8;
+  readonly tickMs = 200;
+  private readonly cwd = mkdtempSync(path.join(tmpdir(), 'bubble-sdk-'));
+  private readonly tokens = new Map<string, string>();
+  private counter = 0;
+
+  private constructor(readonly redis: RedisServerHandle) {}
+
+  static async start(): Promise<Deployment> {
+    return new Deployment(await startRedisServer());
+  }
+
+  /**
+   * Spawns `bubble <role>` on `port` (a free one by default) and waits until it listens.
+   * `env` adds to (and overrides) the common configuration.
+   */
+  async spawn(role: Role, env: Record<string, string> = {}, port?: number): Promise<BubbleProcess> {
+    const listenPort = port ?? (await freePort());
+    const base = Object.fromEntries(
+      Object.entries(process.env).filter(
+        ([name]) =>
+          !name.startsWith('BUBBLE_') &&
+          !name.startsWith('REDIS_') &&
+          !['PORT', 'NODE_ENV', 'LOG_LEVEL'].includes(name),
+      ),
+    );
+    const [command, args] = SETPRIV
+      ? [SETPRIV, ['--pdeathsig', 'SIGKILL', '--', process.execPath, BIN, role]]
+      : [process.execPath, [BIN, role]];
+    const child = spawn(command, args, {
+      cwd: this.cwd,
+      env: {
+        ...base,
+        REDIS_URL: this.redis.url,
+        BUBBLE_KEY_PREFIX: this.prefix,
+        BUBBLE_POOLS: String(this.pools),
+        BUBBLE_TICK: String(this.tickMs),
+        BUBBLE_LEASE_MS: '1500',
+        BUBBLE_API_KEY: API_KEY,
+        BUBBLE_JWT_SECRET: JWT_SECRET,
+        LOG_LEVEL: 'info',
+        PORT: String(listenPort),
+        ...env,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const proc = new BubbleProcess(`${role}#${++this.counter}`, listenPort, child);
+    this.processes.push(proc);
+    await waitFor(() => proc.lines.some((l) => l.msg === `bubble ${role} is listening`), {
+      timeoutMs: START_DEADLINE_MS,
+      intervalMs: 20,
+      message: `${proc.name} never listened\n${proc.describe()}`,
+    });
+    return proc;
+  }
+
+  describe(): string {
+    return this.processes.map((p) => p.describe()).join('\n');
+  }
+
+  async close(): Promise<void> {
+    for (const proc of this.processes) if (proc.alive) proc.child.kill('SIGKILL');
+    await Promise.all(
+      this.processes.map((p) =>
+        waitFor(() => !p.alive, { timeoutMs: 10_000 }).catch(() => undefined),
+      ),
+    );
+    await this.redis.stop();
+    rmSync(this.cwd, { recursive: true, force: true });
+  }
+
+  // ------------------------------------------------------------------------------ HTTP
+
+  /** A platform call (X-Api-Key) to `gateway`; fails on any status other than `expected`. */
+  async platform(
+    gateway: BubbleProcess,
+    method: string,
+    route: string,
+    body: unknown,
+    expected: number,
+  ): Promise<unknown> {
+    const headers: Record<string, string> = { 'x-api-key': API_KEY };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    const res = await fetch(gateway.url + route, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    expect(res.status, `${method} ${route}: ${text}`).toBe(expected);
+    return text === '' ? undefined : (JSON.parse(text) as unknown);
+  }
+
+  async follow(gateway: BubbleProcess, user: string, author: string): Promise<void> {
+    await this.platform(gateway, 'PUT', `/v1/users/${user}/follows/${author}`, undefined, 204);
+  }
+
+  async post(gateway: BubbleProcess, author: string, id: string): Promise<void> {
+    const body = { author, id, ts: Date.now() - 1000 };
+    const reply = await this.platform(gateway, 'POST', '/v1/posts', body, 202);
+    expect(reply).toEqual({ accepted: 1, ignored: 0 });
+  }
+
+  /** GET /v1/users/{user}/badge: what the platform sees. */
+  async badge(gateway: BubbleProcess, user: string): Promise<Badge> {
+    return (await this.platform(
+      gateway,
+      'GET',
+      `/v1/users/${user}/badge`,
+      undefined,
+      200,
+    )) as Badge;
+  }
+
+  async status(gateway: BubbleProcess): Promise<ClusterStatus> {
+    return (await this.platform(gateway, 'GET', '/v1/cluster', undefined, 200)) as ClusterStatus;
+  }
+
+  /** Waits until every pool has an owner that reported a sweep: posts are pushed from now on. */
+  async waitSweeping(gateway: BubbleProcess): Promise<void> {
+    await waitFor(
+      async () => {
+        const status = await this.status(gateway);
+        const swept = new Set(status.sweeps.map((s) => s.node));
+        return status.pools.every((p) => p.owner !== null && swept.has(p.owner));
+      },
+      {
+        timeoutMs: 20_000,
+        intervalMs: 100,
+        message: `the pools never got swept\n${this.describe()}`,
+      },
+    );
+  }
+
+  /** Users online in `user`'s pool, by GET /v1/cluster. */
+  async onlineInPool(gateway: BubbleProcess, user: string): Promise<number> {
+    const status = await this.status(gateway);
+    return status.pools[poolOf(user, this.pools)]!.online;
+  }
+
+  /** `n` user ids, each in a pool of its own (so a pool's online count is that user's presence). */
+  usersInOwnPools(prefix: string, n: number): string[] {
+    const tag = Math.random().toString(36).slice(2, 8);
+    const users: string[] = [];
+    const taken = new Set<number>();
+    for (let i = 0; users.length < n; i++) {
+      const user = `${prefix}${i}-${tag}`;
+      const pool = poolOf(user, this.pools);
+      if (taken.has(pool)) continue;
+      taken.add(pool);
+      users.push(user);
+    }
+    return users;
+  }
+
+  async token(user: string): Promise<string> {
+    let token = this.tokens.get(user);
+    if (!token) {
+      token = await new SignJWT({})
+        .setProtectedHeader({ alg: 'HS256' })
+        .setSubject(user)
+        .setIssuedAt()
+        .setExpirationTime('30m')
+        .sign(new TextEncoder().encode(JWT_SECRET));
+      this.tokens.set(user, token);
+    }
+    return token;
+  }
+}
+
+// ------------------------------------------------------------------- recording the wire
+
+export interface SocketRecord {
+  url: string;
+  createdAt: number;
+  openedAt?: number;
+  closeCode?: number;
+}
+
+/** The `ws` WebSocket, noting every socket the SDK creates: its URL, whether it opened, its close. */
+export function recordingWebSocket(log: SocketRecord[]): WebSocketConstructor {
+  return class RecordingWebSocket extends WebSocket {
+    constructor(url: string) {
+      super(url, { perMessageDeflate: false });
+      const record: SocketRecord = { url, createdAt: Date.now() };
+      log.push(record);
+      this.on('open', () => (record.openedAt = Date.now()));
+      this.on('close', (code: number) => (record.closeCode = code));
+    }
+  };
+}
+
+export interface RequestRecord {
+  method: string;
+  url: string;
+  ifNoneMatch: string | undefined;
+  startedAt: number;
+  /** When the answer's headers arrived (undefined while in flight, or when it failed). */
+  answeredAt?: number;
+  status?: number;
+  etag?: string | null;
+  pollInterval?: string | null;
+  failed?: boolean;
+}
+
+/** The global fetch, noting every request the SDK makes and the headers of its answer. */
+export function recordingFetch(log: RequestRecord[]): FetchLike {
+  return async (url, init) => {
+    const record: RequestRecord = {
+      method: init.method,
+      url,
+      ifNoneMatch: init.headers['if-none-match'],
+      startedAt: Date.now(),
+    };
+    log.push(record);
+    try {
+      const res = await fetch(url, init);
+      record.answeredAt = Date.now();
+      record.status = res.status;
+      record.etag = res.headers.get('etag');
+      record.pollInterval = res.headers.get('x-poll-interval');
+      return res;
+    } catch (err) {
+      record.failed = true;
+      throw err;
+    }
+  };
+}
+
+/** Every state and badge of a client, in order, with the time each came. */
+export function watch(client: BubbleClient) {
+  const states: Array<{ state: string; at: number }> = [];
+  const badges: Array<{ badge: Badge; at: number }> = [];
+  client.on('state', (state) => states.push({ state, at: Date.now() }));
+  client.on('badge', (badge) => badges.push({ badge, at: Date.now() }));
+  return { states, badges };
+}
+
+export const etagOf = (badge: Badge): string => `"${badge.epoch}.${badge.version}"`;
+
+export const essentials = (badge: Badge) => ({
+  user: badge.user,
+  epoch: badge.epoch,
+  version: badge.version,
+  feed: badge.feed,
+});
