@@ -22,6 +22,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { RedisKeys } from '@bubble/store';
 import {
+  decodeBadgeState,
+  decodeChanges,
+} from '../../packages/store/src/redis/redis-fenced-badges.js';
+import {
   freePort,
   startRedisServer,
   uniquePrefix,
@@ -455,9 +459,9 @@ export class Cluster {
 
   /** The feed count a core (or a cold start) last stored for the user; null when none is. */
   async storedFeed(user: string): Promise<number | null> {
-    const hash = await this.redis.hgetall(this.keys.badge(user));
-    if (hash._e === undefined) return null;
-    return Number(hash.f ?? 0);
+    const packed = await this.redis.hget(this.keys.badgeOf(user), user);
+    if (packed === null) return null;
+    return decodeBadgeState(packed).fields.f ?? 0;
   }
 
   async fences(): Promise<number[]> {
@@ -508,29 +512,30 @@ export class Cluster {
   async subscribeChanges(): Promise<void> {
     const subscriber = new Redis(this.storeUrl);
     this.subscriber = subscriber;
-    const pattern = `${this.prefix}:{p:*}:changes`;
-    const channelPool = new RegExp(`^${escapeRegExp(this.prefix)}:\\{p:(\\d+)\\}:changes$`);
+    // Cold starts and reads (unfenced) publish on :changes, cores' fenced writes on :written.
+    const channelPool = new RegExp(
+      `^${escapeRegExp(this.prefix)}:\\{p:(\\d+)\\}:(changes|written)$`,
+    );
     subscriber.on('pmessage', (_pattern: string, channel: string, message: string) => {
       const matched = channelPool.exec(channel);
       if (!matched) return;
       const pool = Number(matched[1]);
-      const changes = JSON.parse(message) as Array<{
-        user: string;
-        fence?: number;
-        fields: Record<string, number>;
-      }>;
+      const header = message.slice(0, message.indexOf('\n'));
+      const fence = header === '-' ? null : Number(header);
       // A core's write carries its fencing token; a cold start's (unfenced) write carries none.
-      const fences = new Set(changes.map((change) => change.fence ?? null));
-      if (fences.size !== 1) this.malformed.push(message);
+      if ((fence === null) !== (matched[2] === 'changes') || Number.isNaN(fence)) {
+        this.malformed.push(message);
+      }
+      const changes = decodeChanges(message);
       this.published.push({
         pool,
-        fence: changes[0]?.fence ?? null,
+        fence,
         users: changes.map((change) => change.user),
         feeds: changes.map((change) => change.fields.f ?? 0),
         receivedAt: Date.now(),
       });
     });
-    await subscriber.psubscribe(pattern);
+    await subscriber.psubscribe(`${this.prefix}:{p:*}:changes`, `${this.prefix}:{p:*}:written`);
   }
 
   /** Records every sweep tick the leading server publishes from now on. */

@@ -37,7 +37,7 @@ import { TEST_POOLS, T0, describeEachEngine, type EngineContext } from '../suppo
 interface Parts {
   log: ChangeLog;
   presence: PresenceStore;
-  badges: FencedBadges;
+  badges: FencedBadges & Pick<RedisFencedBadges, 'saveUnfenced'>;
   /** Sets the pool's current fencing token, as Coordination.nextFence would. */
   setFence(pool: number, fence: number): Promise<void>;
   storedBadge(user: string): Promise<StoredBadge | null>;
@@ -424,13 +424,14 @@ describeEachEngine('cluster store contract', (ctx) => {
       fields: {},
     });
 
-    // Same counts (a zero count is no count): no new version, but computedAt moves on.
+    // Same counts (a zero count is no count): no new version, and nothing rewritten (a core's
+    // unchanged badge keeps the time its counts were stored at).
     const same = await badges.saveFenced(8, 3, [{ user: a!, fields: { feed: 2 } }], T0 + 1);
     expect(same).toEqual({
       accepted: true,
       stamps: [{ epoch: epochOfA, version: 1, changed: false }],
     });
-    expect((await storedBadge(a!))?.computedAt).toBe(T0 + 1);
+    expect((await storedBadge(a!))?.computedAt).toBe(T0);
 
     // A newer token than the pool's is accepted too (it can only come from a later acquisition).
     const changed = await badges.saveFenced(
@@ -480,7 +481,7 @@ describeEachEngine('cluster store contract', (ctx) => {
     );
   });
 
-  it('changed states are published to the subscribers of their pool', async () => {
+  it('unfenced changes are published to the subscribers of their pool, fenced ones are not', async () => {
     const { badges, setFence } = partsOf(ctx());
     const [a, b] = usersOf(20, 2);
     const [c] = usersOf(21, 1);
@@ -493,69 +494,52 @@ describeEachEngine('cluster store contract', (ctx) => {
     );
     const stop21 = await badges.subscribe([21], (pool, changes) => only21.push([pool, changes]));
 
-    const s1 = await badges.saveFenced(
-      20,
-      1,
-      [
-        { user: a!, fields: { feed: 1 } },
-        { user: b!, fields: { feed: 2 } },
-      ],
-      T0,
-    );
+    // A gateway's writes (cold starts, reads): the pool's owner must hear of them.
+    const sa = await badges.saveUnfenced(a!, { feed: 1 }, T0);
     // Nothing changes: nothing is published (a message would arrive before the next one).
-    await badges.saveFenced(20, 1, [{ user: a!, fields: { feed: 1 } }], T0 + 1);
-    const s2 = await badges.saveFenced(
-      20,
-      1,
-      [
-        { user: a!, fields: { feed: 1 } },
-        { user: b!, fields: { feed: 3, notices: 1 } },
-      ],
-      T0 + 2,
-    );
-    const s3 = await badges.saveFenced(21, 1, [{ user: c!, fields: {} }], T0 + 3);
+    await badges.saveUnfenced(a!, { feed: 1 }, T0 + 1);
+    // The owner's own writes it knows: not published on the pool's channel.
+    await badges.saveFenced(20, 1, [{ user: b!, fields: { feed: 2 } }], T0 + 1);
+    const sb = await badges.saveUnfenced(b!, { feed: 3, notices: 1 }, T0 + 2);
+    const sc = await badges.saveUnfenced(c!, {}, T0 + 3);
     await waitFor(() => both.length >= 3 && only21.length >= 1);
 
     expect(both).toEqual([
-      [
-        20,
-        [
-          { user: a, epoch: s1.stamps[0]!.epoch, version: 1, fields: { feed: 1 }, computedAt: T0 },
-          { user: b, epoch: s1.stamps[1]!.epoch, version: 1, fields: { feed: 2 }, computedAt: T0 },
-        ],
-      ],
+      [20, [{ user: a, epoch: sa.epoch, version: 1, fields: { feed: 1 }, computedAt: T0 }]],
       [
         20,
         [
           {
             user: b,
-            epoch: s2.stamps[1]!.epoch,
+            epoch: sb.epoch,
             version: 2,
             fields: { feed: 3, notices: 1 },
             computedAt: T0 + 2,
           },
         ],
       ],
-      [21, [{ user: c, epoch: s3.stamps[0]!.epoch, version: 1, fields: {}, computedAt: T0 + 3 }]],
+      [21, [{ user: c, epoch: sc.epoch, version: 1, fields: {}, computedAt: T0 + 3 }]],
     ]);
     // Pool 20's messages went out first; had they reached this subscriber, they would be here.
     expect(only21).toEqual([both[2]]);
 
     await stopBoth();
     await stopBoth();
-    await badges.saveFenced(21, 1, [{ user: c!, fields: { feed: 9 } }], T0 + 4);
+    await badges.saveUnfenced(c!, { feed: 9 }, T0 + 4);
     await waitFor(() => only21.length >= 2);
     expect(both).toHaveLength(3);
-    // A refused save publishes nothing.
+    // Fenced saves, refused or accepted, publish nothing here.
     await setFence(21, 2);
     await badges.saveFenced(21, 1, [{ user: c!, fields: { feed: 10 } }], T0 + 5);
     await badges.saveFenced(21, 2, [{ user: c!, fields: { feed: 11 } }], T0 + 6);
+    await badges.saveUnfenced(c!, { feed: 12 }, T0 + 7);
     await waitFor(() => only21.length >= 3);
     expect(only21.map(([, changes]) => changes[0]!.fields)).toEqual([
       {},
       { feed: 9 },
-      { feed: 11 },
+      { feed: 12 },
     ]);
+    expect(only21[2]![1][0]!.version).toBe(4);
     await stop21();
   });
 });
@@ -635,13 +619,15 @@ describe('cluster store on a 3-master Redis Cluster', () => {
       ),
     );
     expect(results.every((result) => result.accepted)).toBe(true);
+    // A gateway's (unfenced) write in each pool is what its owner hears of.
+    await Promise.all(
+      pools.map((pool) => badges.saveUnfenced(usersByPool[pool]![0]!, { feed: pool + 100 }, T0)),
+    );
     await waitFor(() => received.size === POOLS, { message: 'every pool published its changes' });
     for (const pool of pools) {
       expect(
         received.get(pool)!.map(({ user, fields, version }) => ({ user, fields, version })),
-      ).toEqual(
-        usersByPool[pool]!.map((user) => ({ user, fields: { feed: pool + 1 }, version: 1 })),
-      );
+      ).toEqual([{ user: usersByPool[pool]![0], fields: { feed: pool + 100 }, version: 2 }]);
     }
     expect(await badges.saveFenced(3, 1, [{ user: usersByPool[3]![0]!, fields: {} }], T0)).toEqual({
       accepted: false,
@@ -657,10 +643,10 @@ describe('cluster store on a 3-master Redis Cluster', () => {
       heard.push([pool, batch]),
     );
     const [user4] = usersByPool[4]!;
-    await broadcast.saveFenced(4, 2, [{ user: user4!, fields: { feed: 50 } }], T0 + 1);
+    await broadcast.saveUnfenced(user4!, { feed: 50 }, T0 + 1);
     await waitFor(() => heard.length === 1);
     expect(heard[0]![1].map(({ user, version }) => ({ user, version }))).toEqual([
-      { user: user4, version: 2 },
+      { user: user4, version: 3 },
     ]);
     await stopBroadcast();
 

@@ -1107,11 +1107,14 @@ describeEachEngine('BubbleStore contract', (ctx) => {
     // Every kind of tag is in use: user sources, posts, pool state and the post change log.
     expect([...tags].sort()).toEqual(['a', 'g', 'p', 'u']);
     expect(await scanKeys(admin, `${prefix}:*`)).toHaveLength(created.length);
-    // Badge states live in the pool of their user: {p:<0..pools-1>}.
-    const badgeKeys = created.filter((key) => key.includes(':badge:'));
+    // Badge states live in the pool of their user: a field of {p:<0..pools-1>}:badges.
+    const badgeKeys = created.filter((key) => key.endsWith(':badges'));
     expect(badgeKeys.sort()).toEqual(
-      ['u1', 'u2', 'u3', 'u4'].map((user) => store.keys.badge(user)).sort(),
+      [...new Set(['u1', 'u2', 'u3', 'u4'].map((user) => store.keys.badgeOf(user)))].sort(),
     );
+    for (const user of ['u1', 'u2', 'u3', 'u4']) {
+      expect(await admin.hexists(store.keys.badgeOf(user), user)).toBe(1);
+    }
     for (const user of ['u1', 'u2', 'u4']) {
       expect(created).toContain(store.keys.poolEvents(poolOf(user, store.pools)));
     }

@@ -70,8 +70,11 @@ export class CoreNode {
   private stopTicks: (() => Promise<void>) | null = null;
   private stopChanges: (() => Promise<void>) | null = null;
   private reconcileQueue: string[] = [];
-  /** Users whose count disagreed with the stored sources once; checked again next sweep. */
-  private readonly suspects = new Set<string>();
+  /**
+   * Users whose badge disagreed with the stored sources, checked again next sweep: what the
+   * sources said then (a signature) and how many checks in a row disagreed.
+   */
+  private readonly suspects = new Map<string, { truth: string; strikes: number }>();
   private stopped = false;
   private closing: Promise<void> | undefined;
   readonly totals = { sweeps: 0, staleWritesRejected: 0, driftRepaired: 0, skipped: 0 };
@@ -505,7 +508,7 @@ export class CoreNode {
     const { store, reconcilePerSweep } = this.options;
     if (reconcilePerSweep <= 0 || this.counter.userCount === 0) return 0;
     if (this.reconcileQueue.length === 0) this.reconcileQueue = this.counter.heldUsers();
-    const suspects = [...this.suspects];
+    const suspects = [...this.suspects.keys()];
     const batch = [...suspects, ...this.reconcileQueue.splice(0, reconcilePerSweep)].filter((u) =>
       this.counter.hasUser(u),
     );
@@ -526,8 +529,13 @@ export class CoreNode {
         continue;
       }
       // A change may be stored but not yet read from the log: look again after the next sweep.
-      if (!this.suspects.has(user)) {
-        this.suspects.add(user);
+      // Drift is a disagreement that outlives a sweep while the sources stand still; sources
+      // that keep moving are a race, repaired quietly after a few checks in a row.
+      const signature = `${truth}#${extras.key}`;
+      const suspect = this.suspects.get(user);
+      const drifted = suspect?.truth === signature;
+      if (!drifted && (suspect?.strikes ?? 0) < 3) {
+        this.suspects.set(user, { truth: signature, strikes: (suspect?.strikes ?? 0) + 1 });
         continue;
       }
       this.suspects.delete(user);
@@ -551,7 +559,7 @@ export class CoreNode {
       }
       const repaired = this.counter.countOf(user);
       const extrasAfter = this.extras.heldKey(user);
-      if (repaired === before && extrasAfter === extrasBefore) {
+      if (!drifted || (repaired === before && extrasAfter === extrasBefore)) {
         // The stored sources moved on between our sweep and this read: not drift.
         this.log.debug({ user, count: before, truth }, 'reconciliation raced a change');
         continue;

@@ -76,6 +76,7 @@ export class MemoryFencedBadges implements FencedBadges {
         fields,
         computedAt,
         () => (freshEpoch ??= newEpoch()),
+        fence === null,
       );
       if (stamp.changed) {
         const stored = this.badges.get(user)!;
@@ -89,7 +90,7 @@ export class MemoryFencedBadges implements FencedBadges {
       }
       return stamp;
     });
-    if (changes.length > 0) this.publish(pool, changes, computedAt);
+    if (changes.length > 0) this.publish(pool, changes, computedAt, fence === null);
     return { accepted: true, stamps };
   }
 
@@ -146,8 +147,9 @@ export class MemoryFencedBadges implements FencedBadges {
   }
 
   /** Delivered later, as over Redis: a handler never runs inside the writer's call. */
-  private publish(pool: number, changes: BadgeChange[], now: number): void {
-    for (const handler of this.handlers.get(pool) ?? []) {
+  /** As saveBadges-4.lua: the pool's subscribers hear unfenced changes, gateways every change. */
+  private publish(pool: number, changes: BadgeChange[], now: number, unfenced: boolean): void {
+    for (const handler of unfenced ? (this.handlers.get(pool) ?? []) : []) {
       queueMicrotask(() => {
         if (this.handlers.get(pool)?.has(handler)) handler(pool, structuredClone(changes));
       });
@@ -182,6 +184,8 @@ export function saveBadgeState(
   fields: BadgeFields,
   computedAt: number,
   freshEpoch: () => string = newEpoch,
+  /** A core's unchanged counts keep the time they were stored at (as saveBadges-4.lua). */
+  touchUnchanged = true,
 ): BadgeStamp {
   const nonZero: Record<string, number> = {};
   for (const [name, value] of Object.entries(fields)) if (value !== 0) nonZero[name] = value;
@@ -191,10 +195,11 @@ export function saveBadgeState(
     badges.set(user, fresh);
     return { epoch: fresh.epoch, version: 1, changed: true };
   }
-  stored.computedAt = computedAt;
   if (sameFields(stored.fields, nonZero)) {
+    if (touchUnchanged) stored.computedAt = computedAt;
     return { epoch: stored.epoch, version: stored.version, changed: false };
   }
+  stored.computedAt = computedAt;
   stored.fields = nonZero;
   stored.version++;
   return { epoch: stored.epoch, version: stored.version, changed: true };

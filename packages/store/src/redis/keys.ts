@@ -41,8 +41,14 @@ export class RedisKeys {
     return `${this.prefix}:{a:${author}}:deleted`;
   }
 
-  badge(user: string): string {
-    return `${this.prefix}:{p:${poolOf(user, this.pools)}}:badge:${user}`;
+  /** HASH user → packed badge state, for the users of one pool (saveBadges-4.lua). */
+  badges(pool: number): string {
+    return `${this.prefix}:{p:${pool}}:badges`;
+  }
+
+  /** The key holding `user`'s badge state (a field of it named after the user). */
+  badgeOf(user: string): string {
+    return this.badges(poolOf(user, this.pools));
   }
 
   /** ZSET user → presence expiry (ms). */
@@ -68,6 +74,11 @@ export class RedisKeys {
   /** Pub/sub channel of the pool's badge changes (SPUBLISH on Redis Cluster). */
   badgeChannel(pool: number): string {
     return `${this.prefix}:{p:${pool}}:changes`;
+  }
+
+  /** Pub/sub channel of a pool's fenced (core) writes: an audit trail, decoded by no role. */
+  writtenChannel(pool: number): string {
+    return `${this.prefix}:{p:${pool}}:written`;
   }
 
   /** HASH user → "gateway=expiry;…": the gateways a pool's users' changes are routed to. */

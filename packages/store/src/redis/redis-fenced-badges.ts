@@ -1,5 +1,5 @@
 import { poolOf } from '@bubble/protocol';
-import type { ChainableCommander, Cluster, Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import type {
   BadgeChange,
   FencedBadges,
@@ -7,7 +7,7 @@ import type {
   FencedSaveResult,
 } from '../cluster-types.js';
 import { newEpoch } from '../epoch.js';
-import type { BadgeFields, BadgeStamp } from '../types.js';
+import type { BadgeFields, BadgeStamp, StoredBadge } from '../types.js';
 import type { RedisClient } from './connect.js';
 import type { RedisKeys } from './keys.js';
 import { defineScripts } from './scripts.js';
@@ -25,7 +25,13 @@ export interface RedisFencedBadgesOptions {
 type SaveReply = -1 | (string | number)[];
 
 interface FencedBadgeScripts {
-  saveBadges(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Promise<SaveReply>;
+  saveBadges(
+    fence: string,
+    stale: string,
+    routes: string,
+    badges: string,
+    ...args: (string | number)[]
+  ): Promise<SaveReply>;
   routeUsers(
     routes: string,
     gateway: string,
@@ -35,18 +41,10 @@ interface FencedBadgeScripts {
   ): Promise<number>;
 }
 
-interface FencedBadgePipeline extends ChainableCommander {
-  saveBadges(numberOfKeys: number, ...keysAndArgs: (string | number)[]): ChainableCommander;
-}
-
-/** The message saveBadges-n.lua publishes: the changes plus the writer's token, if any. */
-interface WireChange extends BadgeChange {
-  fence: number;
-}
-
 /**
- * Badge writes through saveBadges-n.lua: a core's fenced batches, and (unfenced) the single
- * writes of cold starts, so every change of every writer is published on its pool's channel.
+ * Badge writes through saveBadges-4.lua: a core's fenced batches, and (unfenced) the single
+ * writes of cold starts and reads. Unfenced changes are published on their pool's channel (what
+ * the owning core listens to); every change goes to the gateways holding its user.
  */
 export class RedisFencedBadges implements FencedBadges {
   private readonly redis: RedisClient & FencedBadgeScripts;
@@ -82,59 +80,40 @@ export class RedisFencedBadges implements FencedBadges {
     writes: readonly FencedBadgeWrite[],
     computedAt: number,
   ): Promise<FencedSaveResult> {
-    const badgeKeys: string[] = [];
-    const perWrite: (string | number)[] = [];
-    for (const { user, fields } of writes) {
-      // Every key of the script must be in the pool's slot.
-      if (poolOf(user, this.keys.pools) !== pool) {
-        throw new RangeError(`user ${user} is not in pool ${pool}`);
-      }
-      badgeKeys.push(this.keys.badge(user));
-      const pairs: (string | number)[] = [];
-      for (const [name, value] of Object.entries(fields)) if (value !== 0) pairs.push(name, value);
-      perWrite.push(user, pairs.length / 2, ...pairs);
-    }
-    const args: [number, ...(string | number)[]] = [
-      3 + badgeKeys.length,
-      this.keys.fence(pool),
-      this.keys.staleWrites(pool),
-      this.keys.routes(pool),
-      ...badgeKeys,
+    const args: (string | number)[] = [
       fence,
       computedAt,
       newEpoch(),
       this.keys.badgeChannel(pool),
       this.sharded ? 'SPUBLISH' : 'PUBLISH',
       this.keys.gatewayChannelPrefix(pool),
-      ...perWrite,
+      this.keys.writtenChannel(pool),
     ];
-    const result = this.redis.isCluster
-      ? await this.saveInOwnPipeline(args)
-      : await this.redis.saveBadges(...args);
+    for (const { user, fields } of writes) {
+      // Every key of the script must be in the pool's slot.
+      if (poolOf(user, this.keys.pools) !== pool) {
+        throw new RangeError(`user ${user} is not in pool ${pool}`);
+      }
+      args.push(user, encodeCounts(fields));
+    }
+    const { keys } = this;
+    const result = await this.redis.saveBadges(
+      keys.fence(pool),
+      keys.staleWrites(pool),
+      keys.routes(pool),
+      keys.badges(pool),
+      ...args,
+    );
     if (result === -1) return { accepted: false, stamps: [] };
-    const stamps: FencedSaveResult['stamps'] = [];
-    for (let i = 0; i < result.length; i += 3) {
-      stamps.push({
+    const stamps: FencedSaveResult['stamps'] = new Array(result.length / 3);
+    for (let i = 0, w = 0; i < result.length; i += 3, w++) {
+      stamps[w] = {
         epoch: String(result[i]),
         version: Number(result[i + 1]),
         changed: result[i + 2] === 1,
-      });
+      };
     }
     return { accepted: true, stamps };
-  }
-
-  /**
-   * On a Cluster, auto-pipelining files a script call under the slot of its first argument,
-   * which for a per-call key count is that count, not a key: saves of pools on different
-   * shards would share a pipeline and fail. A pipeline of its own is routed by the real keys.
-   */
-  private async saveInOwnPipeline(args: [number, ...(string | number)[]]): Promise<SaveReply> {
-    const pipeline = this.redis.pipeline() as FencedBadgePipeline;
-    const [reply] = (await pipeline.saveBadges(...args).exec()) ?? [];
-    if (!reply) throw new Error('saveBadges: the pipeline was discarded');
-    const [error, result] = reply;
-    if (error) throw error;
-    return result as SaveReply;
   }
 
   async route(
@@ -234,13 +213,59 @@ export class RedisFencedBadges implements FencedBadges {
   }
 }
 
-function decodeChanges(message: string): BadgeChange[] {
-  const changes = JSON.parse(message) as WireChange[];
-  return changes.map(({ user, epoch, version, fields, computedAt }) => ({
-    user,
-    epoch,
-    version,
-    fields,
-    computedAt,
-  }));
+/**
+ * A badge state's counts as stored: "name=value,…", non-zero only, sorted by name, so two
+ * states with equal counts have equal text (the script compares text). Names are ids or
+ * prefixed ids (docs/redis-keys.md) and never hold "=", "," or "|".
+ */
+export function encodeCounts(fields: Readonly<Record<string, number>>): string {
+  const names = Object.keys(fields);
+  if (names.length === 1) {
+    const value = fields[names[0]!]!;
+    return value === 0 ? '' : `${names[0]}=${value}`;
+  }
+  names.sort();
+  let text = '';
+  for (const name of names) {
+    const value = fields[name]!;
+    if (value === 0) continue;
+    text += text === '' ? `${name}=${value}` : `,${name}=${value}`;
+  }
+  return text;
+}
+
+export function decodeCounts(text: string): Record<string, number> {
+  const fields: Record<string, number> = {};
+  if (text === '') return fields;
+  for (const pair of text.split(',')) {
+    const at = pair.indexOf('=');
+    fields[pair.slice(0, at)] = Number(pair.slice(at + 1));
+  }
+  return fields;
+}
+
+/** A stored state: "<epoch>|<version>|<computedAt>|<counts>". */
+export function decodeBadgeState(packed: string): StoredBadge {
+  const [epoch, version, computedAt, counts] = packed.split('|');
+  return {
+    epoch: epoch!,
+    version: Number(version),
+    computedAt: Number(computedAt),
+    fields: decodeCounts(counts ?? ''),
+  };
+}
+
+/**
+ * A published message: the writer's fencing token (or "-") on the first line, then one
+ * "<user>|<packed state>" line per change.
+ */
+export function decodeChanges(message: string): BadgeChange[] {
+  const lines = message.split('\n');
+  const changes: BadgeChange[] = new Array(lines.length - 1);
+  for (let i = 1; i < lines.length; i++) {
+    const line = lines[i]!;
+    const bar = line.indexOf('|');
+    changes[i - 1] = { user: line.slice(0, bar), ...decodeBadgeState(line.slice(bar + 1)) };
+  }
+  return changes;
 }

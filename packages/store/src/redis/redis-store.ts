@@ -25,7 +25,7 @@ import {
   RedisRedDots,
   RedisUserMarks,
 } from './redis-extras.js';
-import { RedisFencedBadges } from './redis-fenced-badges.js';
+import { RedisFencedBadges, decodeBadgeState } from './redis-fenced-badges.js';
 import { RedisPresence } from './redis-presence.js';
 import { defineScripts, type ScriptCommands } from './scripts.js';
 
@@ -264,18 +264,8 @@ class RedisBadgeStates implements BadgeStates {
   ) {}
 
   async load(user: string): Promise<StoredBadge | null> {
-    const hash = await this.redis.hgetall(this.keys.badge(user));
-    if (hash._e === undefined) return null;
-    const fields: Record<string, number> = {};
-    for (const [name, value] of Object.entries(hash)) {
-      if (!name.startsWith('_')) fields[name] = Number(value);
-    }
-    return {
-      epoch: hash._e,
-      version: Number(hash._v),
-      computedAt: Number(hash._at),
-      fields,
-    };
+    const packed = await this.redis.hget(this.keys.badgeOf(user), user);
+    return packed === null ? null : decodeBadgeState(packed);
   }
 
   async save(user: string, fields: BadgeFields, computedAt: number): Promise<BadgeStamp> {
