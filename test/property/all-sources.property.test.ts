@@ -351,8 +351,8 @@ const read = fc.tuple(user, readSpec).map(([u, spec]) =>
   command(
     `read(${u}, ${JSON.stringify(spec)})`,
     (m) => {
+      // Refused: no badge is returned, so the user is not seen either.
       if (spec.scope === 'conversation' && !m.conversations.get(spec.id)?.members.has(u)) {
-        m.see(u);
         return 'UB_ERR_FORBIDDEN';
       }
       m.see(u);
