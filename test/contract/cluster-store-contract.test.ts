@@ -121,6 +121,48 @@ describeEachEngine('cluster store contract', (ctx) => {
     expect(await allPoolEvents(log, 7)).toEqual([online(u!)]);
   });
 
+  it('a shorter TTL never shortens a presence another holder extended', async () => {
+    const { presence } = partsOf(ctx());
+    const [u] = usersOf(7, 1);
+    await presence.setOnline([{ user: u!, ttlMs: 60_000 }], T0);
+    expect(await presence.setOnline([{ user: u!, ttlMs: 1_000 }], T0 + 10)).toEqual([
+      { user: u, changed: false },
+    ]);
+    expect(await presence.isOnline(u!, T0 + 59_999)).toBe(true);
+  });
+
+  it('routes: changes reach the gateways holding the user; unroute tells who nobody holds', async () => {
+    const { badges } = partsOf(ctx());
+    const [u, v] = usersOf(9, 2);
+    const heard = new Map<string, string[]>([
+      ['g1', []],
+      ['g2', []],
+    ]);
+    const stops = await Promise.all(
+      ['g1', 'g2'].map((gateway) =>
+        badges.subscribeGateway(gateway, (changes) =>
+          heard.get(gateway)!.push(...changes.map((change) => `${change.user}=${change.fields.f}`)),
+        ),
+      ),
+    );
+    await badges.route('g1', [u!, v!], 10_000, T0);
+    await badges.route('g2', [u!], 10_000, T0);
+    await badges.saveUnfenced(u!, { f: 1 }, T0 + 1);
+    await badges.saveUnfenced(v!, { f: 2 }, T0 + 1);
+    await waitFor(() => heard.get('g1')!.length === 2 && heard.get('g2')!.length === 1);
+    expect(heard.get('g1')!.sort()).toEqual([`${u}=1`, `${v}=2`]);
+    expect(heard.get('g2')).toEqual([`${u}=1`]);
+
+    // u is still held by g2; v by nobody; a user never routed is held by nobody either.
+    expect(await badges.unroute('g1', [u!, v!, 'never-routed'], T0 + 2)).toEqual([
+      v,
+      'never-routed',
+    ]);
+    // A lapsed route holds nobody.
+    expect(await badges.unroute('g1', [u!], T0 + 20_000)).toEqual([u]);
+    for (const stop of stops) await stop();
+  });
+
   it('setOnline answers in input order across pools; a repeat within a call is a renewal', async () => {
     const { presence, log } = partsOf(ctx());
     const [a, b] = usersOf(3, 2);

@@ -7,14 +7,14 @@
   ARGV[2] expiry     ms until which the route holds; 0 removes the gateway's route
   ARGV[3] now        ms; entries at or before it are dropped
   ARGV[4..] users
-  Returns the number of users whose route now names at least one gateway
+  Returns one flag per user, in order: 1 when its route still names a gateway, else 0
 ]]
 local routesKey = KEYS[1]
 local gateway = ARGV[1]
 local expiry = tonumber(ARGV[2])
 local now = tonumber(ARGV[3])
 
-local routed = 0
+local routed = {}
 for i = 4, #ARGV do
   local user = ARGV[i]
   local kept = {}
@@ -31,9 +31,10 @@ for i = 4, #ARGV do
   end
   if #kept > 0 then
     redis.call('HSET', routesKey, user, table.concat(kept, ';'))
-    routed = routed + 1
+    routed[#routed + 1] = 1
   else
     redis.call('HDEL', routesKey, user)
+    routed[#routed + 1] = 0
   end
 end
 return routed

@@ -1,5 +1,6 @@
 --[[
-  Mark users of one pool online until their expiry; record an `online` event for each one who
+  Mark users of one pool online until their expiry (never shortening a later one: several
+  gateways may hold a user, each with its own TTL); record an `online` event for each one who
   was not online (absent, or lapsed but not yet expired) before.
   KEYS[1] online     ZSET    user → presence expiry (ms)
   KEYS[2] events     STREAM  the pool's change log: k <kind> u <user>
@@ -17,7 +18,9 @@ local changed = {}
 for i = 3, #ARGV, 2 do
   local user = ARGV[i]
   local previous = redis.call('ZSCORE', onlineKey, user)
-  redis.call('ZADD', onlineKey, ARGV[i + 1], user)
+  if previous == false or tonumber(previous) < tonumber(ARGV[i + 1]) then
+    redis.call('ZADD', onlineKey, ARGV[i + 1], user)
+  end
   if previous == false or tonumber(previous) <= now then
     redis.call('XADD', eventsKey, 'MAXLEN', '~', maxlen, '*', 'k', 'online', 'u', user)
     changed[#changed + 1] = 1

@@ -68,7 +68,7 @@ export interface PresenceChange {
 
 export interface PresenceStore {
   /**
-   * Online until `now + ttlMs` (renewing extends it). Records an `online` pool event for each
+   * Online until `now + ttlMs` (renewing extends it; a later expiry is kept). Records an `online` pool event for each
    * user who was not online before. Returns one entry per user, in input order.
    */
   setOnline(
@@ -186,8 +186,8 @@ export interface FencedBadges {
    * each change is then also published to that gateway alone. One call per pool touched.
    */
   route(gateway: string, users: readonly string[], ttlMs: number, now: number): Promise<void>;
-  /** Stops routing the users' changes to `gateway`. */
-  unroute(gateway: string, users: readonly string[], now: number): Promise<void>;
+  /** Stops routing the users' changes to `gateway`; returns those no gateway holds any more. */
+  unroute(gateway: string, users: readonly string[], now: number): Promise<string[]>;
   /** Receives the changes routed to `gateway`, from every pool. */
   subscribeGateway(
     gateway: string,

@@ -127,8 +127,9 @@ export class LiveUsers {
   private async letGo(user: string): Promise<void> {
     const { service, gatewayId } = this.options;
     try {
-      await service.store.fencedBadges.unroute(gatewayId, [user], Date.now());
-      await service.store.presence.setOffline(user);
+      // Offline only when no other gateway holds the user (another device, or a move).
+      const orphaned = await service.store.fencedBadges.unroute(gatewayId, [user], Date.now());
+      if (orphaned.length > 0) await service.store.presence.setOffline(user);
     } catch (err) {
       this.log.warn({ err, user }, 'could not let a user go; their presence will lapse');
     }

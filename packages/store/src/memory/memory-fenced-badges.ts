@@ -124,14 +124,19 @@ export class MemoryFencedBadges implements FencedBadges {
     }
   }
 
-  async unroute(gateway: string, users: readonly string[], now: number): Promise<void> {
+  async unroute(gateway: string, users: readonly string[], now: number): Promise<string[]> {
+    const orphaned: string[] = [];
     for (const user of users) {
       const gateways = this.routes.get(user);
-      if (!gateways) continue;
-      gateways.delete(gateway);
-      for (const [other, expiry] of gateways) if (expiry <= now) gateways.delete(other);
-      if (gateways.size === 0) this.routes.delete(user);
+      if (gateways) {
+        gateways.delete(gateway);
+        for (const [other, expiry] of gateways) if (expiry <= now) gateways.delete(other);
+        if (gateways.size > 0) continue;
+        this.routes.delete(user);
+      }
+      orphaned.push(user);
     }
+    return orphaned;
   }
 
   async subscribeGateway(

@@ -35,7 +35,8 @@ export class MemoryPresence implements PresenceStore {
       const pool = poolOf(user, this.pools);
       const expiries = this.expiries[pool]!;
       const previous = expiries.get(user);
-      expiries.set(user, now + ttlMs);
+      // Never shortens a later expiry: several gateways may hold the user, each with its TTL.
+      if (previous === undefined || previous < now + ttlMs) expiries.set(user, now + ttlMs);
       const changed = previous === undefined || previous <= now;
       if (changed) this.log.appendPoolEventsNow(pool, [{ kind: 'online', user }]);
       return { user, changed };

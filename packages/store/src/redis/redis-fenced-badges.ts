@@ -38,7 +38,7 @@ interface FencedBadgeScripts {
     expiry: number,
     now: number,
     ...users: string[]
-  ): Promise<number>;
+  ): Promise<number[]>;
 }
 
 /**
@@ -125,11 +125,17 @@ export class RedisFencedBadges implements FencedBadges {
     await this.setRoutes(gateway, users, now + ttlMs, now);
   }
 
-  async unroute(gateway: string, users: readonly string[], now: number): Promise<void> {
-    await this.setRoutes(gateway, users, 0, now);
+  async unroute(gateway: string, users: readonly string[], now: number): Promise<string[]> {
+    return this.setRoutes(gateway, users, 0, now);
   }
 
-  private async setRoutes(gateway: string, users: readonly string[], expiry: number, now: number) {
+  /** Returns the users no gateway holds any more. */
+  private async setRoutes(
+    gateway: string,
+    users: readonly string[],
+    expiry: number,
+    now: number,
+  ): Promise<string[]> {
     if (/[=;]/.test(gateway)) throw new RangeError('a gateway id cannot contain "=" or ";"');
     const byPool = new Map<number, string[]>();
     for (const user of users) {
@@ -138,11 +144,18 @@ export class RedisFencedBadges implements FencedBadges {
       if (!list) byPool.set(pool, (list = []));
       list.push(user);
     }
-    await Promise.all(
+    const flags = await Promise.all(
       [...byPool].map(([pool, list]) =>
         this.redis.routeUsers(this.keys.routes(pool), gateway, expiry, now, ...list),
       ),
     );
+    const orphaned: string[] = [];
+    [...byPool.values()].forEach((list, i) =>
+      list.forEach((user, k) => {
+        if (flags[i]![k] === 0) orphaned.push(user);
+      }),
+    );
+    return orphaned;
   }
 
   async subscribeGateway(
