@@ -111,7 +111,8 @@ export class HttpGateway {
         service,
         logger: options.logger,
         presenceTtlMs,
-        pollerTtlMs: 3 * (options.basePollSeconds ?? 15) * 1000,
+        // Three of the intervals pollers are told to use, which grow under load.
+        pollerTtlMs: () => 3 * this.load.pollIntervalSeconds() * 1000,
       });
     }
     if (serves.has('client')) {

@@ -9,8 +9,11 @@ export interface LiveUsersOptions {
   logger: Logger;
   /** Presence and routes are renewed every third of it; a dead gateway's users lapse after it. */
   presenceTtlMs: number;
-  /** A poller not seen for this long is let go. */
-  pollerTtlMs: number;
+  /**
+   * A poller not seen for this long is let go; asked at each poll, so it can follow the
+   * interval the gateway advertises (three of them).
+   */
+  pollerTtlMs: () => number;
 }
 
 interface LiveUser {
@@ -74,11 +77,11 @@ export class LiveUsers {
     const existing = this.users.get(user);
     const now = Date.now();
     if (existing?.badge) {
-      existing.pollerUntil = Math.max(existing.pollerUntil, now + this.options.pollerTtlMs);
+      existing.pollerUntil = Math.max(existing.pollerUntil, now + this.options.pollerTtlMs());
       return { badge: existing.badge, fromCache: true };
     }
     const live = await this.hold(user);
-    live.pollerUntil = now + this.options.pollerTtlMs;
+    live.pollerUntil = now + this.options.pollerTtlMs();
     return { badge: await this.freshBadge(user, live), fromCache: false };
   }
 
