@@ -523,6 +523,29 @@ describeEachEngine('cluster store contract', (ctx) => {
     );
   });
 
+  it('a batch larger than the script works in chunks of is stored whole', async () => {
+    const { badges, setFence, storedBadge } = partsOf(ctx());
+    const users = usersOf(30, 4_500);
+    await setFence(30, 1);
+    const first = await badges.saveFenced(
+      30,
+      1,
+      users.map((user, i) => ({ user, fields: { f: i + 1 } })),
+      T0,
+    );
+    expect(first.stamps.filter((s) => s.changed && s.version === 1)).toHaveLength(users.length);
+    const second = await badges.saveFenced(
+      30,
+      1,
+      users.map((user, i) => ({ user, fields: { f: i % 2 === 0 ? i + 1 : i + 2 } })),
+      T0 + 1,
+    );
+    expect(second.stamps.filter((s) => s.changed)).toHaveLength(users.length / 2);
+    expect(second.stamps[4_499]).toMatchObject({ version: 2, changed: true });
+    expect(await storedBadge(users[4_499]!)).toMatchObject({ version: 2, fields: { f: 4_501 } });
+    expect(await storedBadge(users[4_498]!)).toMatchObject({ version: 1, fields: { f: 4_499 } });
+  });
+
   it('unfenced changes are published to the subscribers of their pool, fenced ones are not', async () => {
     const { badges, setFence } = partsOf(ctx());
     const [a, b] = usersOf(20, 2);

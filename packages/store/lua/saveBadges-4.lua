@@ -1,8 +1,8 @@
 --[[
   Store the badge states of users of one pool, each moving to the next version only when its
   counts differ, and publish the changes. A core's writes carry the pool's fencing token; a
-  gateway's (a cold start, a read) pass "-". Per user: one HGET, and for a change one field in
-  a variadic HSET. Unfenced changes are published on the pool's channel (the core owning the
+  gateway's (a cold start, a read) pass "-". One HMGET and one variadic HSET per chunk of
+  users, no call per user. Unfenced changes are published on the pool's channel (the core owning the
   pool learns of them there; its own writes it knows), fenced ones on the pool's written
   channel (an audit trail nobody has to decode); every change is also published to the
   gateways holding its user (see routeUsers-1.lua).
@@ -42,30 +42,42 @@ local function callChunked(command, key, args)
 end
 
 local results, writes, changes, changedUsers = {}, {}, {}, {}
-for i = 8, #ARGV, 2 do
-  local user, counts = ARGV[i], ARGV[i + 1]
-  local stored = redis.call('HGET', badgesKey, user)
-  local epoch, version, oldCounts = freshEpoch, 0, nil
-  if stored then
-    local e, v, _, c = string.match(stored, '^([^|]*)|(%d+)|(%d+)|(.*)$')
-    epoch, version, oldCounts = e, tonumber(v), c
+local find, sub = string.find, string.sub
+for first = 8, #ARGV, 2 * CHUNK do
+  local last = math.min(first + 2 * CHUNK - 1, #ARGV)
+  local users = {}
+  for i = first, last, 2 do
+    users[#users + 1] = ARGV[i]
   end
-  local n = #results
-  if oldCounts == counts then
-    results[n + 1], results[n + 2], results[n + 3] = epoch, version, 0
-    -- A cold start says when it looked; a core's unchanged counts are not rewritten.
-    if not fenced then
-      writes[#writes + 1] = user
-      writes[#writes + 1] = epoch .. '|' .. version .. '|' .. computedAt .. '|' .. counts
+  -- One HMGET for a chunk of users, not a call per user.
+  local stored = redis.call('HMGET', badgesKey, unpack(users))
+  for k = 1, #users do
+    local user, counts = users[k], ARGV[first + 2 * k - 1]
+    local packed = stored[k]
+    local epoch, version, oldCounts = freshEpoch, 0, nil
+    if packed then
+      local a = find(packed, '|', 1, true)
+      local b = find(packed, '|', a + 1, true)
+      local c = find(packed, '|', b + 1, true)
+      epoch, version, oldCounts = sub(packed, 1, a - 1), tonumber(sub(packed, a + 1, b - 1)), sub(packed, c + 1)
     end
-  else
-    version = version + 1
-    local packed = epoch .. '|' .. version .. '|' .. computedAt .. '|' .. counts
-    results[n + 1], results[n + 2], results[n + 3] = epoch, version, 1
-    writes[#writes + 1] = user
-    writes[#writes + 1] = packed
-    changes[#changes + 1] = user .. '|' .. packed
-    changedUsers[#changedUsers + 1] = user
+    local n = #results
+    if oldCounts == counts then
+      results[n + 1], results[n + 2], results[n + 3] = epoch, version, 0
+      -- A cold start says when it looked; a core's unchanged counts are not rewritten.
+      if not fenced then
+        writes[#writes + 1] = user
+        writes[#writes + 1] = epoch .. '|' .. version .. '|' .. computedAt .. '|' .. counts
+      end
+    else
+      version = version + 1
+      local state = epoch .. '|' .. version .. '|' .. computedAt .. '|' .. counts
+      results[n + 1], results[n + 2], results[n + 3] = epoch, version, 1
+      writes[#writes + 1] = user
+      writes[#writes + 1] = state
+      changes[#changes + 1] = user .. '|' .. state
+      changedUsers[#changedUsers + 1] = user
+    end
   end
 end
 callChunked('HSET', badgesKey, writes)
