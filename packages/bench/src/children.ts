@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 
 /** The CLI entry point, beside this package in the monorepo. */
@@ -21,7 +21,6 @@ export interface RoleChild {
 const live = new Set<ChildProcess>();
 let hooked = false;
 
-/** A bench that dies must not leave cores behind. */
 /** CPU seconds (user + system) a process used so far, from /proc (Linux); null elsewhere. */
 export async function processCpuSeconds(pid: number): Promise<number | null> {
   try {
@@ -37,6 +36,38 @@ export async function processCpuSeconds(pid: number): Promise<number | null> {
 /** USER_HZ: 100 on every Linux architecture Node runs on. */
 const CLOCK_TICKS = 100;
 
+/** Resident set size of a process in bytes, from /proc (Linux); null elsewhere. */
+export async function processRssBytes(pid: number): Promise<number | null> {
+  try {
+    const status = await readFile(`/proc/${pid}/status`, 'utf8');
+    const kb = /^VmRSS:\s+(\d+) kB/m.exec(status)?.[1];
+    return kb === undefined ? null : Number(kb) * 1024;
+  } catch {
+    return null;
+  }
+}
+
+/** Open file descriptors of a process (Linux); null elsewhere. */
+export async function processFdCount(pid: number): Promise<number | null> {
+  try {
+    return (await readdir(`/proc/${pid}/fd`)).length;
+  } catch {
+    return null;
+  }
+}
+
+/** The hard RLIMIT_NOFILE of this process, which children inherit (Linux); null elsewhere. */
+export async function openFilesHardLimit(): Promise<number | null> {
+  try {
+    const limits = await readFile('/proc/self/limits', 'utf8');
+    const hard = /^Max open files\s+\S+\s+(\S+)/m.exec(limits)?.[1];
+    return hard === undefined || hard === 'unlimited' ? null : Number(hard);
+  } catch {
+    return null;
+  }
+}
+
+/** A bench that dies must not leave cores behind. */
 function killLiveOnExit(): void {
   if (hooked) return;
   hooked = true;
@@ -45,11 +76,18 @@ function killLiveOnExit(): void {
   });
 }
 
+/** Kills `child` with SIGKILL if this process exits while it still runs. */
+export function killOnExit(child: ChildProcess): void {
+  killLiveOnExit();
+  live.add(child);
+  child.once('exit', () => live.delete(child));
+}
+
 /**
  * Runs `bubble <role>` as a child process of its own. Lines at warn level or above go to `log`.
  */
 export function spawnRole(options: {
-  role: 'core' | 'server';
+  role: 'core' | 'server' | 'gateway';
   env: Record<string, string>;
   nodeArgs?: string[];
   log: (line: string) => void;

@@ -1,5 +1,10 @@
 export { benchCompute, COMPUTE_DEFAULTS, type ComputeOptions } from './compute.js';
 export { benchColdStart, COLD_START_DEFAULTS, type ColdStartOptions } from './cold-start.js';
+export { benchConnections, CONNECTIONS_DEFAULTS, type ConnectionsOptions } from './connections.js';
 export { benchFanout, FANOUT_DEFAULTS, type FanoutOptions } from './fanout.js';
+export { benchIngest, INGEST_DEFAULTS, type IngestOptions } from './ingest.js';
+export { benchLatency, LATENCY_DEFAULTS, type LatencyOptions } from './latency.js';
+export { benchPoll, POLL_DEFAULTS, type PollOptions } from './poll.js';
 export { benchSweep, SWEEP_DEFAULTS, type SweepOptions } from './sweep.js';
+export { summarizeCpuProfile, type ProfileSummary } from './profile-summary.js';
 export { buildWorkload, postBatch, seededRandom, ZipfSampler, percentile } from './workload.js';

@@ -1,12 +1,13 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import os, { tmpdir } from 'node:os';
 import path from 'node:path';
 import { BadgeService } from '@bubble/core';
 import { HOUR_MS, systemClock } from '@bubble/protocol';
-import { RedisStore, type SweepReport } from '@bubble/store';
+import { RedisStore } from '@bubble/store';
 import { freePort, startRedisServer } from '@bubble/test-utils';
 import { Redis } from 'ioredis';
 import { processCpuSeconds, spawnRole, type RoleChild } from './children.js';
+import { ProbeReader, type ProbeRecord } from './probe-reader.js';
 import { callsBetween, commandCalls, redisCpuSeconds } from './redis-probe.js';
 import { buildWorkload, percentile, seededRandom, ZipfSampler, type Workload } from './workload.js';
 
@@ -61,13 +62,6 @@ export const SWEEP_DEFAULTS: SweepOptions = {
 const TICK_MS = 1000;
 const PRESENCE_TTL_MS = 3 * HOUR_MS;
 const KEY_PREFIX = 'ub';
-
-/** One line of the core's probe: its SweepReport and the commands it sent for that sweep. */
-interface ProbeRecord {
-  report: SweepReport;
-  commands: number;
-  byName: Record<string, number>;
-}
 
 /**
  * bench.md "sweep": one bubble-core process owning 100 pools with 100k online users on a real
@@ -447,93 +441,6 @@ async function measurePhase(
       `redis-server ${figures.redisCpuMsPerSweep} ms`,
   );
   return figures;
-}
-
-/** Reads the probe's JSON lines as the core appends them. */
-class ProbeReader {
-  private offset = 0;
-  private pending: ProbeRecord[] = [];
-
-  constructor(
-    private readonly file: string,
-    private readonly children: readonly RoleChild[],
-    readonly corePid: number,
-  ) {}
-
-  /** Records appended since the last call. */
-  private async poll(): Promise<ProbeRecord[]> {
-    for (const child of this.children) {
-      const exit = child.exited();
-      if (exit !== null) throw new Error(`a bubble child exited (${exit}):\n${child.tail()}`);
-    }
-    let text: string;
-    try {
-      text = await readFile(this.file, 'utf8');
-    } catch {
-      return [];
-    }
-    const end = text.lastIndexOf('\n') + 1;
-    if (end <= this.offset) return [];
-    const lines = text.slice(this.offset, end).split('\n');
-    this.offset = end;
-    return lines.filter((l) => l !== '').map((l) => JSON.parse(l) as ProbeRecord);
-  }
-
-  private async next(deadline: number): Promise<ProbeRecord | null> {
-    while (this.pending.length === 0) {
-      if (performance.now() > deadline) return null;
-      this.pending.push(...(await this.poll()));
-      if (this.pending.length === 0) await sleep(100);
-    }
-    return this.pending.shift()!;
-  }
-
-  /** Drops what was recorded so far and the next `count` sweeps. */
-  async skip(count: number, seconds: number): Promise<void> {
-    this.pending = [];
-    await this.poll();
-    const deadline = performance.now() + seconds * 1000;
-    for (let i = 0; i < count; i++) {
-      if (!(await this.next(deadline))) throw new Error(`no sweep reported within ${seconds} s`);
-    }
-  }
-
-  /** The next `count` sweeps, or those reported within `seconds`. */
-  async collect(count: number, seconds: number): Promise<ProbeRecord[]> {
-    const deadline = performance.now() + seconds * 1000;
-    const records: ProbeRecord[] = [];
-    while (records.length < count) {
-      const record = await this.next(deadline);
-      if (!record) break;
-      records.push(record);
-    }
-    if (records.length < 2) throw new Error(`only ${records.length} sweeps within ${seconds} s`);
-    return records;
-  }
-
-  async waitFor(
-    done: (r: ProbeRecord) => boolean,
-    seconds: number,
-    describe: (r: ProbeRecord) => string,
-    log: (line: string) => void,
-  ): Promise<ProbeRecord> {
-    const deadline = performance.now() + seconds * 1000;
-    let last: ProbeRecord | null = null;
-    let lastLog = 0;
-    for (;;) {
-      const record = await this.next(deadline);
-      if (!record) {
-        const where = last ? describe(last) : 'no sweep reported';
-        throw new Error(`the core did not load within ${seconds} s: ${where}`);
-      }
-      last = record;
-      if (done(record)) return record;
-      if (performance.now() - lastLog > 5000) {
-        lastLog = performance.now();
-        log(`sweep: ${describe(record)} (sweep ${record.report.durationMs} ms)`);
-      }
-    }
-  }
 }
 
 /**

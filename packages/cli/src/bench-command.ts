@@ -1,8 +1,24 @@
-import { benchColdStart, benchCompute, benchFanout, benchSweep } from '@bubble/bench';
+import {
+  benchColdStart,
+  benchCompute,
+  benchConnections,
+  benchFanout,
+  benchIngest,
+  benchLatency,
+  benchPoll,
+  benchSweep,
+} from '@bubble/bench';
 
 type Scenario = () => Promise<Record<string, unknown>>;
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
+
+/**
+ * Set BUBBLE_BENCH_CPU_PROF to a directory and the live scenarios (latency, connections, poll,
+ * ingest) start their bubble children with `node --cpu-prof` writing there, and list the hot
+ * spots when they end.
+ */
+const profileDir = process.env.BUBBLE_BENCH_CPU_PROF || undefined;
 
 /** bench.md's scenarios by id; each prints progress on stderr and one JSON line on stdout. */
 export const SCENARIOS: Record<string, Scenario> = {
@@ -10,6 +26,10 @@ export const SCENARIOS: Record<string, Scenario> = {
   'cold-start': () => benchColdStart({ log }),
   sweep: () => benchSweep({ log }),
   fanout: () => benchFanout({ log }),
+  latency: () => benchLatency({ log, profileDir }),
+  connections: () => benchConnections({ log, profileDir }),
+  poll: () => benchPoll({ log, profileDir }),
+  ingest: () => benchIngest({ log, profileDir }),
 };
 
 export async function runBench(names: string[]): Promise<void> {
@@ -21,10 +41,15 @@ export async function runBench(names: string[]): Promise<void> {
   }
   for (const name of names.length > 0 ? names : Object.keys(SCENARIOS)) {
     const figures = await SCENARIOS[name]!();
-    process.stdout.write(`${JSON.stringify({ ...figures, machine: machine() })}\n`);
+    process.stdout.write(`${JSON.stringify({ ...figures, machine: machine(figures.machine) })}\n`);
   }
 }
 
-function machine() {
-  return { node: process.version, platform: process.platform, arch: process.arch };
+function machine(scenario: unknown) {
+  return {
+    ...(typeof scenario === 'object' && scenario !== null ? scenario : {}),
+    node: process.version,
+    platform: process.platform,
+    arch: process.arch,
+  };
 }

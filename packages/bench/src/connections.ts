@@ -1,0 +1,288 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { BadgeService } from '@bubble/core';
+import { systemClock } from '@bubble/protocol';
+import { RedisStore } from '@bubble/store';
+import { startRedisServer } from '@bubble/test-utils';
+import {
+  openFilesHardLimit,
+  processCpuSeconds,
+  processFdCount,
+  processRssBytes,
+} from './children.js';
+import { forkDriver, type DriverHandle } from './driver-process.js';
+import { logProfiles } from './profile-summary.js';
+import {
+  KEY_PREFIX,
+  benchSecrets,
+  cpuProfileArgs,
+  machineFacts,
+  round2,
+  seedStore,
+  sleep,
+  startGateway,
+  type GatewayChild,
+} from './live-stack.js';
+import { buildWorkload, type Workload } from './workload.js';
+import type { WsConnectResult, WsReport } from './ws-driver.js';
+
+export interface ConnectionsOptions {
+  /** Connections wanted (one user each); fewer when the open-files limit does not allow it. */
+  connections: number;
+  authors: number;
+  windowPosts: number;
+  followMedian: number;
+  followCap: number;
+  pools: number;
+  /** Connections opened and closed first, so the gateway's code and pools are warm. */
+  warmupConnections: number;
+  drivers: number;
+  perAddress: number;
+  connectConcurrency: number;
+  connectSeconds: number;
+  /** Time the connections stay idle before memory is measured. */
+  idleSeconds: number;
+  seed: number;
+  profileDir: string | undefined;
+  log: (line: string) => void;
+}
+
+export const CONNECTIONS_DEFAULTS: ConnectionsOptions = {
+  connections: 20_000,
+  authors: 50_000,
+  windowPosts: 100_000,
+  followMedian: 150,
+  followCap: 2000,
+  pools: 100,
+  warmupConnections: 1000,
+  drivers: 2,
+  perAddress: 40,
+  connectConcurrency: 200,
+  connectSeconds: 300,
+  idleSeconds: 15,
+  seed: 13,
+  profileDir: undefined,
+  log: () => {},
+};
+
+interface MemorySample {
+  rss: number;
+  heapUsed: number;
+  heapTotal: number;
+  external: number;
+  arrayBuffers: number;
+  gc: boolean;
+  /** After V8's last-resort collection, which compacts every page. */
+  thorough: { rss: number; heapUsed: number; heapTotal: number } | null;
+}
+
+/** File descriptors the gateway keeps for itself besides client sockets (Redis, logs, slack). */
+const FD_MARGIN = 64;
+
+/**
+ * bench.md "connections": idle authenticated WebSocket connections (one user each, header
+ * auth) on one `bubble gateway` child; its memory (after a forced GC) before and after, per
+ * connection.
+ */
+export async function benchConnections(partial: Partial<ConnectionsOptions> = {}) {
+  const options = { ...CONNECTIONS_DEFAULTS, ...partial };
+  const { log } = options;
+  const stamp = `${Date.now()}-connections`;
+  const total = options.connections + options.warmupConnections;
+  log(`connections: building ${total} users, ${options.authors} authors`);
+  const workload = buildWorkload({
+    seed: options.seed,
+    users: total,
+    authors: options.authors,
+    follows: { median: options.followMedian, cap: options.followCap },
+    windowPosts: options.windowPosts,
+    now: Date.now(),
+  });
+  const redis = await startRedisServer();
+  const store = new RedisStore({ url: redis.url, keyPrefix: KEY_PREFIX, pools: options.pools });
+  const service = new BadgeService(store, systemClock, { followCap: options.followCap });
+  const dir = await mkdtemp(path.join(tmpdir(), 'bubble-connections-'));
+  const memoryFile = path.join(dir, 'memory.jsonl');
+  let gateway: GatewayChild | undefined;
+  const drivers: DriverHandle[] = [];
+  let figures: Record<string, unknown>;
+  try {
+    await seedStore(store, service, workload, log, 'connections');
+    const secrets = benchSecrets();
+    gateway = await startGateway({
+      redisUrl: redis.url,
+      pools: options.pools,
+      secrets,
+      env: { BUBBLE_BENCH_MEMORY_PROBE: memoryFile },
+      nodeArgs: [
+        ...(await cpuProfileArgs(options.profileDir, `${stamp}-gateway`)),
+        '--expose-gc',
+        '--import',
+        new URL('./gateway-probe.js', import.meta.url).href,
+      ],
+      log,
+    });
+    const hardLimit = await openFilesHardLimit();
+    const ownFds = (await processFdCount(gateway.pid)) ?? 0;
+    const fdBudget = hardLimit === null ? Infinity : hardLimit - ownFds - FD_MARGIN;
+    const target = Math.min(options.connections, fdBudget);
+    if (target < options.connections) {
+      log(
+        `connections: the open-files limit (hard RLIMIT_NOFILE ${hardLimit}, which this ` +
+          `container does not let a process raise) allows the gateway ${target} connections ` +
+          `besides its own ${ownFds} descriptors; opening ${target}`,
+      );
+    }
+    const url = `ws://127.0.0.1:${gateway.port}/v1/ws`;
+    const base = { url, perAddress: options.perAddress, jwtSecret: secrets.jwtSecret };
+
+    // Warm-up from addresses the measured clients do not use (the limiter's buckets stay full).
+    log(`connections: warm-up: ${options.warmupConnections} connections opened and closed`);
+    const warm = forkDriver(new URL('./ws-driver.js', import.meta.url), 'warm-up', log);
+    try {
+      await warm.call<WsConnectResult>('connect', {
+        ...base,
+        users: workload.users.slice(options.connections, total),
+        firstIndex: total,
+        concurrency: options.connectConcurrency,
+        seconds: options.connectSeconds,
+      });
+      await warm.call('close');
+    } finally {
+      await warm.stop();
+    }
+    await sleep(3000);
+    const before = await memory(gateway, memoryFile);
+    log(`connections: gateway before: ${describe(before)}`);
+
+    const cpuBefore = await processCpuSeconds(gateway.pid);
+    const started = performance.now();
+    const results = await connect(options, workload, target, base, drivers);
+    const connectSeconds = (performance.now() - started) / 1000;
+    const cpuAfter = await processCpuSeconds(gateway.pid);
+    const connected = results.reduce((sum, r) => sum + r.connected, 0);
+    const retries = results.reduce((sum, r) => sum + r.retries, 0);
+    const errors: Record<string, number> = {};
+    for (const r of results) {
+      for (const [e, c] of Object.entries(r.errors)) errors[e] = (errors[e] ?? 0) + c;
+    }
+    log(
+      `connections: ${connected} of ${target} connected in ${connectSeconds.toFixed(1)} s` +
+        (Object.keys(errors).length > 0 ? `; failures ${JSON.stringify(errors)}` : '') +
+        `; idle for ${options.idleSeconds} s`,
+    );
+    await sleep(options.idleSeconds * 1000);
+    const rssNoGc = await processRssBytes(gateway.pid);
+    const after = await memory(gateway, memoryFile);
+    const reports = await Promise.all(drivers.map((d) => d.call<WsReport>('report')));
+    const open = reports.reduce((sum, r) => sum + r.open, 0);
+    const fds = await processFdCount(gateway.pid);
+    log(`connections: gateway after: ${describe(after)}; ${open} still open, ${fds} descriptors`);
+    for (const driver of drivers) await driver.call('close');
+    await sleep(3000);
+    const closed = await memory(gateway, memoryFile);
+    const per = (key: 'rss' | 'heapUsed' | 'heapTotal' | 'external' | 'arrayBuffers') =>
+      Math.round((after[key] - before[key]) / Math.max(1, open));
+    figures = {
+      scenario: 'connections',
+      connectionsTarget: options.connections,
+      connections: open,
+      connected,
+      connectFailures: errors,
+      connectRetries: retries,
+      openFilesHardLimit: hardLimit,
+      rssBytesPerConn: per('rss'),
+      heapBytesPerConn: per('heapUsed'),
+      heapTotalBytesPerConn: per('heapTotal'),
+      // The part of the RSS growth that closing every connection gives back; the rest is the
+      // heap and allocator high-water of the connection storm (cold starts), kept by the process.
+      rssBytesPerConnReleasedOnClose: Math.round((after.rss - closed.rss) / Math.max(1, open)),
+      externalBytesPerConn: per('external'),
+      rssBytesPerConnThoroughGc:
+        after.thorough && before.thorough
+          ? Math.round((after.thorough.rss - before.thorough.rss) / Math.max(1, open))
+          : null,
+      heapTotalBytesPerConnThoroughGc:
+        after.thorough && before.thorough
+          ? Math.round((after.thorough.heapTotal - before.thorough.heapTotal) / Math.max(1, open))
+          : null,
+      rssBytesPerConnNoGc:
+        rssNoGc === null ? null : Math.round((rssNoGc - before.rss) / Math.max(1, open)),
+      rssBefore: before.rss,
+      rssAfter: after.rss,
+      heapUsedBefore: before.heapUsed,
+      heapUsedAfter: after.heapUsed,
+      rssAfterClose: closed.rss,
+      heapUsedAfterClose: closed.heapUsed,
+      heapTotalBefore: before.heapTotal,
+      heapTotalAfter: after.heapTotal,
+      heapTotalAfterClose: closed.heapTotal,
+      connectSeconds: round2(connectSeconds),
+      connectsPerSec: Math.round(connected / connectSeconds),
+      gatewayCpuMsPerConnect:
+        cpuBefore === null || cpuAfter === null
+          ? null
+          : round2(((cpuAfter - cpuBefore) * 1000) / connected),
+      closes: Object.assign({}, ...reports.map((r) => r.closes)) as Record<string, number>,
+      forcedGc: after.gc,
+      machine: machineFacts(),
+    };
+  } finally {
+    await Promise.all(drivers.map((d) => d.stop().catch(() => {})));
+    await gateway?.stop().catch(() => {});
+    await store.close().catch(() => {});
+    await redis.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+  if (options.profileDir) figures.profiles = await logProfiles(options.profileDir, stamp, log);
+  return figures;
+}
+
+async function connect(
+  options: ConnectionsOptions,
+  workload: Workload,
+  target: number,
+  base: { url: string; perAddress: number; jwtSecret: string },
+  drivers: DriverHandle[],
+): Promise<WsConnectResult[]> {
+  const per = Math.ceil(target / options.drivers);
+  return Promise.all(
+    Array.from({ length: options.drivers }, (_, d) => {
+      const driver = forkDriver(
+        new URL('./ws-driver.js', import.meta.url),
+        `driver${d}`,
+        options.log,
+      );
+      drivers.push(driver);
+      const from = d * per;
+      return driver.call<WsConnectResult>('connect', {
+        ...base,
+        users: workload.users.slice(from, Math.min(target, from + per)),
+        firstIndex: from,
+        concurrency: Math.ceil(options.connectConcurrency / options.drivers),
+        seconds: options.connectSeconds,
+      });
+    }),
+  );
+}
+
+/** The gateway's memory after a forced GC (its probe answers SIGUSR2). */
+async function memory(gateway: GatewayChild, file: string): Promise<MemorySample> {
+  const lines = async () =>
+    (await readFile(file, 'utf8').catch(() => '')).split('\n').filter((l) => l !== '');
+  const known = (await lines()).length;
+  process.kill(gateway.pid, 'SIGUSR2');
+  const deadline = performance.now() + 10_000;
+  while (performance.now() < deadline) {
+    await sleep(100);
+    const all = await lines();
+    if (all.length > known) return JSON.parse(all[all.length - 1]!) as MemorySample;
+  }
+  throw new Error('the gateway did not report its memory');
+}
+
+function describe(m: MemorySample): string {
+  const mib = (b: number) => `${(b / 1048576).toFixed(1)} MiB`;
+  return `rss ${mib(m.rss)}, heap used ${mib(m.heapUsed)}, external ${mib(m.external)}`;
+}

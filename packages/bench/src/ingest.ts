@@ -1,0 +1,195 @@
+import { BadgeService } from '@bubble/core';
+import { systemClock } from '@bubble/protocol';
+import { RedisStore } from '@bubble/store';
+import { startRedisServer } from '@bubble/test-utils';
+import { Redis } from 'ioredis';
+import { RawHttpConnection, httpRequest } from './http-client.js';
+import { logProfiles } from './profile-summary.js';
+import {
+  KEY_PREFIX,
+  benchSecrets,
+  cpuProfileArgs,
+  cpuShares,
+  cpuSnapshot,
+  LoopLag,
+  machineFacts,
+  round2,
+  startGateway,
+  type GatewayChild,
+} from './live-stack.js';
+import { callsBetween, commandCalls, redisCpuSeconds, sum } from './redis-probe.js';
+import { buildWorkload, percentile } from './workload.js';
+
+export interface IngestOptions {
+  authors: number;
+  /** Posts already in the authors' windows before the run (spread over the last 7 days). */
+  windowPosts: number;
+  pools: number;
+  /** Posts per POST /v1/posts call. */
+  batch: number;
+  /** Keep-alive connections, each with one call in flight. */
+  connections: number;
+  warmupSeconds: number;
+  seconds: number;
+  seed: number;
+  profileDir: string | undefined;
+  log: (line: string) => void;
+}
+
+export const INGEST_DEFAULTS: IngestOptions = {
+  authors: 50_000,
+  windowPosts: 200_000,
+  pools: 100,
+  batch: 500,
+  connections: 8,
+  warmupSeconds: 3,
+  seconds: 30,
+  seed: 19,
+  profileDir: undefined,
+  log: () => {},
+};
+
+/**
+ * bench.md "ingest": posts through `POST /v1/posts`, 500 per call, by authors drawn by
+ * activity, stamped now, into one `bubble gateway` child on a redis-server whose authors already
+ * hold a week of posts. `postsPerSec` counts the posts the answers accepted.
+ */
+export async function benchIngest(partial: Partial<IngestOptions> = {}) {
+  const options = { ...INGEST_DEFAULTS, ...partial };
+  const { log } = options;
+  const stamp = `${Date.now()}-ingest`;
+  const workload = buildWorkload({
+    seed: options.seed,
+    users: 0,
+    authors: options.authors,
+    follows: { fixed: 0 },
+    windowPosts: options.windowPosts,
+    now: Date.now(),
+  });
+  const redis = await startRedisServer();
+  const store = new RedisStore({ url: redis.url, keyPrefix: KEY_PREFIX, pools: options.pools });
+  const service = new BadgeService(store, systemClock);
+  const admin = new Redis(redis.url);
+  let gateway: GatewayChild | undefined;
+  const connections: RawHttpConnection[] = [];
+  let figures: Record<string, unknown>;
+  try {
+    for (let i = 0; i < workload.posts.length; i += 5000) {
+      await service.ingestPosts(
+        workload.posts
+          .slice(i, i + 5000)
+          .map((p) => ({ author: workload.authors[p.author]!, id: p.id, ts: p.ts })),
+      );
+    }
+    log(`ingest: ${workload.posts.length} posts of the last 7 days stored`);
+    const secrets = benchSecrets();
+    gateway = await startGateway({
+      redisUrl: redis.url,
+      pools: options.pools,
+      secrets,
+      nodeArgs: await cpuProfileArgs(options.profileDir, `${stamp}-gateway`),
+      log,
+    });
+    for (let c = 0; c < options.connections; c++) {
+      connections.push(await RawHttpConnection.connect('127.0.0.1', gateway.port));
+    }
+    let seq = 0;
+    const nextRequest = () => {
+      const ts = Date.now();
+      const posts = Array.from({ length: options.batch }, () => ({
+        author: workload.authors[workload.authorRank.next()]!,
+        id: `i${seq++}`,
+        ts,
+      }));
+      return httpRequest(
+        'POST',
+        '/v1/posts',
+        { 'X-Api-Key': secrets.apiKey },
+        JSON.stringify({ posts }),
+      );
+    };
+    const phase = async (seconds: number) => {
+      const endsAt = performance.now() + seconds * 1000;
+      let accepted = 0;
+      let refused = 0;
+      const statuses: Record<string, number> = {};
+      const times: number[] = [];
+      const lag = new LoopLag();
+      lag.start();
+      const started = performance.now();
+      await Promise.all(
+        connections.map(async (connection) => {
+          while (performance.now() < endsAt) {
+            const request = nextRequest();
+            const sent = performance.now();
+            const response = await connection.request(request);
+            times.push(performance.now() - sent);
+            statuses[response.status] = (statuses[response.status] ?? 0) + 1;
+            if (response.status === 202) {
+              accepted += (JSON.parse(response.body.toString()) as { accepted: number }).accepted;
+            } else refused += options.batch;
+          }
+        }),
+      );
+      const elapsed = (performance.now() - started) / 1000;
+      times.sort((a, b) => a - b);
+      return { accepted, refused, statuses, elapsed, times, lag: lag.stop() };
+    };
+    log(`ingest: ${options.connections} connections, ${options.batch} posts per call; warm-up`);
+    await phase(options.warmupSeconds);
+    const pids = { gateway: gateway.pid, bench: process.pid };
+    const cpuBefore = await cpuSnapshot(pids);
+    const redisBefore = await redisCpuSeconds(admin);
+    const callsBefore = await commandCalls(admin);
+    const measured = await phase(options.seconds);
+    const cpu = cpuShares(cpuBefore, await cpuSnapshot(pids));
+    cpu['redis-server'] = round2(((await redisCpuSeconds(admin)) - redisBefore) / measured.elapsed);
+    const calls = callsBetween(callsBefore, await commandCalls(admin));
+    const postsPerSec = Math.round(measured.accepted / measured.elapsed);
+    log(
+      `ingest: ${postsPerSec} posts/s (${measured.accepted} accepted in ${measured.elapsed.toFixed(1)} s), ` +
+        `calls p50 ${percentile(measured.times, 50).toFixed(1)} ms p99 ` +
+        `${percentile(measured.times, 99).toFixed(1)} ms; CPU (cores) ${JSON.stringify(cpu)}`,
+    );
+    const perPost = (n: number) => round2(n / Math.max(1, measured.accepted));
+    figures = {
+      scenario: 'ingest',
+      postsPerSec,
+      batch: options.batch,
+      connections: options.connections,
+      accepted: measured.accepted,
+      refused: measured.refused,
+      statuses: measured.statuses,
+      callP50Ms: round2(percentile(measured.times, 50)),
+      callP99Ms: round2(percentile(measured.times, 99)),
+      seconds: round2(measured.elapsed),
+      cpuCores: cpu,
+      gatewayCpuUsPerPost:
+        cpu.gateway === null || cpu.gateway === undefined
+          ? null
+          : round2((cpu.gateway * 1e6) / postsPerSec),
+      // What one whole core of gateway would ingest at the CPU per post measured (an estimate:
+      // the machine is shared and the gateway got only part of a core).
+      postsPerGatewayCpuSec:
+        cpu.gateway === null || cpu.gateway === undefined || cpu.gateway === 0
+          ? null
+          : Math.round(postsPerSec / cpu.gateway),
+      redisCpuUsPerPost: round2(((cpu['redis-server'] ?? 0) * 1e6) / postsPerSec),
+      redisCallsPerPost: perPost(sum(calls.values())),
+      redisCallsPerPostByName: Object.fromEntries(
+        [...calls].sort((a, b) => b[1] - a[1]).map(([name, n]) => [name, perPost(n)]),
+      ),
+      benchLag: measured.lag,
+      windowPosts: options.windowPosts,
+      machine: machineFacts(),
+    };
+  } finally {
+    for (const connection of connections) connection.close();
+    await gateway?.stop().catch(() => {});
+    await store.close().catch(() => {});
+    admin.disconnect();
+    await redis.stop();
+  }
+  if (options.profileDir) figures.profiles = await logProfiles(options.profileDir, stamp, log);
+  return figures;
+}

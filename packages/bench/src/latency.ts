@@ -1,0 +1,528 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import os, { tmpdir } from 'node:os';
+import path from 'node:path';
+import { BadgeService } from '@bubble/core';
+import { DAY_MS, HOUR_MS, poolOf, systemClock } from '@bubble/protocol';
+import { RedisStore } from '@bubble/store';
+import { freePort, startRedisServer } from '@bubble/test-utils';
+import { Redis } from 'ioredis';
+import { spawnRole, type RoleChild } from './children.js';
+import { forkDriver, type DriverHandle } from './driver-process.js';
+import { RawHttpConnection, httpRequest } from './http-client.js';
+import {
+  KEY_PREFIX,
+  benchSecrets,
+  cpuProfileArgs,
+  cpuShares,
+  cpuSnapshot,
+  LoopLag,
+  machineFacts,
+  roleEnv,
+  round2,
+  seedStore,
+  sleep,
+  startGateway,
+  wallNow,
+  type GatewayChild,
+} from './live-stack.js';
+import { ProbeReader, type ProbeRecord } from './probe-reader.js';
+import { logProfiles } from './profile-summary.js';
+import { redisCpuSeconds } from './redis-probe.js';
+import { buildWorkload, percentile, type Workload } from './workload.js';
+import type { WsBatch, WsConnectResult, WsReport } from './ws-driver.js';
+
+export interface LatencyOptions {
+  users: number;
+  authors: number;
+  windowPosts: number;
+  followMedian: number;
+  followCap: number;
+  pools: number;
+  /** BUBBLE_TICK of the server and core children, ms. */
+  tickMs: number;
+  postsPerSec: number;
+  /** Ingest calls per second (the posts of a second are split over them). */
+  callsPerSec: number;
+  warmupSeconds: number;
+  seconds: number;
+  /** Time allowed after the last measured call for its pushes to arrive. */
+  drainSeconds: number;
+  /** Driver processes the clients are spread over. */
+  drivers: number;
+  /** Clients per local source address (the gateway limits new connections per address). */
+  perAddress: number;
+  connectConcurrency: number;
+  connectSeconds: number;
+  seed: number;
+  /** Write CPU profiles of the gateway, core and server children here. */
+  profileDir: string | undefined;
+  log: (line: string) => void;
+}
+
+export const LATENCY_DEFAULTS: LatencyOptions = {
+  users: 10_000,
+  authors: 50_000,
+  windowPosts: 200_000,
+  followMedian: 150,
+  followCap: 2000,
+  pools: 100,
+  tickMs: 100,
+  postsPerSec: 1000,
+  callsPerSec: 10,
+  warmupSeconds: 10,
+  seconds: 60,
+  drainSeconds: 10,
+  drivers: 2,
+  perAddress: 40,
+  connectConcurrency: 100,
+  connectSeconds: 240,
+  seed: 11,
+  profileDir: undefined,
+  log: () => {},
+};
+
+/**
+ * bench.md "latency": `bubble gateway`, `bubble server` and `bubble core` children on one
+ * redis-server, 10k WebSocket clients (in driver processes) authenticated with JWTs, posts at
+ * 1,000/s through POST /v1/posts; for every ingest call and every client whose feed count it
+ * changes (known from the follow graph), the time from the call's answer to the badge frame
+ * that shows the new count at that client.
+ */
+export async function benchLatency(partial: Partial<LatencyOptions> = {}) {
+  const options = { ...LATENCY_DEFAULTS, ...partial };
+  const { log } = options;
+  const now = Date.now();
+  const stamp = `${now}-latency`;
+  log(`latency: building ${options.users} users, ${options.authors} authors`);
+  // Posts and read cursors stay 2 h clear of the lookback's edge: no count goes down by a post
+  // leaving the window during the run, so every change a client sees is a live post.
+  const workload = buildWorkload({
+    seed: options.seed,
+    users: options.users,
+    authors: options.authors,
+    follows: { median: options.followMedian, cap: options.followCap },
+    windowPosts: options.windowPosts,
+    now,
+    lookbackMs: 7 * DAY_MS - 2 * HOUR_MS,
+  });
+  const redis = await startRedisServer();
+  const store = new RedisStore({ url: redis.url, keyPrefix: KEY_PREFIX, pools: options.pools });
+  const service = new BadgeService(store, systemClock, { followCap: options.followCap });
+  const admin = new Redis(redis.url);
+  const dir = await mkdtemp(path.join(tmpdir(), 'bubble-latency-'));
+  const children: RoleChild[] = [];
+  const drivers: DriverHandle[] = [];
+  let poster: RawHttpConnection | undefined;
+  let figures: Record<string, unknown>;
+  try {
+    const seeded = await seedStore(store, service, workload, log, 'latency');
+    const secrets = benchSecrets();
+    const env = {
+      ...roleEnv(redis.url, options.pools),
+      BUBBLE_TICK: String(options.tickMs),
+      BUBBLE_FOLLOW_CAP: String(options.followCap),
+    };
+    children.push(
+      spawnRole({
+        role: 'server',
+        env: { ...env, PORT: String(await freePort()) },
+        nodeArgs: await cpuProfileArgs(options.profileDir, `${stamp}-server`),
+        log,
+      }),
+    );
+    const probeFile = path.join(dir, 'probe.jsonl');
+    const core = spawnRole({
+      role: 'core',
+      env: { ...env, PORT: String(await freePort()), BUBBLE_BENCH_PROBE: probeFile },
+      nodeArgs: [
+        ...(await cpuProfileArgs(options.profileDir, `${stamp}-core`)),
+        '--import',
+        new URL('./sweep-probe.js', import.meta.url).href,
+      ],
+      log,
+    });
+    children.push(core);
+    const gateway: GatewayChild = await startGateway({
+      redisUrl: redis.url,
+      pools: options.pools,
+      secrets,
+      nodeArgs: await cpuProfileArgs(options.profileDir, `${stamp}-gateway`),
+      log,
+    });
+    children.push(gateway);
+    const probe = new ProbeReader(probeFile, children, core.pid);
+    await probe.waitFor(
+      (r) => r.report.pools === options.pools,
+      60,
+      (r) => `core holds ${r.report.pools} pools`,
+      log,
+    );
+    log(`latency: the core holds every pool; ${options.users} clients connect`);
+
+    const connected = await connectClients(options, workload, gateway, secrets.jwtSecret, drivers);
+    const held = await coreHolds(probe, connected, log);
+    await probe.skip(5, 60);
+    const offsets = await Promise.all(drivers.map((d) => clockOffset(d)));
+    log(
+      `latency: the core holds ${held} of ${connected} users; clock offsets of the drivers ` +
+        `${offsets.map((o) => `${o.offsetMs.toFixed(3)} ms (rtt ${o.rttMs.toFixed(2)})`).join(', ')}`,
+    );
+
+    poster = await RawHttpConnection.connect('127.0.0.1', gateway.port);
+    const run = await postAndMeasure(options, workload, poster, secrets.apiKey, drivers, offsets, {
+      probe,
+      pids: {
+        gateway: gateway.pid,
+        core: core.pid,
+        server: children[0]!.pid,
+        ...Object.fromEntries(drivers.map((d, i) => [`driver${i}`, d.pid])),
+        bench: process.pid,
+      },
+      admin,
+    });
+    const reports = await Promise.all(drivers.map((d) => d.call<WsReport>('report')));
+    const merged = mergeReports(reports);
+    const stuck = reports.flatMap((r) => r.stuckUsers).slice(0, 20);
+    // Are the users whose pushes never came online at all (presence) as far as Redis knows?
+    const stuckOnline = await Promise.all(
+      stuck.map(async (user) => {
+        const key = `${KEY_PREFIX}:{p:${poolOf(user, options.pools)}}:online`;
+        return (await admin.zscore(key, user)) !== null;
+      }),
+    );
+    const sweeps = sweepFigures(run.sweeps);
+    figures = {
+      scenario: 'latency',
+      users: options.users,
+      connected,
+      usersHeldByCore: held,
+      tickMs: options.tickMs,
+      pools: options.pools,
+      postsPerSecTarget: options.postsPerSec,
+      postsPerSec: run.postsPerSec,
+      ingestCalls: run.calls,
+      pushP50Ms: merged.p50Ms,
+      pushP90Ms: merged.p90Ms,
+      pushP99Ms: merged.p99Ms,
+      pushMaxMs: merged.maxMs,
+      pushesPerSec: Math.round(merged.frames / Math.max(0.001, merged.seconds)),
+      samples: merged.samples,
+      samplesPerCall: Math.round(merged.samples / Math.max(1, run.measuredCalls)),
+      undelivered: merged.undelivered,
+      usersWithUndelivered: stuck,
+      usersWithUndeliveredOnline: stuckOnline.filter(Boolean).length,
+      beforeAnswer: merged.beforeAnswer,
+      countDecreases: merged.decreases,
+      closes: merged.closes,
+      ingestAnswerP50Ms: run.answerP50Ms,
+      ingestAnswerP99Ms: run.answerP99Ms,
+      ...sweeps,
+      cpuCores: run.cpu,
+      driverLag: reports.map((r) => r.lag),
+      benchLag: run.benchLag,
+      clockOffsetsMs: offsets.map((o) => round2(o.offsetMs)),
+      meanFollows: round2(seeded.edges / options.users),
+      windowPosts: options.windowPosts,
+      seedSeconds: round2(seeded.seconds),
+      measuredSeconds: round2(merged.seconds),
+      machine: machineFacts(),
+    };
+    for (const driver of drivers) await driver.call('close').catch(() => {});
+  } finally {
+    poster?.close();
+    await Promise.all(drivers.map((d) => d.stop().catch(() => {})));
+    for (const child of children.reverse()) await child.stop().catch(() => {});
+    await store.close().catch(() => {});
+    admin.disconnect();
+    await redis.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+  if (options.profileDir) figures.profiles = await logProfiles(options.profileDir, stamp, log);
+  return figures;
+}
+
+/** Forks the drivers and opens every client; resolves with how many are connected. */
+async function connectClients(
+  options: LatencyOptions,
+  workload: Workload,
+  gateway: GatewayChild,
+  jwtSecret: string,
+  drivers: DriverHandle[],
+): Promise<number> {
+  const n = workload.users.length;
+  const per = Math.ceil(n / options.drivers);
+  const started = performance.now();
+  const results = await Promise.all(
+    Array.from({ length: options.drivers }, (_, d) => {
+      const driver = forkDriver(
+        new URL('./ws-driver.js', import.meta.url),
+        `driver${d}`,
+        options.log,
+      );
+      drivers.push(driver);
+      const from = d * per;
+      const to = Math.min(n, from + per);
+      return driver.call<WsConnectResult>('connect', {
+        url: `ws://127.0.0.1:${gateway.port}/v1/ws`,
+        users: workload.users.slice(from, to),
+        firstIndex: from,
+        perAddress: options.perAddress,
+        jwtSecret,
+        concurrency: Math.ceil(options.connectConcurrency / options.drivers),
+        seconds: options.connectSeconds,
+        follows: workload.follows.slice(from, to),
+        authors: workload.authors.length,
+      });
+    }),
+  );
+  const connected = results.reduce((sum, r) => sum + r.connected, 0);
+  const retries = results.reduce((sum, r) => sum + r.retries, 0);
+  const errors: Record<string, number> = {};
+  for (const r of results) {
+    for (const [e, c] of Object.entries(r.errors)) errors[e] = (errors[e] ?? 0) + c;
+  }
+  options.log(
+    `latency: ${connected} of ${n} clients connected in ` +
+      `${((performance.now() - started) / 1000).toFixed(1)} s (${retries} attempts retried)` +
+      (Object.keys(errors).length > 0 ? `; failures ${JSON.stringify(errors)}` : ''),
+  );
+  if (connected < n * 0.99) throw new Error(`only ${connected} of ${n} clients connected`);
+  return connected;
+}
+
+/**
+ * Waits for the core to hold every connected user; after 30 s settles for 99 % of them (a user
+ * the core does not hold gets no pushes: its awaited pushes show up as `undelivered`).
+ */
+async function coreHolds(probe: ProbeReader, users: number, log: (line: string) => void) {
+  const describe = (r: ProbeRecord) => `core holds ${r.report.users} of ${users} online users`;
+  try {
+    return (await probe.waitFor((r) => r.report.users >= users, 30, describe, log)).report.users;
+  } catch {
+    const last = await probe.waitFor((r) => r.report.users >= users * 0.99, 5, describe, log);
+    log(`latency: ${describe(last)} after 30 s; going on`);
+    return last.report.users;
+  }
+}
+
+/** The driver's clock minus ours, from the exchange with the shortest round trip. */
+async function clockOffset(driver: DriverHandle): Promise<{ offsetMs: number; rttMs: number }> {
+  let best = { offsetMs: 0, rttMs: Infinity };
+  for (let i = 0; i < 20; i++) {
+    const sent = wallNow();
+    const theirs = await driver.call<number>('clock');
+    const back = wallNow();
+    if (back - sent < best.rttMs)
+      best = { offsetMs: theirs - (sent + back) / 2, rttMs: back - sent };
+  }
+  return best;
+}
+
+interface RunFigures {
+  calls: number;
+  measuredCalls: number;
+  postsPerSec: number;
+  answerP50Ms: number;
+  answerP99Ms: number;
+  sweeps: ProbeRecord[];
+  cpu: Record<string, number | null>;
+  benchLag: { p50Ms: number; p99Ms: number; maxMs: number };
+}
+
+/**
+ * Posts through POST /v1/posts, one call at a time (so the posts reach the post log in the
+ * order they are announced), every 1/callsPerSec s; warm-up, then the measured stretch, then
+ * time for the last pushes to arrive.
+ */
+async function postAndMeasure(
+  options: LatencyOptions,
+  workload: Workload,
+  poster: RawHttpConnection,
+  apiKey: string,
+  drivers: DriverHandle[],
+  offsets: { offsetMs: number }[],
+  probes: { probe: ProbeReader; pids: Record<string, number>; admin: Redis },
+): Promise<RunFigures> {
+  const { log } = options;
+  const period = 1000 / options.callsPerSec;
+  const started = performance.now();
+  const measureFrom = started + options.warmupSeconds * 1000;
+  const measureTo = measureFrom + options.seconds * 1000;
+  let measuring = false;
+  let sent = 0;
+  let calls = 0;
+  let measuredCalls = 0;
+  let measuredPosts = 0;
+  let seq = 0;
+  let failures = 0;
+  const answers: number[] = [];
+  const lag = new LoopLag();
+  let cpuBefore: Awaited<ReturnType<typeof cpuSnapshot>> | undefined;
+  let redisBefore = 0;
+  let lastLog = started;
+  log(
+    `latency: posting ${options.postsPerSec}/s in ${options.callsPerSec} calls/s; ` +
+      `${options.warmupSeconds} s warm-up, then ${options.seconds} s measured`,
+  );
+  while (performance.now() < measureTo) {
+    const callAt = performance.now();
+    if (!measuring && callAt >= measureFrom) {
+      measuring = true;
+      await Promise.all(drivers.map((d) => d.call('measure', { on: true })));
+      await probes.probe.drain();
+      cpuBefore = await cpuSnapshot(probes.pids);
+      redisBefore = await redisCpuSeconds(probes.admin);
+      lag.start();
+    }
+    const due = Math.floor(((callAt - started) / 1000) * options.postsPerSec);
+    const n = Math.min(Math.max(0, due - sent), options.postsPerSec);
+    if (n > 0) {
+      const ts = Date.now();
+      const authors = new Int32Array(n);
+      const posts = Array.from({ length: n }, (_, i) => {
+        const a = workload.authorRank.next();
+        authors[i] = a;
+        return { author: workload.authors[a]!, id: `l${seq++}`, ts };
+      });
+      const body = JSON.stringify({ posts });
+      const callStarted = wallNow();
+      const response = await poster.request(
+        httpRequest('POST', '/v1/posts', { 'X-Api-Key': apiKey }, body),
+      );
+      const answerAt = wallNow();
+      calls++;
+      sent += n;
+      const accepted = response.status === 202 ? acceptedOf(response.body) : -1;
+      if (accepted !== n && ++failures <= 3) {
+        log(
+          `latency: ingest answered ${response.status} ${response.body.toString().slice(0, 200)}`,
+        );
+      }
+      if (measuring) {
+        measuredCalls++;
+        measuredPosts += n;
+        answers.push(answerAt - callStarted);
+      }
+      drivers.forEach((d, i) =>
+        d.post('batch', {
+          answerAt: answerAt + offsets[i]!.offsetMs,
+          authors,
+          measure: measuring,
+        } satisfies WsBatch),
+      );
+    }
+    if (performance.now() - lastLog > 10_000) {
+      lastLog = performance.now();
+      const pending = await Promise.all(drivers.map((d) => d.call<number>('pending')));
+      log(
+        `latency: ${sent} posts in ${calls} calls; ${measuring ? 'measuring' : 'warming up'}; ` +
+          `pushes awaited ${pending.reduce((a, b) => a + b, 0)}`,
+      );
+    }
+    await sleep(Math.max(0, callAt + period - performance.now()));
+  }
+  const measuredSeconds = (performance.now() - measureFrom) / 1000;
+  const benchLag = lag.stop();
+  const cpuAfter = await cpuSnapshot(probes.pids);
+  const redisCpu = (await redisCpuSeconds(probes.admin)) - redisBefore;
+  const cpu = cpuBefore ? cpuShares(cpuBefore, cpuAfter) : {};
+  cpu['redis-server'] = round2(redisCpu / measuredSeconds);
+  await Promise.all(drivers.map((d) => d.call('measure', { on: false })));
+  const sweeps = await probes.probe.drain();
+  // The last calls' pushes may still be on their way.
+  const drainUntil = performance.now() + options.drainSeconds * 1000;
+  for (;;) {
+    const pending = await Promise.all(drivers.map((d) => d.call<number>('pending')));
+    if (pending.every((p) => p === 0) || performance.now() > drainUntil) break;
+    await sleep(100);
+  }
+  answers.sort((a, b) => a - b);
+  return {
+    calls,
+    measuredCalls,
+    postsPerSec: Math.round(measuredPosts / measuredSeconds),
+    answerP50Ms: round2(percentile(answers, 50)),
+    answerP99Ms: round2(percentile(answers, 99)),
+    sweeps,
+    cpu,
+    benchLag,
+  };
+}
+
+function acceptedOf(body: Buffer): number {
+  try {
+    return (JSON.parse(body.toString()) as { accepted: number }).accepted;
+  } catch {
+    return -1;
+  }
+}
+
+function mergeReports(reports: WsReport[]) {
+  const histogram = new Float64Array(reports[0]?.histogram.length ?? 1);
+  let samples = 0;
+  for (const r of reports) {
+    r.histogram.forEach((count, i) => (histogram[i]! += count));
+    samples += r.samples;
+  }
+  const at = (p: number) => {
+    const rank = Math.max(1, Math.ceil((p / 100) * samples));
+    let seen = 0;
+    for (let i = 0; i < histogram.length; i++) {
+      seen += histogram[i]!;
+      if (seen >= rank) return round2(i / 10);
+    }
+    return 0;
+  };
+  let max = 0;
+  histogram.forEach((count, i) => {
+    if (count > 0) max = i;
+  });
+  const closes: Record<string, number> = {};
+  for (const r of reports) {
+    for (const [code, n] of Object.entries(r.closes)) closes[code] = (closes[code] ?? 0) + n;
+  }
+  const sum = (f: (r: WsReport) => number) => reports.reduce((total, r) => total + f(r), 0);
+  return {
+    samples,
+    p50Ms: at(50),
+    p90Ms: at(90),
+    p99Ms: at(99),
+    maxMs: round2(max / 10),
+    frames: sum((r) => r.framesMeasured),
+    seconds: sum((r) => r.measuredSeconds) / Math.max(1, reports.length),
+    undelivered: sum((r) => r.undelivered),
+    beforeAnswer: sum((r) => r.beforeAnswer),
+    decreases: sum((r) => r.decreases),
+    closes,
+  };
+}
+
+/** The core's sweeps during the measured stretch, from its probe. */
+function sweepFigures(records: ProbeRecord[]) {
+  const durations = records.map((r) => r.report.durationMs).sort((a, b) => a - b);
+  const intervals = records
+    .slice(1)
+    .map((r, i) => r.report.at - records[i]!.report.at)
+    .sort((a, b) => a - b);
+  const changed = records.map((r) => r.report.changed).sort((a, b) => a - b);
+  const repaired =
+    records.length > 0
+      ? records.at(-1)!.report.driftRepaired - records[0]!.report.driftRepaired
+      : 0;
+  return {
+    sweeps: records.length,
+    sweepP50Ms: percentile(durations, 50),
+    sweepP99Ms: percentile(durations, 99),
+    sweepIntervalP50Ms: percentile(intervals, 50),
+    sweepIntervalP99Ms: percentile(intervals, 99),
+    changedPerSweep: percentile(changed, 50),
+    sweepRedisCmdsP50: percentile(
+      records.map((r) => r.commands).sort((a, b) => a - b),
+      50,
+    ),
+    driftRepairedInRun: repaired,
+    // BUBBLE_BENCH_NO_RECONCILE=1 (passed on to the core) turns it off, for diagnosis only.
+    reconciliation: process.env.BUBBLE_BENCH_NO_RECONCILE === '1' ? 'off (diagnostic)' : 'on',
+    loadAverage1m: round2(os.loadavg()[0]!),
+  };
+}

@@ -1,0 +1,210 @@
+import { randomBytes } from 'node:crypto';
+import { mkdir } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import type { BadgeService } from '@bubble/core';
+import type { RedisStore } from '@bubble/store';
+import { freePort } from '@bubble/test-utils';
+import { processCpuSeconds, spawnRole, type RoleChild } from './children.js';
+import type { Workload } from './workload.js';
+
+export { wallNow } from './identity.js';
+
+/**
+ * What the live scenarios (latency, connections, poll, ingest) share: secrets and tokens,
+ * seeding a redis-server, a `bubble gateway` child, CPU and event-loop figures, profiles.
+ */
+
+export const KEY_PREFIX = 'ub';
+
+export interface BenchSecrets {
+  apiKey: string;
+  jwtSecret: string;
+}
+
+/** Fresh secrets for one run, handed to the children as BUBBLE_API_KEY and BUBBLE_JWT_SECRET. */
+export function benchSecrets(): BenchSecrets {
+  return {
+    apiKey: randomBytes(24).toString('base64url'),
+    jwtSecret: randomBytes(32).toString('base64url'),
+  };
+}
+
+/** Follows, posts and read cursors of `workload`, through the store and service APIs. */
+export async function seedStore(
+  store: RedisStore,
+  service: BadgeService,
+  workload: Workload,
+  log: (line: string) => void,
+  label: string,
+): Promise<{ edges: number; seconds: number }> {
+  const started = performance.now();
+  const n = workload.users.length;
+  let edges = 0;
+  for (let i = 0; i < n; i += 1000) {
+    const writes: Promise<void>[] = [];
+    for (let u = i; u < Math.min(i + 1000, n); u++) {
+      const names = Array.from(workload.follows[u]!, (a) => workload.authors[a]!);
+      edges += names.length;
+      writes.push(store.follows.replace(workload.users[u]!, names));
+    }
+    await Promise.all(writes);
+  }
+  log(`${label}: follows of ${n} users stored (${edges} edges)`);
+  for (let i = 0; i < workload.posts.length; i += 5000) {
+    await service.ingestPosts(
+      workload.posts
+        .slice(i, i + 5000)
+        .map((p) => ({ author: workload.authors[p.author]!, id: p.id, ts: p.ts })),
+    );
+  }
+  const cursors: Promise<number>[] = [];
+  workload.readAt.forEach((readAt, u) => {
+    if (readAt !== null) cursors.push(store.cursors.advanceFeedReadAt(workload.users[u]!, readAt));
+  });
+  await Promise.all(cursors);
+  const seconds = (performance.now() - started) / 1000;
+  log(
+    `${label}: ${workload.posts.length} posts and ${cursors.length} read cursors stored ` +
+      `(${seconds.toFixed(1)} s in all)`,
+  );
+  return { edges, seconds };
+}
+
+export interface GatewayChild extends RoleChild {
+  port: number;
+  /** http://127.0.0.1:<port> */
+  url: string;
+}
+
+/** `bubble gateway` as a child process on a free port, once /readyz answers 200. */
+export async function startGateway(options: {
+  redisUrl: string;
+  pools: number;
+  secrets: BenchSecrets;
+  env?: Record<string, string>;
+  nodeArgs?: string[];
+  log: (line: string) => void;
+}): Promise<GatewayChild> {
+  const port = await freePort();
+  const child = spawnRole({
+    role: 'gateway',
+    env: {
+      ...roleEnv(options.redisUrl, options.pools),
+      PORT: String(port),
+      BUBBLE_API_KEY: options.secrets.apiKey,
+      BUBBLE_JWT_SECRET: options.secrets.jwtSecret,
+      ...options.env,
+    },
+    nodeArgs: options.nodeArgs ?? [],
+    log: options.log,
+  });
+  const url = `http://127.0.0.1:${port}`;
+  try {
+    await waitHttpOk(`${url}/readyz`, 30, child);
+  } catch (err) {
+    await child.stop();
+    throw err;
+  }
+  return { ...child, port, url };
+}
+
+/** The environment every role child of a scenario shares. */
+export function roleEnv(redisUrl: string, pools: number): Record<string, string> {
+  return {
+    REDIS_URL: redisUrl,
+    BUBBLE_POOLS: String(pools),
+    BUBBLE_KEY_PREFIX: KEY_PREFIX,
+    LOG_LEVEL: 'info',
+  };
+}
+
+/** Polls `url` until it answers 200; fails when `child` exits or the time is up. */
+export async function waitHttpOk(url: string, seconds: number, child?: RoleChild): Promise<void> {
+  const deadline = performance.now() + seconds * 1000;
+  let last = '';
+  while (performance.now() < deadline) {
+    const exit = child?.exited();
+    if (exit !== null && exit !== undefined) {
+      throw new Error(`the child exited (${exit}) before ${url} answered:\n${child!.tail()}`);
+    }
+    try {
+      const response = await fetch(url, { signal: AbortSignal.timeout(2000) });
+      if (response.status === 200) return;
+      last = `status ${response.status}`;
+    } catch (err) {
+      last = String(err);
+    }
+    await sleep(100);
+  }
+  throw new Error(`${url} did not answer 200 within ${seconds} s (${last})`);
+}
+
+/** Node flags that make a child write a CPU profile on exit into `dir` (none without a dir). */
+export async function cpuProfileArgs(dir: string | undefined, name: string): Promise<string[]> {
+  if (!dir) return [];
+  await mkdir(dir, { recursive: true });
+  return [
+    '--cpu-prof',
+    `--cpu-prof-dir=${path.resolve(dir)}`,
+    `--cpu-prof-name=${name}.cpuprofile`,
+  ];
+}
+
+/** Event-loop delay of this process over a measured stretch. */
+export class LoopLag {
+  private readonly histogram = monitorEventLoopDelay({ resolution: 10 });
+
+  start(): void {
+    this.histogram.reset();
+    this.histogram.enable();
+  }
+
+  stop(): { p50Ms: number; p99Ms: number; maxMs: number } {
+    this.histogram.disable();
+    const ms = (ns: number) => round2(ns / 1e6);
+    return {
+      p50Ms: ms(this.histogram.percentile(50)),
+      p99Ms: ms(this.histogram.percentile(99)),
+      maxMs: ms(this.histogram.max),
+    };
+  }
+}
+
+/** CPU seconds of several processes at once; diff two with cpuShares. */
+export async function cpuSnapshot(pids: Record<string, number>) {
+  const entries = await Promise.all(
+    Object.entries(pids).map(async ([name, pid]) => [name, await processCpuSeconds(pid)] as const),
+  );
+  return { at: performance.now(), seconds: Object.fromEntries(entries) };
+}
+
+/** Per process, the share of one core used between two snapshots (1 = a whole core). */
+export function cpuShares(
+  before: Awaited<ReturnType<typeof cpuSnapshot>>,
+  after: Awaited<ReturnType<typeof cpuSnapshot>>,
+): Record<string, number | null> {
+  const wall = (after.at - before.at) / 1000;
+  const shares: Record<string, number | null> = {};
+  for (const [name, end] of Object.entries(after.seconds)) {
+    const start = before.seconds[name];
+    shares[name] =
+      end === null || start === null || start === undefined ? null : round2((end - start) / wall);
+  }
+  return shares;
+}
+
+/** Facts about the machine a figure came from. */
+export function machineFacts() {
+  return {
+    cpus: os.cpus().length,
+    loadAverage1m: round2(os.loadavg()[0]!),
+  };
+}
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+export function round2(x: number): number {
+  return Math.round(x * 100) / 100;
+}
