@@ -471,6 +471,7 @@ describeEachEngine('cluster store contract', (ctx) => {
     const same = await badges.saveFenced(8, 3, [{ user: a!, fields: { feed: 2 } }], T0 + 1);
     expect(same).toEqual({
       accepted: true,
+      changed: 0,
       stamps: [{ epoch: epochOfA, version: 1, changed: false }],
     });
     expect((await storedBadge(a!))?.computedAt).toBe(T0);
@@ -484,6 +485,7 @@ describeEachEngine('cluster store contract', (ctx) => {
     );
     expect(changed).toEqual({
       accepted: true,
+      changed: 1,
       stamps: [{ epoch: epochOfA, version: 2, changed: true }],
     });
     expect(await storedBadge(a!)).toEqual({
@@ -493,7 +495,11 @@ describeEachEngine('cluster store contract', (ctx) => {
       fields: { feed: 3, dots: 1 },
     });
     expect(await badges.staleWritesRejected(8)).toBe(0);
-    expect(await badges.saveFenced(8, 3, [], T0)).toEqual({ accepted: true, stamps: [] });
+    expect(await badges.saveFenced(8, 3, [], T0)).toEqual({
+      accepted: true,
+      changed: 0,
+      stamps: [],
+    });
   });
 
   it('a save with an older fence is refused and counted, and writes nothing', async () => {
@@ -507,6 +513,7 @@ describeEachEngine('cluster store contract', (ctx) => {
     await setFence(8, 5);
     expect(await badges.saveFenced(8, 4, [{ user: a!, fields: { feed: 1 } }], T0)).toEqual({
       accepted: false,
+      changed: 0,
       stamps: [],
     });
     expect(await storedBadge(a!)).toBeNull();
@@ -696,6 +703,7 @@ describe('cluster store on a 3-master Redis Cluster', () => {
     }
     expect(await badges.saveFenced(3, 1, [{ user: usersByPool[3]![0]!, fields: {} }], T0)).toEqual({
       accepted: false,
+      changed: 0,
       stamps: [],
     });
     expect(await badges.staleWritesRejected(3)).toBe(1);

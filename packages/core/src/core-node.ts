@@ -483,7 +483,7 @@ export class CoreNode {
             await this.dropPool(pool, 'fencing token is stale');
             return;
           }
-          const n = result.stamps.filter((stamp) => stamp.changed).length;
+          const n = result.changed;
           changed += n;
           metrics?.badgesWritten.inc(n);
         } catch (err) {

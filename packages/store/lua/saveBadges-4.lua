@@ -18,11 +18,12 @@
   ARGV[5] PUBLISH or SPUBLISH
   ARGV[6] gateway channel prefix: the pool's channel of a gateway is this plus its id
   ARGV[7] the pool's written channel
-  ARGV[8..] per write: user, counts
+  ARGV[8] the writes, one line each: "<user> <counts>" (one argument, not two per user: the
+          caller then builds and sends one string per pool)
   A message is the writer's token (or "-") on its first line, then one line per change:
   "<user>|<epoch>|<version>|<computedAt>|<counts>".
   Returns -1 when the token is older than the pool's (nothing written, the refusal counted);
-  else { epoch, version, changed (1/0) } per write, flattened
+  else one line per write, "<epoch>|<version>|<1 changed, 0 not>", as one string
 ]]
 local fenceKey, staleKey, routesKey, badgesKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local fenced = ARGV[1] ~= '-'
@@ -42,17 +43,18 @@ local function callChunked(command, key, args)
 end
 
 local results, writes, changes, changedUsers = {}, {}, {}, {}
+local allUsers, allCounts = {}, {}
+for user, counts in string.gmatch(ARGV[8], '([^ \n]+) ([^\n]*)') do
+  allUsers[#allUsers + 1] = user
+  allCounts[#allCounts + 1] = counts
+end
 local find, sub = string.find, string.sub
-for first = 8, #ARGV, 2 * CHUNK do
-  local last = math.min(first + 2 * CHUNK - 1, #ARGV)
-  local users = {}
-  for i = first, last, 2 do
-    users[#users + 1] = ARGV[i]
-  end
+for first = 1, #allUsers, CHUNK do
+  local last = math.min(first + CHUNK - 1, #allUsers)
   -- One HMGET for a chunk of users, not a call per user.
-  local stored = redis.call('HMGET', badgesKey, unpack(users))
-  for k = 1, #users do
-    local user, counts = users[k], ARGV[first + 2 * k - 1]
+  local stored = redis.call('HMGET', badgesKey, unpack(allUsers, first, last))
+  for k = 1, last - first + 1 do
+    local user, counts = allUsers[first + k - 1], allCounts[first + k - 1]
     local packed = stored[k]
     local epoch, version, oldCounts = freshEpoch, 0, nil
     if packed then
@@ -61,9 +63,8 @@ for first = 8, #ARGV, 2 * CHUNK do
       local c = find(packed, '|', b + 1, true)
       epoch, version, oldCounts = sub(packed, 1, a - 1), tonumber(sub(packed, a + 1, b - 1)), sub(packed, c + 1)
     end
-    local n = #results
     if oldCounts == counts then
-      results[n + 1], results[n + 2], results[n + 3] = epoch, version, 0
+      results[#results + 1] = epoch .. '|' .. version .. '|0'
       -- A cold start says when it looked; a core's unchanged counts are not rewritten.
       if not fenced then
         writes[#writes + 1] = user
@@ -72,7 +73,7 @@ for first = 8, #ARGV, 2 * CHUNK do
     else
       version = version + 1
       local state = epoch .. '|' .. version .. '|' .. computedAt .. '|' .. counts
-      results[n + 1], results[n + 2], results[n + 3] = epoch, version, 1
+      results[#results + 1] = epoch .. '|' .. version .. '|1'
       writes[#writes + 1] = user
       writes[#writes + 1] = state
       changes[#changes + 1] = user .. '|' .. state
@@ -113,4 +114,4 @@ if #changes > 0 then
     end
   end
 end
-return results
+return table.concat(results, '\n')

@@ -156,6 +156,8 @@ export interface FencedBadgeWrite {
 export interface FencedSaveResult {
   /** False when `fence` is older than the pool's current token: nothing was written. */
   accepted: boolean;
+  /** How many of the writes changed their user's state (and so moved its version). */
+  changed: number;
   /** Per write, in input order, when accepted. */
   stamps: Array<{ epoch: string; version: number; changed: boolean }>;
 }

@@ -65,7 +65,7 @@ export class MemoryFencedBadges implements FencedBadges {
     checkPool(writes, pool, this.pools);
     if (fence !== null && fence < this.currentFence(pool)) {
       this.staleWrites.set(pool, (this.staleWrites.get(pool) ?? 0) + 1);
-      return { accepted: false, stamps: [] };
+      return { accepted: false, changed: 0, stamps: [] };
     }
     let freshEpoch: string | undefined;
     const changes: BadgeChange[] = [];
@@ -91,7 +91,7 @@ export class MemoryFencedBadges implements FencedBadges {
       return stamp;
     });
     if (changes.length > 0) this.publish(pool, changes, computedAt, fence === null);
-    return { accepted: true, stamps };
+    return { accepted: true, changed: changes.length, stamps };
   }
 
   async staleWritesRejected(pool: number): Promise<number> {

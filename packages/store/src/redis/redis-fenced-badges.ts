@@ -22,7 +22,7 @@ export interface RedisFencedBadgesOptions {
   sharded: boolean;
 }
 
-type SaveReply = -1 | (string | number)[];
+type SaveReply = -1 | string;
 
 interface FencedBadgeScripts {
   saveBadges(
@@ -89,13 +89,16 @@ export class RedisFencedBadges implements FencedBadges {
       this.keys.gatewayChannelPrefix(pool),
       this.keys.writtenChannel(pool),
     ];
+    let lines = '';
     for (const { user, fields } of writes) {
       // Every key of the script must be in the pool's slot.
       if (poolOf(user, this.keys.pools) !== pool) {
         throw new RangeError(`user ${user} is not in pool ${pool}`);
       }
-      args.push(user, encodeCounts(fields));
+      lines +=
+        lines === '' ? `${user} ${encodeCounts(fields)}` : `\n${user} ${encodeCounts(fields)}`;
     }
+    args.push(lines);
     const { keys } = this;
     const result = await this.redis.saveBadges(
       keys.fence(pool),
@@ -104,16 +107,8 @@ export class RedisFencedBadges implements FencedBadges {
       keys.badges(pool),
       ...args,
     );
-    if (result === -1) return { accepted: false, stamps: [] };
-    const stamps: FencedSaveResult['stamps'] = new Array(result.length / 3);
-    for (let i = 0, w = 0; i < result.length; i += 3, w++) {
-      stamps[w] = {
-        epoch: String(result[i]),
-        version: Number(result[i + 1]),
-        changed: result[i + 2] === 1,
-      };
-    }
-    return { accepted: true, stamps };
+    if (result === -1) return { accepted: false, changed: 0, stamps: [] };
+    return stampsOf(result, writes.length);
   }
 
   async route(
@@ -224,6 +219,29 @@ export class RedisFencedBadges implements FencedBadges {
     }
     return (this.redis as Redis).duplicate({ enableAutoPipelining: false });
   }
+}
+
+/**
+ * The script's answer, "<epoch>|<version>|<changed>" per write: the count of changes at once,
+ * the stamps only when asked for (a core's batch of a thousand never needs them).
+ */
+function stampsOf(reply: string, writes: number): FencedSaveResult {
+  let changed = 0;
+  for (let at = reply.indexOf('|1'); at !== -1; at = reply.indexOf('|1', at + 2)) {
+    if (at + 2 === reply.length || reply.charCodeAt(at + 2) === 10) changed++;
+  }
+  let stamps: FencedSaveResult['stamps'] | undefined;
+  return {
+    accepted: true,
+    changed,
+    get stamps() {
+      stamps ??= (writes === 0 ? [] : reply.split('\n')).map((line) => {
+        const [epoch, version, flag] = line.split('|');
+        return { epoch: epoch!, version: Number(version), changed: flag === '1' };
+      });
+      return stamps;
+    },
+  };
 }
 
 /**
