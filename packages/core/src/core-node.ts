@@ -72,7 +72,7 @@ export class CoreNode {
   private reconcileQueue: string[] = [];
   /**
    * Users whose badge disagreed with the stored sources, checked again next sweep: what the
-   * sources said then (a signature) and how many checks in a row disagreed.
+   * sources said then (a signature) and how many checks in a row disagreed while they moved.
    */
   private readonly suspects = new Map<string, { truth: string; strikes: number }>();
   private stopped = false;
@@ -514,13 +514,19 @@ export class CoreNode {
     );
     const marked = await store.reddots.all();
     let commands = 1;
-    for (const user of batch) {
-      const [{ follows, readAt }, extras] = await Promise.all([
-        store.feedInputs(user),
-        this.storedExtras(user, marked),
-      ]);
-      const after = Math.max(readAt ?? -Infinity, now - this.lookbackMs);
-      const truth = await store.posts.countBetween(follows, after, now);
+    // The stored sources of the whole batch at once: one round trip per step, not per user.
+    const checks = await Promise.all(
+      batch.map(async (user) => {
+        const [{ follows, readAt }, extras] = await Promise.all([
+          store.feedInputs(user),
+          this.storedExtras(user, marked),
+        ]);
+        const after = Math.max(readAt ?? -Infinity, now - this.lookbackMs);
+        const truth = await store.posts.countBetween(follows, after, now);
+        return { user, follows, readAt, extras, truth };
+      }),
+    );
+    for (const { user, follows, readAt, extras, truth } of checks) {
       commands += 5 + follows.length + extras.commands;
       const feedAgrees = truth === this.counter.countOf(user);
       const extrasAgree = extras.key === this.extras.heldKey(user);
@@ -529,13 +535,14 @@ export class CoreNode {
         continue;
       }
       // A change may be stored but not yet read from the log: look again after the next sweep.
-      // Drift is a disagreement that outlives a sweep while the sources stand still; sources
-      // that keep moving are a race, repaired quietly after a few checks in a row.
+      // Drift is a disagreement that outlives a sweep while the sources stand still. Sources
+      // that keep moving are a race: after a few checks the user goes back to the round robin.
       const signature = `${truth}#${extras.key}`;
       const suspect = this.suspects.get(user);
-      const drifted = suspect?.truth === signature;
-      if (!drifted && (suspect?.strikes ?? 0) < 3) {
-        this.suspects.set(user, { truth: signature, strikes: (suspect?.strikes ?? 0) + 1 });
+      if (suspect?.truth !== signature) {
+        const strikes = (suspect?.strikes ?? 0) + 1;
+        if (strikes > 3) this.suspects.delete(user);
+        else this.suspects.set(user, { truth: signature, strikes });
         continue;
       }
       this.suspects.delete(user);
@@ -559,7 +566,7 @@ export class CoreNode {
       }
       const repaired = this.counter.countOf(user);
       const extrasAfter = this.extras.heldKey(user);
-      if (!drifted || (repaired === before && extrasAfter === extrasBefore)) {
+      if (repaired === before && extrasAfter === extrasBefore) {
         // The stored sources moved on between our sweep and this read: not drift.
         this.log.debug({ user, count: before, truth }, 'reconciliation raced a change');
         continue;

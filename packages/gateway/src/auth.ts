@@ -16,9 +16,14 @@ const MAX_TOKEN_LENGTH = 4096;
  * Platform calls carry X-Api-Key; end users carry an HS256 JWT whose `sub` is their id.
  * The user id is only ever taken from a verified token.
  */
+/** Verified tokens remembered, so a poller's every request is not a signature check again. */
+const VERIFIED_CACHE_SIZE = 50_000;
+
 export class Authenticator {
   private readonly secret: Uint8Array;
   private readonly apiKeyDigest: Buffer;
+  /** token → its subject and expiry (ms), for tokens this process verified; oldest first. */
+  private readonly verified = new Map<string, { sub: string; expMs: number }>();
 
   constructor(private readonly options: AuthOptions) {
     this.secret = new TextEncoder().encode(options.jwtSecret);
@@ -47,6 +52,12 @@ export class Authenticator {
   async verifyToken(token: string): Promise<string> {
     if (token === '' || token.length > MAX_TOKEN_LENGTH)
       throw unauthorized('the token is not valid');
+    // The exact string was verified with this secret before: only its expiry can have changed.
+    const known = this.verified.get(token);
+    if (known) {
+      if (Date.now() <= known.expMs + CLOCK_TOLERANCE_S * 1000) return known.sub;
+      this.verified.delete(token);
+    }
     try {
       const { payload } = await jwtVerify(token, this.secret, {
         algorithms: ['HS256'],
@@ -55,6 +66,10 @@ export class Authenticator {
         ...(this.options.jwtAudience ? { audience: this.options.jwtAudience } : {}),
       });
       if (!isValidId(payload.sub)) throw unauthorized('the token subject is not a valid user id');
+      if (this.verified.size >= VERIFIED_CACHE_SIZE) {
+        this.verified.delete(this.verified.keys().next().value!);
+      }
+      this.verified.set(token, { sub: payload.sub, expMs: payload.exp! * 1000 });
       return payload.sub;
     } catch (err) {
       if (err instanceof BubbleError) throw err;

@@ -22,6 +22,8 @@ interface LiveUser {
   pollerUntil: number;
   badge: Badge | null;
   listeners: Set<(badge: Badge) => void>;
+  /** Route and presence of a newly held user, written before anything is served for them. */
+  ready: Promise<void>;
 }
 
 /**
@@ -58,9 +60,10 @@ export class LiveUsers {
    * then the badge as of now (computed on demand when the user was offline).
    */
   async attach(user: string, onBadge: (badge: Badge) => void): Promise<Badge> {
-    const live = await this.hold(user);
-    live.sockets++;
-    live.listeners.add(onBadge);
+    const live = await this.hold(user, (held) => {
+      held.sockets++;
+      held.listeners.add(onBadge);
+    });
     return this.freshBadge(user, live);
   }
 
@@ -80,8 +83,10 @@ export class LiveUsers {
       existing.pollerUntil = Math.max(existing.pollerUntil, now + this.options.pollerTtlMs());
       return { badge: existing.badge, fromCache: true };
     }
-    const live = await this.hold(user);
-    live.pollerUntil = now + this.options.pollerTtlMs();
+    const until = now + this.options.pollerTtlMs();
+    const live = await this.hold(user, (held) => {
+      held.pollerUntil = Math.max(held.pollerUntil, until);
+    });
     return { badge: await this.freshBadge(user, live), fromCache: false };
   }
 
@@ -101,18 +106,39 @@ export class LiveUsers {
     await Promise.allSettled(users.map((user) => this.letGo(user)));
   }
 
-  private async hold(user: string): Promise<LiveUser> {
-    let live = this.users.get(user);
-    if (live) return live;
-    live = { sockets: 0, pollerUntil: 0, badge: null, listeners: new Set() };
+  /**
+   * Holds `user`: `claim` (a socket or a poll) is recorded at once, so a renewal running while
+   * the route and presence are written cannot take the user for lapsed and let them go.
+   */
+  private async hold(user: string, claim: (live: LiveUser) => void): Promise<LiveUser> {
+    const existing = this.users.get(user);
+    if (existing) {
+      claim(existing);
+      await existing.ready;
+      return existing;
+    }
+    const live: LiveUser = {
+      sockets: 0,
+      pollerUntil: 0,
+      badge: null,
+      listeners: new Set(),
+      ready: Promise.resolve(),
+    };
+    claim(live);
     this.users.set(user, live);
     const { service, gatewayId, presenceTtlMs } = this.options;
     const now = Date.now();
     // Both before the badge is computed, so no change after it is missed; one round trip.
-    await Promise.all([
+    live.ready = Promise.all([
       service.store.fencedBadges.route(gatewayId, [user], presenceTtlMs, now),
       service.store.presence.setOnline([{ user, ttlMs: presenceTtlMs }], now),
-    ]);
+    ]).then(() => undefined);
+    try {
+      await live.ready;
+    } catch (err) {
+      if (this.users.get(user) === live) this.users.delete(user);
+      throw err;
+    }
     return live;
   }
 

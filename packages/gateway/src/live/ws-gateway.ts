@@ -93,7 +93,9 @@ export class WsGateway {
   private async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     // node:http hands over an upgrade's socket without an 'error' listener: a client that resets
     // while its token is checked or while it is refused must not crash the process.
-    socket.on('error', () => socket.destroy());
+    // (A function of the module, not a closure: a closure here would share this call's scope
+    // and keep the upgrade request, token included, alive as long as the socket.)
+    socket.on('error', destroySocket);
     const path = (req.url ?? '').split('?')[0];
     if (path !== '/v1/ws') return refuse(socket, 404, 'UB_ERR_NOT_FOUND', 'no WebSocket here');
     if (this.draining) return refuse(socket, 503, 'UB_ERR_UNAVAILABLE', 'draining');
@@ -287,4 +289,8 @@ function refuse(socket: Duplex, status: number, code: string, message: string): 
   socket.end(
     `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
+}
+
+function destroySocket(this: Duplex): void {
+  this.destroy();
 }
