@@ -153,17 +153,34 @@ class RedisPostIndex implements PostIndex {
       pairs.push(post.id, post.ts);
     }
     const outcomes = new Map<string, number[]>();
-    await Promise.all(
-      [...byAuthor].map(async ([author, pairs]) => {
-        const result = await this.redis.ingestPosts(
-          this.keys.posts(author),
-          this.keys.deletedPosts(author),
-          minTs,
-          ...pairs,
-        );
-        outcomes.set(author, result);
-      }),
-    );
+    if (this.redis instanceof Cluster) {
+      // Authors live in many slots: one script call each, auto-pipelined per node.
+      await Promise.all(
+        [...byAuthor].map(async ([author, pairs]) => {
+          const result = await this.redis.ingestPosts(
+            this.keys.posts(author),
+            this.keys.deletedPosts(author),
+            minTs,
+            ...pairs,
+          );
+          outcomes.set(author, result);
+        }),
+      );
+    } else {
+      // One server holds every author: the whole batch in one script call.
+      const keys: string[] = [];
+      const args: (string | number)[] = [minTs];
+      for (const [author, pairs] of byAuthor) {
+        keys.push(this.keys.posts(author), this.keys.deletedPosts(author));
+        args.push(pairs.length / 2, ...pairs);
+      }
+      const flat = await this.redis.ingestPostBatch(keys.length, ...keys, ...args);
+      let at = 0;
+      for (const [author, pairs] of byAuthor) {
+        outcomes.set(author, flat.slice(at, at + pairs.length / 2));
+        at += pairs.length / 2;
+      }
+    }
     let accepted = 0;
     let ignored = 0;
     const stored: Post[] = [];

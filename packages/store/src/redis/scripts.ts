@@ -66,4 +66,5 @@ export interface ScriptCommands {
   ): Promise<string | null>;
   advanceCursor(cursors: string, field: string, target: number): Promise<string>;
   countPosts(numberOfKeys: number, ...keysAndBounds: (string | number)[]): Promise<number>;
+  ingestPostBatch(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Promise<number[]>;
 }
