@@ -48,7 +48,7 @@ describeEachEngine('bubble-core reconciliation', (ctx) => {
       await service.follow('alice', 'bob');
       await service.replaceMembers('c1', ['alice', 'carol']);
       await service.setPresence('alice', true, 3_600_000);
-      await service.ingestPosts([{ author: 'bob', id: 'p1', ts: Date.now() - 1000 }]);
+      await service.ingestPosts([{ author: 'bob', id: 'p1', ts: Date.now() - 10_000 }]);
       await service.ingestMessages('c1', [{ seq: 1, from: 'carol' }]);
       await core.sweepNow();
       expect(decodeFields((await store.badges.load('alice'))!.fields)).toEqual(
@@ -56,7 +56,7 @@ describeEachEngine('bubble-core reconciliation', (ctx) => {
       );
 
       // Behind the core's back: stored, but never appended to a change log.
-      await store.posts.ingest([{ author: 'bob', id: 'p2', ts: Date.now() - 500 }], 0);
+      await store.posts.ingest([{ author: 'bob', id: 'p2', ts: Date.now() - 5_000 }], 0);
       await store.conversations.ingest('c1', [{ seq: 4, from: 'carol', ts: Date.now() }]);
       const truth = await truthOf(service, 'alice');
       expect(truth).toMatchObject({ feed: 2, conversations: { c1: 4 } });

@@ -43,6 +43,9 @@ interface HeldPool {
   users: Set<string>;
 }
 
+/** Reconciliation compares posts stamped at least this long ago (see reconcile). */
+const SETTLED_MS = 1000;
+
 /** A lease this close to its end is not written under. */
 const LEASE_SAFETY_MS = 200;
 
@@ -521,14 +524,21 @@ export class CoreNode {
           store.feedInputs(user),
           this.storedExtras(user, marked),
         ]);
+        // Posts are compared up to a second ago: a post stamped just before `now` may be stored
+        // and not yet in the change log we read; it is not drift.
         const after = Math.max(readAt ?? -Infinity, now - this.lookbackMs);
-        const truth = await store.posts.countBetween(follows, after, now);
-        return { user, follows, readAt, extras, truth };
+        const truth = await store.posts.countBetween(follows, after, now - SETTLED_MS);
+        return { user, follows, readAt, extras, truth, after };
       }),
     );
-    for (const { user, follows, readAt, extras, truth } of checks) {
+    for (const { user, follows, readAt, extras, truth, after } of checks) {
       commands += 5 + follows.length + extras.commands;
-      const feedAgrees = truth === this.counter.countOf(user);
+      // The windows against the stored posts, and the incremental count against the windows.
+      const feedAgrees =
+        truth === this.counter.windowCount(user, after, now - SETTLED_MS) &&
+        this.counter.countOf(user) === this.counter.windowCount(user, after, now) &&
+        sameFollows(follows, this.counter.followsOf(user)) &&
+        (readAt ?? null) === this.counter.readAtOf(user);
       const extrasAgree = extras.key === this.extras.heldKey(user);
       if (feedAgrees && extrasAgree) {
         this.suspects.delete(user);
@@ -622,4 +632,10 @@ export class CoreNode {
     for (const [author, posts] of windows) this.counter.reloadAuthor(author, posts);
     return authors.length;
   }
+}
+
+function sameFollows(stored: readonly string[], held: readonly string[]): boolean {
+  if (stored.length !== held.length) return false;
+  const set = new Set(held);
+  return stored.every((author) => set.has(author));
 }

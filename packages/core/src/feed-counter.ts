@@ -289,6 +289,18 @@ export class FeedCounter {
     return repaired;
   }
 
+  /**
+   * The user's posts with afterTs < ts ≤ untilTs in the windows held (pending ones included),
+   * whatever their count says: what reconciliation compares with the stored posts.
+   */
+  windowCount(user: string, afterTs: number, untilTs: number): number | undefined {
+    const u = this.users.idOf(user);
+    if (u === undefined) return undefined;
+    let total = 0;
+    for (const a of this.userFollows[u] ?? []) total += this.countBetween(a, afterTs, untilTs);
+    return total;
+  }
+
   /** Recomputes one user from the windows: O(follows × log posts). */
   recompute(user: string): void {
     const u = this.users.idOf(user);
