@@ -14,6 +14,7 @@ import type { BadgeService } from '@bubble/core';
 import { DAY_MS, HOUR_MS } from '@bubble/protocol';
 import type { Redis } from 'ioredis';
 import { expect, it } from 'vitest';
+import { RedisStore } from '@bubble/store';
 import { describeEachEngine, manualService, scanKeys } from '../support/engines.js';
 
 /** Every key of `prefix` and what it holds, one string per key, field, member or value. */
@@ -146,6 +147,20 @@ describeEachEngine(
       clock.advance(2 * HOUR_MS);
       expect(await service.dropInactiveUsers(100)).toEqual(['stays-user']);
       expect(mentioning(await keyspace(admin, prefix!), ':marks:')).toEqual([]);
+    });
+
+    it('a stale last-seen entry moves to the sight that kept the user, so it does not block the job', async () => {
+      const { store } = ctx();
+      const admin = ctx().admin!;
+      const { service, clock } = manualService(store, { rules: { inactiveDays: 30 } });
+      await service.badge('seen-lately', { seen: true });
+      const index = (store as RedisStore).keys.lastSeen();
+      // As after a crash between recording a sight and indexing it: the index is older.
+      await admin.zadd(index, clock.now() - 40 * DAY_MS, 'seen-lately');
+      expect(await service.dropInactiveUsers(1)).toEqual([]);
+      expect(Number(await admin.zscore(index, 'seen-lately'))).toBe(clock.now());
+      // Kept, and out of the way: the next run finds nobody due.
+      expect(await admin.zrangebyscore(index, '-inf', clock.now() - 30 * DAY_MS)).toEqual([]);
     });
   },
   ['redis'],

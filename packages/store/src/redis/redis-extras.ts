@@ -25,6 +25,11 @@ interface ExtrasScripts {
     throttleMs: number,
   ): Promise<[number, number]>;
   dropMarks(marks: string, cutoff: number): Promise<number>;
+  settleSights(
+    lastSeen: string,
+    cutoff: number,
+    ...userOutcomePairs: (string | number)[]
+  ): Promise<number>;
   advanceCursor(hash: string, field: string, target: number): Promise<string>;
   publishNotice(live: string, highest: string, id: string): Promise<number>;
   joinConversation(
@@ -152,9 +157,14 @@ export class RedisUserMarks implements UserMarks {
     const outcomes = await Promise.all(
       candidates.map((user) => this.redis.dropMarks(this.keys.marks(user), before)),
     );
-    const dropped = candidates.filter((_, i) => outcomes[i] === 1);
-    // Seen again meanwhile: their sight moved the index entry past the cutoff already.
-    if (dropped.length > 0) await this.redis.zrem(index, ...dropped);
+    const dropped = candidates.filter((_, i) => outcomes[i] === 0);
+    if (candidates.length > 0) {
+      await this.redis.settleSights(
+        index,
+        before,
+        ...candidates.flatMap((user, i) => [user, outcomes[i]!]),
+      );
+    }
     return dropped;
   }
 }
