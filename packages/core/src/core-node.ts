@@ -1,5 +1,12 @@
 import { DAY_MS, poolOf, type Clock } from '@bubble/protocol';
-import type { Assignment, BubbleStore, HeldLock, PoolLocks, SweepReport } from '@bubble/store';
+import type {
+  Assignment,
+  BubbleStore,
+  FencedBadgeWrite,
+  HeldLock,
+  PoolLocks,
+  SweepReport,
+} from '@bubble/store';
 import type { Logger } from 'pino';
 import type { CoreMetrics } from './core-metrics.js';
 import {
@@ -42,6 +49,9 @@ interface HeldPool {
   cursor: string;
   users: Set<string>;
 }
+
+/** Pools whose write-back is encoded before the client is let flush them to Redis. */
+const POOLS_PER_FLUSH = 8;
 
 /** Reconciliation compares posts stamped at least this long ago (see reconcile). */
 const SETTLED_MS = 1000;
@@ -470,35 +480,49 @@ export class CoreNode {
       if (!feedChanged.has(user)) add(user, this.counter.countOf(user) ?? 0);
     }
     let changed = 0;
-    await Promise.all(
-      [...byPool].map(async ([pool, writes]) => {
-        const held = this.held.get(pool);
-        if (!held) return;
-        if (held.lock.signal.aborted || held.lock.validUntil() < Date.now() + LEASE_SAFETY_MS) {
-          await this.dropPool(pool, 'lease lost or ending');
+    const savePool = async (pool: number, writes: FencedBadgeWrite[]) => {
+      const held = this.held.get(pool);
+      if (!held) return;
+      if (held.lock.signal.aborted || held.lock.validUntil() < Date.now() + LEASE_SAFETY_MS) {
+        await this.dropPool(pool, 'lease lost or ending');
+        return;
+      }
+      try {
+        const result = await store.fencedBadges.saveFenced(pool, held.fence, writes, now);
+        if (!result.accepted) {
+          this.totals.staleWritesRejected++;
+          metrics?.staleWritesRejected.inc();
+          await this.dropPool(pool, 'fencing token is stale');
           return;
         }
-        try {
-          const result = await store.fencedBadges.saveFenced(pool, held.fence, writes, now);
-          if (!result.accepted) {
-            this.totals.staleWritesRejected++;
-            metrics?.staleWritesRejected.inc();
-            await this.dropPool(pool, 'fencing token is stale');
-            return;
-          }
-          const n = result.changed;
-          changed += n;
-          metrics?.badgesWritten.inc(n);
-        } catch (err) {
-          // Hand the counts out again next sweep.
-          for (const { user } of writes) {
-            this.counter.markReported(user, -1);
-            this.extras.markReported(user, null);
-          }
-          throw err;
+        const n = result.changed;
+        changed += n;
+        metrics?.badgesWritten.inc(n);
+      } catch (err) {
+        // Hand the counts out again next sweep.
+        for (const { user } of writes) {
+          this.counter.markReported(user, -1);
+          this.extras.markReported(user, null);
         }
-      }),
-    );
+        throw err;
+      }
+    };
+    // Each pool's batch goes out as soon as it is encoded (a yield lets the client flush it),
+    // so Redis stores the first pools while the core encodes the next ones.
+    const saves: Promise<void>[] = [];
+    let failure: unknown;
+    let sent = 0;
+    for (const [pool, writes] of byPool) {
+      saves.push(
+        savePool(pool, writes).catch((err: unknown) => {
+          failure ??= err;
+        }),
+      );
+      if (++sent % POOLS_PER_FLUSH === 0)
+        await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+    await Promise.all(saves);
+    if (failure !== undefined) throw failure;
     return { changed, commands: byPool.size };
   }
 
