@@ -21,13 +21,8 @@ import type {
   Post,
   StoredBadge,
 } from '@bubble/store';
-import {
-  decodeFields,
-  encodeFields,
-  shownReddots,
-  unreadOf,
-  type ExtraCounts,
-} from './badge-fields.js';
+import { readStoredExtras } from './stored-extras.js';
+import { decodeFields, encodeFields, shownReddots, type ExtraCounts } from './badge-fields.js';
 
 export interface BadgeRules {
   lookbackDays: number;
@@ -172,18 +167,7 @@ export class BadgeService {
 
   /** Notices, conversations and red dots of semantics.md, from the stored sources. */
   async computeExtras(user: string): Promise<ExtraCounts> {
-    const { store } = this;
-    const [marks, memberships, marked] = await Promise.all([
-      store.marks.state(user),
-      store.conversations.memberships(user),
-      store.reddots.all(),
-    ]);
-    const notices = marks.seen === null ? 0 : await store.notices.countAfter(marks.seen);
-    return {
-      notices,
-      conversations: unreadOf(memberships),
-      reddots: shownReddots(marked, marks.clicks),
-    };
+    return (await readStoredExtras(this.store, user)).extras;
   }
 
   /**

@@ -9,14 +9,9 @@ import type {
 } from '@bubble/store';
 import type { Logger } from 'pino';
 import type { CoreMetrics } from './core-metrics.js';
-import {
-  FEED_FIELD,
-  addExtraFields,
-  extraFieldsOf,
-  shownReddots,
-  unreadOf,
-} from './badge-fields.js';
+import { FEED_FIELD, addExtraFields, extraFieldsOf } from './badge-fields.js';
 import { ExtrasTracker, fieldsKey } from './extras-tracker.js';
+import { readStoredExtras } from './stored-extras.js';
 import { FeedCounter } from './feed-counter.js';
 
 export interface CoreNodeOptions {
@@ -624,20 +619,12 @@ export class CoreNode {
   }
 
   /** A user's notices, conversations (maxSeq − readSeq) and red dots from the stored sources. */
+  /** The stored extras of a user, with the comparison key of their badge fields. */
   private async storedExtras(user: string, marked: Record<string, number>) {
-    const { store } = this.options;
-    const [marks, memberships] = await Promise.all([
-      store.marks.state(user),
-      store.conversations.memberships(user),
-    ]);
-    const notices = marks.seen === null ? 0 : await store.notices.countAfter(marks.seen);
+    const stored = await readStoredExtras(this.options.store, user, marked);
     const fields: Record<string, number> = {};
-    addExtraFields(fields, {
-      notices,
-      conversations: unreadOf(memberships),
-      reddots: shownReddots(marked, marks.clicks),
-    });
-    return { key: fieldsKey(fields), marks, memberships, commands: 3 + memberships.length * 2 };
+    addExtraFields(fields, stored.extras);
+    return { ...stored, key: fieldsKey(fields), commands: 3 + stored.memberships.length * 2 };
   }
 
   private trackedAuthors(): string[] {

@@ -23,7 +23,8 @@
   A message is the writer's token (or "-") on its first line, then one line per change:
   "<user>|<epoch>|<version>|<computedAt>|<counts>".
   Returns -1 when the token is older than the pool's (nothing written, the refusal counted);
-  else one line per write, "<epoch>|<version>|<1 changed, 0 not>", as one string
+  else one string: the number of changes on the first line, then one line per write,
+  "<epoch>|<version>|<1 changed, 0 not>"
 ]]
 local fenceKey, staleKey, routesKey, badgesKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local fenced = ARGV[1] ~= '-'
@@ -114,4 +115,4 @@ if #changes > 0 then
     end
   end
 end
-return table.concat(results, '\n')
+return #changes .. '\n' .. table.concat(results, '\n')

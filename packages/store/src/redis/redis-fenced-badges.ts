@@ -222,20 +222,17 @@ export class RedisFencedBadges implements FencedBadges {
 }
 
 /**
- * The script's answer, "<epoch>|<version>|<changed>" per write: the count of changes at once,
- * the stamps only when asked for (a core's batch of a thousand never needs them).
+ * The script's answer: the number of changes on its first line, then "<epoch>|<version>|<changed>"
+ * per write, parsed only when asked for (a core's batch of a thousand never needs the stamps).
  */
 function stampsOf(reply: string, writes: number): FencedSaveResult {
-  let changed = 0;
-  for (let at = reply.indexOf('|1'); at !== -1; at = reply.indexOf('|1', at + 2)) {
-    if (at + 2 === reply.length || reply.charCodeAt(at + 2) === 10) changed++;
-  }
+  const firstLine = reply.indexOf('\n');
   let stamps: FencedSaveResult['stamps'] | undefined;
   return {
     accepted: true,
-    changed,
+    changed: Number(firstLine === -1 ? reply : reply.slice(0, firstLine)),
     get stamps() {
-      stamps ??= (writes === 0 ? [] : reply.split('\n')).map((line) => {
+      stamps ??= (writes === 0 ? [] : reply.slice(firstLine + 1).split('\n')).map((line) => {
         const [epoch, version, flag] = line.split('|');
         return { epoch: epoch!, version: Number(version), changed: flag === '1' };
       });
