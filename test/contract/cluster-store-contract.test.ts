@@ -469,7 +469,7 @@ describeEachEngine('cluster store contract', (ctx) => {
     // Same counts (a zero count is no count): no new version, and nothing rewritten (a core's
     // unchanged badge keeps the time its counts were stored at).
     const same = await badges.saveFenced(8, 3, [{ user: a!, fields: { feed: 2 } }], T0 + 1);
-    expect(same).toEqual({
+    expect(same).toMatchObject({
       accepted: true,
       changed: 0,
       stamps: [{ epoch: epochOfA, version: 1, changed: false }],
@@ -483,7 +483,7 @@ describeEachEngine('cluster store contract', (ctx) => {
       [{ user: a!, fields: { feed: 3, dots: 1 } }],
       T0 + 2,
     );
-    expect(changed).toEqual({
+    expect(changed).toMatchObject({
       accepted: true,
       changed: 1,
       stamps: [{ epoch: epochOfA, version: 2, changed: true }],
@@ -495,7 +495,7 @@ describeEachEngine('cluster store contract', (ctx) => {
       fields: { feed: 3, dots: 1 },
     });
     expect(await badges.staleWritesRejected(8)).toBe(0);
-    expect(await badges.saveFenced(8, 3, [], T0)).toEqual({
+    expect(await badges.saveFenced(8, 3, [], T0)).toMatchObject({
       accepted: true,
       changed: 0,
       stamps: [],
@@ -511,7 +511,7 @@ describeEachEngine('cluster store contract', (ctx) => {
       true,
     );
     await setFence(8, 5);
-    expect(await badges.saveFenced(8, 4, [{ user: a!, fields: { feed: 1 } }], T0)).toEqual({
+    expect(await badges.saveFenced(8, 4, [{ user: a!, fields: { feed: 1 } }], T0)).toMatchObject({
       accepted: false,
       changed: 0,
       stamps: [],
@@ -551,6 +551,143 @@ describeEachEngine('cluster store contract', (ctx) => {
     expect(second.stamps[4_499]).toMatchObject({ version: 2, changed: true });
     expect(await storedBadge(users[4_499]!)).toMatchObject({ version: 2, fields: { f: 4_501 } });
     expect(await storedBadge(users[4_498]!)).toMatchObject({ version: 1, fields: { f: 4_499 } });
+  });
+
+  it("a writer's known state saves a comparison; the stored state always decides the version", async () => {
+    const { badges, setFence, storedBadge } = partsOf(ctx());
+    const [a, b] = usersOf(12, 2);
+    await setFence(12, 1);
+    const belief = { epoch: '', version: 0 };
+
+    const first = await badges.saveFenced(
+      12,
+      1,
+      [{ user: a!, fields: { f: 1 }, known: belief }],
+      T0,
+    );
+    expect(first.stamps[0]).toMatchObject({ version: 1, changed: true });
+    const { epoch } = first.stamps[0]!;
+    // The belief follows the save.
+    expect(belief).toEqual({ epoch, version: 1 });
+
+    // A right belief: the next version.
+    const second = await badges.saveFenced(
+      12,
+      1,
+      [{ user: a!, fields: { f: 2 }, known: belief }],
+      T0 + 1,
+    );
+    expect(second).toMatchObject({ changed: 1, stamps: [{ version: 2, changed: true }] });
+    expect(belief).toEqual({ epoch, version: 2 });
+    expect(await storedBadge(a!)).toEqual({
+      epoch,
+      version: 2,
+      computedAt: T0 + 1,
+      fields: { f: 2 },
+    });
+
+    // A stale belief (1 while 2 is stored): the stored state decides, both when the counts
+    // differ and when they are what is stored.
+    const stale = { epoch, version: 1 };
+    const third = await badges.saveFenced(
+      12,
+      1,
+      [{ user: a!, fields: { f: 3 }, known: stale }],
+      T0 + 2,
+    );
+    expect(third).toMatchObject({ changed: 1, stamps: [{ version: 3, changed: true }] });
+    expect(stale).toEqual({ epoch, version: 3 });
+    const again = { epoch, version: 2 };
+    const same = await badges.saveFenced(
+      12,
+      1,
+      [{ user: a!, fields: { f: 3 }, known: again }],
+      T0 + 3,
+    );
+    expect(same).toMatchObject({ changed: 0, stamps: [{ version: 3, changed: false }] });
+    expect(again).toEqual({ epoch, version: 3 });
+    expect(await storedBadge(a!)).toMatchObject({ version: 3, computedAt: T0 + 2 });
+
+    // A belief of another epoch, and "nothing stored" while something is: the next version of
+    // what is stored, in its epoch.
+    const other = { epoch: 'elsewhere', version: 3 };
+    const fourth = await badges.saveFenced(
+      12,
+      1,
+      [{ user: a!, fields: { f: 4 }, known: other }],
+      T0 + 4,
+    );
+    expect(fourth).toMatchObject({ changed: 1, stamps: [{ epoch, version: 4 }] });
+    const none = { epoch: '', version: 0 };
+    const fifth = await badges.saveFenced(
+      12,
+      1,
+      [{ user: a!, fields: { f: 5 }, known: none }],
+      T0 + 5,
+    );
+    expect(fifth).toMatchObject({ changed: 1, stamps: [{ epoch, version: 5 }] });
+    expect(none).toEqual({ epoch, version: 5 });
+
+    // Another writer between two of ours (a gateway's read): our belief is stale, nothing lost.
+    await badges.saveUnfenced(a!, { f: 0 }, T0 + 6);
+    expect((await storedBadge(a!))?.version).toBe(6);
+    const after = await badges.saveFenced(
+      12,
+      1,
+      [{ user: a!, fields: { f: 7 }, known: none }],
+      T0 + 7,
+    );
+    expect(after).toMatchObject({ changed: 1, stamps: [{ version: 7, changed: true }] });
+    expect(await storedBadge(a!)).toEqual({
+      epoch,
+      version: 7,
+      computedAt: T0 + 7,
+      fields: { f: 7 },
+    });
+
+    // A right belief of "nothing stored".
+    const nothing = { epoch: '', version: 0 };
+    const fresh = await badges.saveFenced(
+      12,
+      1,
+      [{ user: b!, fields: {}, known: nothing }],
+      T0 + 8,
+    );
+    expect(fresh).toMatchObject({ changed: 1, stamps: [{ version: 1, changed: true }] });
+    expect(nothing.version).toBe(1);
+    expect(await storedBadge(b!)).toMatchObject({ version: 1, computedAt: T0 + 8, fields: {} });
+  });
+
+  it('a large batch with a few wrong beliefs stores every state at its right version', async () => {
+    const { badges, setFence, storedBadge } = partsOf(ctx());
+    const users = usersOf(31, 4_500);
+    await setFence(31, 1);
+    const beliefs = users.map(() => ({ epoch: '', version: 0 }));
+    await badges.saveFenced(
+      31,
+      1,
+      users.map((user, i) => ({ user, fields: { f: i + 1 }, known: beliefs[i]! })),
+      T0,
+    );
+    expect(beliefs.every((belief) => belief.version === 1)).toBe(true);
+    // Someone else changes three users (one in each chunk of the Redis script) behind our back.
+    for (const i of [5, 3_100, 4_400]) await badges.saveUnfenced(users[i]!, { f: 0 }, T0 + 1);
+    const second = await badges.saveFenced(
+      31,
+      1,
+      users.map((user, i) => ({ user, fields: { f: i + 2 }, known: beliefs[i]! })),
+      T0 + 2,
+    );
+    expect(second.changed).toBe(users.length);
+    for (const i of [0, 5, 3_099, 3_100, 4_400, 4_499]) {
+      const expected = [5, 3_100, 4_400].includes(i) ? 3 : 2;
+      expect(second.stamps[i]).toMatchObject({ version: expected, changed: true });
+      expect(beliefs[i]!.version).toBe(expected);
+      expect(await storedBadge(users[i]!)).toMatchObject({
+        version: expected,
+        fields: { f: i + 2 },
+      });
+    }
   });
 
   it('unfenced changes are published to the subscribers of their pool, fenced ones are not', async () => {
@@ -701,7 +838,9 @@ describe('cluster store on a 3-master Redis Cluster', () => {
         received.get(pool)!.map(({ user, fields, version }) => ({ user, fields, version })),
       ).toEqual([{ user: usersByPool[pool]![0], fields: { feed: pool + 100 }, version: 2 }]);
     }
-    expect(await badges.saveFenced(3, 1, [{ user: usersByPool[3]![0]!, fields: {} }], T0)).toEqual({
+    expect(
+      await badges.saveFenced(3, 1, [{ user: usersByPool[3]![0]!, fields: {} }], T0),
+    ).toMatchObject({
       accepted: false,
       changed: 0,
       stamps: [],

@@ -4,6 +4,7 @@ import type {
   BubbleStore,
   FencedBadgeWrite,
   HeldLock,
+  KnownBadge,
   PoolLocks,
   SweepReport,
 } from '@bubble/store';
@@ -83,6 +84,12 @@ export class CoreNode {
    * sources said then (a signature) and how many checks in a row disagreed while they moved.
    */
   private readonly suspects = new Map<string, { truth: string; strikes: number }>();
+  /**
+   * Each held user's badge state as we last saw it stored (version 0: none is), updated in place
+   * by every save: writes that carry it are stored without a comparison in the store. A wrong
+   * belief costs only that comparison.
+   */
+  private readonly knownStates = new Map<string, KnownBadge>();
   private stopped = false;
   private closing: Promise<void> | undefined;
   readonly totals = { sweeps: 0, staleWritesRejected: 0, driftRepaired: 0, skipped: 0 };
@@ -120,6 +127,12 @@ export class CoreNode {
         if (this.counter.hasUser(change.user)) {
           this.counter.markReported(change.user, change.fields[FEED_FIELD] ?? 0);
           this.extras.markReported(change.user, extraFieldsOf(change.fields));
+          const known = this.knownStates.get(change.user);
+          // Messages and our own answers can arrive in either order: keep the newest.
+          if (known && (known.epoch !== change.epoch || known.version < change.version)) {
+            known.epoch = change.epoch;
+            known.version = change.version;
+          }
         }
       }
     });
@@ -420,6 +433,10 @@ export class CoreNode {
       const badge = stored[i];
       this.counter.markReported(user, badge ? (badge.fields[FEED_FIELD] ?? 0) : -1);
       this.extras.markReported(user, badge ? extraFieldsOf(badge.fields) : null);
+      this.knownStates.set(
+        user,
+        badge ? { epoch: badge.epoch, version: badge.version } : { epoch: '', version: 0 },
+      );
     });
     return users.length * 3 + refollow.length + marksOf.length * 2 + authors.size;
   }
@@ -434,6 +451,7 @@ export class CoreNode {
   private forget(user: string): void {
     this.counter.removeUser(user);
     this.extras.removeUser(user);
+    this.knownStates.delete(user);
   }
 
   private async expirePresence(now: number): Promise<number> {
@@ -456,28 +474,40 @@ export class CoreNode {
   private async writeChanged(now: number): Promise<{ changed: number; commands: number }> {
     const { store, metrics } = this.options;
     const { ids, counts } = this.counter.takeChanged();
-    const byPool = new Map<number, { user: string; fields: Record<string, number> }[]>();
+    // Users only, grouped by pool; each pool's writes are made when it is sent, so a sweep's
+    // worth of them never lives at once (young-generation collections would copy it over).
+    const extrasOnly = new Set(this.extras.takeChanged());
+    const byPool = new Map<number, { users: string[]; feeds: number[] }>();
     const add = (user: string, feed: number) => {
-      const fields: Record<string, number> = feed > 0 ? { [FEED_FIELD]: feed } : {};
-      this.extras.addFieldsOf(user, fields);
       const pool = poolOf(user, store.pools);
-      let writes = byPool.get(pool);
-      if (!writes) byPool.set(pool, (writes = []));
-      writes.push({ user, fields });
+      let batch = byPool.get(pool);
+      if (!batch) byPool.set(pool, (batch = { users: [], feeds: [] }));
+      batch.users.push(user);
+      batch.feeds.push(feed);
     };
-    const feedChanged = new Set<string>();
     for (let i = 0; i < ids.length; i++) {
       const user = this.counter.nameAt(ids[i]!);
-      feedChanged.add(user);
+      extrasOnly.delete(user);
       add(user, counts[i]!);
     }
-    for (const user of this.extras.takeChanged()) {
-      if (!feedChanged.has(user)) add(user, this.counter.countOf(user) ?? 0);
-    }
+    for (const user of extrasOnly) add(user, this.counter.countOf(user) ?? 0);
+    const writesOf = ({ users, feeds }: { users: string[]; feeds: number[] }) => {
+      const writes: FencedBadgeWrite[] = new Array(users.length);
+      for (let i = 0; i < users.length; i++) {
+        const user = users[i]!;
+        const feed = feeds[i]!;
+        const fields: Record<string, number> =
+          feed > 0 ? ({ f: feed } satisfies Record<typeof FEED_FIELD, number>) : {};
+        this.extras.addFieldsOf(user, fields);
+        writes[i] = { user, fields, known: this.knownStates.get(user) };
+      }
+      return writes;
+    };
     let changed = 0;
-    const savePool = async (pool: number, writes: FencedBadgeWrite[]) => {
+    const savePool = async (pool: number, batch: { users: string[]; feeds: number[] }) => {
       const held = this.held.get(pool);
       if (!held) return;
+      const writes = writesOf(batch);
       if (held.lock.signal.aborted || held.lock.validUntil() < Date.now() + LEASE_SAFETY_MS) {
         await this.dropPool(pool, 'lease lost or ending');
         return;
@@ -495,7 +525,7 @@ export class CoreNode {
         metrics?.badgesWritten.inc(n);
       } catch (err) {
         // Hand the counts out again next sweep.
-        for (const { user } of writes) {
+        for (const user of batch.users) {
           this.counter.markReported(user, -1);
           this.extras.markReported(user, null);
         }
@@ -507,9 +537,9 @@ export class CoreNode {
     const saves: Promise<void>[] = [];
     let failure: unknown;
     let sent = 0;
-    for (const [pool, writes] of byPool) {
+    for (const [pool, batch] of byPool) {
       saves.push(
-        savePool(pool, writes).catch((err: unknown) => {
+        savePool(pool, batch).catch((err: unknown) => {
           failure ??= err;
         }),
       );

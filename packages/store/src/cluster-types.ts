@@ -151,6 +151,19 @@ export interface Coordination {
 export interface FencedBadgeWrite {
   user: string;
   fields: Readonly<Record<string, number>>;
+  /**
+   * The state the writer believes is stored; absent when it does not know. An accepted save
+   * updates it in place to the state stored now, so a writer keeps one per user across saves.
+   * A right belief saves the engine a comparison; a wrong one costs only that: the stored state
+   * always decides the next version.
+   */
+  known?: KnownBadge;
+}
+
+/** A writer's belief of a user's stored badge state: its epoch and version (0: none stored). */
+export interface KnownBadge {
+  epoch: string;
+  version: number;
 }
 
 export interface FencedSaveResult {

@@ -91,6 +91,13 @@ export class MemoryFencedBadges implements FencedBadges {
       return stamp;
     });
     if (changes.length > 0) this.publish(pool, changes, computedAt, fence === null);
+    // Every write here compares with the stored state; a writer's belief is only updated.
+    writes.forEach(({ known }, i) => {
+      if (known) {
+        known.epoch = stamps[i]!.epoch;
+        known.version = stamps[i]!.version;
+      }
+    });
     return { accepted: true, changed: changes.length, stamps };
   }
 

@@ -30,7 +30,7 @@ interface FencedBadgeScripts {
     stale: string,
     routes: string,
     badges: string,
-    ...args: (string | number)[]
+    ...args: (string | number | Buffer)[]
   ): Promise<SaveReply>;
   routeUsers(
     routes: string,
@@ -80,35 +80,42 @@ export class RedisFencedBadges implements FencedBadges {
     writes: readonly FencedBadgeWrite[],
     computedAt: number,
   ): Promise<FencedSaveResult> {
-    const args: (string | number)[] = [
-      fence,
-      computedAt,
-      newEpoch(),
-      this.keys.badgeChannel(pool),
-      this.sharded ? 'SPUBLISH' : 'PUBLISH',
-      this.keys.gatewayChannelPrefix(pool),
-      this.keys.writtenChannel(pool),
-    ];
+    if (writes.length === 0) return { accepted: true, changed: 0, stamps: [] };
+    const epoch = newEpoch();
+    const fresh = `${epoch}|1|${computedAt}|`;
     let lines = '';
-    for (const { user, fields } of writes) {
+    for (const { user, fields, known } of writes) {
       // Every key of the script must be in the pool's slot.
       if (poolOf(user, this.keys.pools) !== pool) {
         throw new RangeError(`user ${user} is not in pool ${pool}`);
       }
-      lines +=
-        lines === '' ? `${user} ${encodeCounts(fields)}` : `\n${user} ${encodeCounts(fields)}`;
+      const counts = encodeCounts(fields);
+      if (known === undefined) lines += `${user}\n?\n${fresh}${counts}\n`;
+      else if (known.version === 0) lines += `${user}\n\n${fresh}${counts}\n`;
+      else {
+        const { epoch: e, version: v } = known;
+        lines += `${user}\n${e}|${v}|\n${e}|${v + 1}|${computedAt}|${counts}\n`;
+      }
     }
-    args.push(lines);
     const { keys } = this;
-    const result = await this.redis.saveBadges(
+    const reply = await this.redis.saveBadges(
       keys.fence(pool),
       keys.staleWrites(pool),
       keys.routes(pool),
       keys.badges(pool),
-      ...args,
+      fence,
+      computedAt,
+      epoch,
+      keys.badgeChannel(pool),
+      this.sharded ? 'SPUBLISH' : 'PUBLISH',
+      keys.gatewayChannelPrefix(pool),
+      keys.writtenChannel(pool),
+      // Off the V8 heap while the call is in flight: young-generation collections then do not
+      // copy a sweep's worth of pending batches again and again.
+      Buffer.from(lines),
     );
-    if (result === -1) return { accepted: false, changed: 0, stamps: [] };
-    return stampsOf(result, writes.length);
+    if (reply === -1) return { accepted: false, changed: 0, stamps: [] };
+    return savedResult(reply, writes, epoch);
   }
 
   async route(
@@ -222,20 +229,56 @@ export class RedisFencedBadges implements FencedBadges {
 }
 
 /**
- * The script's answer: the number of changes on its first line, then "<epoch>|<version>|<changed>"
- * per write, parsed only when asked for (a core's batch of a thousand never needs the stamps).
+ * The script's answer: the number of changes on its first line, then a line
+ * "<index>|<changed>|<epoch>|<version>|…" for each write whose known state was not the stored
+ * one. Every other write stored the state proposed for it: the next version of its known one.
+ * Beliefs are updated in place; stamps are made only when asked for (a core never needs them).
  */
-function stampsOf(reply: string, writes: number): FencedSaveResult {
-  const firstLine = reply.indexOf('\n');
+function savedResult(
+  reply: string,
+  writes: readonly FencedBadgeWrite[],
+  freshEpoch: string,
+): FencedSaveResult {
+  const n = writes.length;
+  const epochs: string[] = new Array(n);
+  const versions = new Float64Array(n);
+  const changedFlags = new Uint8Array(n).fill(1);
+  const corrected = new Uint8Array(n);
+  const lines = reply.split('\n');
+  for (let l = 1; l < lines.length; l++) {
+    const line = lines[l]!;
+    const a = line.indexOf('|');
+    const i = Number(line.slice(0, a)) - 1;
+    const b = line.indexOf('|', a + 3);
+    const c = line.indexOf('|', b + 1);
+    corrected[i] = 1;
+    changedFlags[i] = line.charCodeAt(a + 1) === 49 /* '1' */ ? 1 : 0;
+    epochs[i] = line.slice(a + 3, b);
+    versions[i] = Number(line.slice(b + 1, c));
+  }
+  for (let i = 0; i < n; i++) {
+    const known = writes[i]!.known;
+    if (corrected[i] === 0) {
+      // Stored as proposed: the next version of the known state, or the first of a fresh epoch.
+      const next = known !== undefined && known.version > 0;
+      epochs[i] = next ? known.epoch : freshEpoch;
+      versions[i] = next ? known.version + 1 : 1;
+    }
+    if (known !== undefined) {
+      known.epoch = epochs[i]!;
+      known.version = versions[i]!;
+    }
+  }
   let stamps: FencedSaveResult['stamps'] | undefined;
   return {
     accepted: true,
-    changed: Number(firstLine === -1 ? reply : reply.slice(0, firstLine)),
+    changed: Number(lines[0]),
     get stamps() {
-      stamps ??= (writes === 0 ? [] : reply.slice(firstLine + 1).split('\n')).map((line) => {
-        const [epoch, version, flag] = line.split('|');
-        return { epoch: epoch!, version: Number(version), changed: flag === '1' };
-      });
+      stamps ??= epochs.map((epoch, i) => ({
+        epoch,
+        version: versions[i]!,
+        changed: changedFlags[i] === 1,
+      }));
       return stamps;
     },
   };
@@ -284,16 +327,14 @@ export function decodeBadgeState(packed: string): StoredBadge {
 }
 
 /**
- * A published message: the writer's fencing token (or "-") on the first line, then one
- * "<user>|<packed state>" line per change.
+ * A published message: the writer's fencing token (or "-") on the first line, then two lines per
+ * change: the user, then the packed state.
  */
 export function decodeChanges(message: string): BadgeChange[] {
   const lines = message.split('\n');
-  const changes: BadgeChange[] = new Array(lines.length - 1);
-  for (let i = 1; i < lines.length; i++) {
-    const line = lines[i]!;
-    const bar = line.indexOf('|');
-    changes[i - 1] = { user: line.slice(0, bar), ...decodeBadgeState(line.slice(bar + 1)) };
+  const changes: BadgeChange[] = new Array((lines.length - 1) >> 1);
+  for (let i = 1, c = 0; i + 1 < lines.length; i += 2, c++) {
+    changes[c] = { user: lines[i]!, ...decodeBadgeState(lines[i + 1]!) };
   }
   return changes;
 }
