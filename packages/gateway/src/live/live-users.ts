@@ -16,12 +16,18 @@ export interface LiveUsersOptions {
   pollerTtlMs: () => number;
 }
 
+/** Receives a held user's badge on every change (a socket of theirs). */
+export interface BadgeListener {
+  onBadge(badge: Badge): void;
+}
+
 interface LiveUser {
   sockets: number;
   /** Set while the user polls without a socket: let go after this time. */
   pollerUntil: number;
   badge: Badge | null;
-  listeners: Set<(badge: Badge) => void>;
+  /** One socket (the common case) needs no set of its own. */
+  listeners: BadgeListener | Set<BadgeListener> | null;
   /** Route and presence of a newly held user, written before anything is served for them. */
   ready: Promise<void>;
 }
@@ -59,18 +65,18 @@ export class LiveUsers {
    * A socket of `user` opened: routes and presence first (so no change after this is missed),
    * then the badge as of now (computed on demand when the user was offline).
    */
-  async attach(user: string, onBadge: (badge: Badge) => void): Promise<Badge> {
+  async attach(user: string, listener: BadgeListener): Promise<Badge> {
     const live = await this.hold(user, (held) => {
       held.sockets++;
-      held.listeners.add(onBadge);
+      addListener(held, listener);
     });
     return this.freshBadge(user, live);
   }
 
-  async detach(user: string, onBadge: (badge: Badge) => void): Promise<void> {
+  async detach(user: string, listener: BadgeListener): Promise<void> {
     const live = this.users.get(user);
     if (!live) return;
-    live.listeners.delete(onBadge);
+    removeListener(live, listener);
     live.sockets = Math.max(0, live.sockets - 1);
     if (live.sockets === 0 && live.pollerUntil <= Date.now()) await this.release(user);
   }
@@ -121,8 +127,8 @@ export class LiveUsers {
       sockets: 0,
       pollerUntil: 0,
       badge: null,
-      listeners: new Set(),
-      ready: Promise.resolve(),
+      listeners: null,
+      ready: RESOLVED,
     };
     claim(live);
     this.users.set(user, live);
@@ -135,6 +141,7 @@ export class LiveUsers {
     ]).then(() => undefined);
     try {
       await live.ready;
+      if (this.users.get(user) === live) live.ready = RESOLVED;
     } catch (err) {
       if (this.users.get(user) === live) this.users.delete(user);
       throw err;
@@ -176,7 +183,9 @@ export class LiveUsers {
     const held = live.badge;
     if (held && held.epoch === badge.epoch && held.version >= badge.version) return;
     live.badge = badge;
-    for (const listener of live.listeners) listener(badge);
+    const { listeners } = live;
+    if (listeners instanceof Set) for (const listener of listeners) listener.onBadge(badge);
+    else listeners?.onBadge(badge);
   }
 
   /** Renews presence and routes of every held user in one batch; lets lapsed pollers go. */
@@ -205,5 +214,24 @@ export class LiveUsers {
     } catch (err) {
       this.log.warn({ err }, 'presence renewal failed; retrying next round');
     }
+  }
+}
+
+const RESOLVED = Promise.resolve();
+
+function addListener(live: LiveUser, listener: BadgeListener): void {
+  const { listeners } = live;
+  if (listeners === null) live.listeners = listener;
+  else if (listeners instanceof Set) listeners.add(listener);
+  else if (listeners !== listener) live.listeners = new Set([listeners, listener]);
+}
+
+function removeListener(live: LiveUser, listener: BadgeListener): void {
+  const { listeners } = live;
+  if (listeners === listener) live.listeners = null;
+  else if (listeners instanceof Set) {
+    listeners.delete(listener);
+    if (listeners.size === 1) live.listeners = listeners.values().next().value!;
+    else if (listeners.size === 0) live.listeners = null;
   }
 }

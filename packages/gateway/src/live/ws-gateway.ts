@@ -7,7 +7,7 @@ import { WebSocket, WebSocketServer, type RawData } from 'ws';
 import type { Authenticator } from '../auth.js';
 import type { LoadMonitor } from '../load-monitor.js';
 import { IpRateLimiter } from './ip-rate-limiter.js';
-import type { LiveUsers } from './live-users.js';
+import type { BadgeListener, LiveUsers } from './live-users.js';
 
 export const CLOSE = {
   goingAway: 1001,
@@ -34,15 +34,26 @@ export interface WsGatewayOptions {
   newConnectionsPerSecondPerIp?: number;
 }
 
-interface Peer {
-  user: string | null;
-  alive: boolean;
+/**
+ * One connection. The socket object itself carries the connection's state, and its listeners
+ * are shared functions of the module (`this` is the socket): an idle connection costs the
+ * gateway no closures, contexts or map entries of its own besides its place in `peers`.
+ */
+class Peer extends WebSocket implements BadgeListener {
+  gateway: WsGateway | null = null;
+  user: string | null = null;
+  alive = true;
   /** The newest badge sent on this connection: nothing older follows it. */
-  epoch: string | null;
-  version: number;
-  onBadge: (badge: Badge) => void;
-  /** Frames of one connection are handled one after another, in order. */
-  queue: Promise<void>;
+  epoch: string | null = null;
+  version = 0;
+  /** Frames of one connection are handled one after another, in order (null: none pending). */
+  queue: Promise<void> | null = null;
+  /** Set while a connection without a header token has to authenticate by its first frame. */
+  authTimer: NodeJS.Timeout | null = null;
+
+  onBadge(badge: Badge): void {
+    this.gateway?.send(this, badge);
+  }
 }
 
 /**
@@ -51,7 +62,7 @@ interface Peer {
  */
 export class WsGateway {
   private readonly wss: WebSocketServer;
-  private readonly peers = new Map<WebSocket, Peer>();
+  private readonly peers = new Set<Peer>();
   private readonly limiter: IpRateLimiter;
   private readonly log: Logger;
   private heartbeat: NodeJS.Timeout | undefined;
@@ -68,8 +79,10 @@ export class WsGateway {
       maxPayload: options.maxPayload,
       perMessageDeflate: false,
       clientTracking: false,
+      WebSocket: Peer,
     });
     server.on('upgrade', (req, socket, head) => void this.upgrade(req, socket, head));
+    // One interval for every socket: pings, and drops those that did not answer the last one.
     this.heartbeat = setInterval(() => this.ping(), options.heartbeatMs ?? 30_000);
     this.heartbeat.unref();
   }
@@ -82,11 +95,11 @@ export class WsGateway {
   async close(): Promise<void> {
     this.draining = true;
     clearInterval(this.heartbeat);
-    for (const ws of this.peers.keys()) ws.close(CLOSE.goingAway, 'draining');
+    for (const ws of this.peers) ws.close(CLOSE.goingAway, 'draining');
     const deadline = Date.now() + 2000;
     while (this.peers.size > 0 && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, 20));
-    for (const ws of this.peers.keys()) ws.terminate();
+    for (const ws of this.peers) ws.terminate();
     this.wss.close();
   }
 
@@ -120,11 +133,15 @@ export class WsGateway {
         return refuse(socket, 401, error.code, error.message);
       }
     }
-    this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(ws, req, user));
+    const origin = req.headers.origin;
+    this.wss.handleUpgrade(req, socket, head, (ws) => {
+      // The WebSocket now listens for the socket's errors itself.
+      socket.removeListener('error', destroySocket);
+      this.accept(ws as Peer, origin, user);
+    });
   }
 
-  private accept(ws: WebSocket, req: IncomingMessage, user: string | null): void {
-    const origin = req.headers.origin;
+  private accept(ws: Peer, origin: string | undefined, user: string | null): void {
     const allowed = this.options.allowedOrigins;
     if (origin !== undefined && allowed && allowed.length > 0 && !allowed.includes(origin)) {
       ws.close(CLOSE.originNotAllowed, 'origin not allowed');
@@ -135,52 +152,65 @@ export class WsGateway {
       ws.close(CLOSE.overloaded, 'overloaded');
       return;
     }
-    const peer: Peer = {
-      user: null,
-      alive: true,
-      epoch: null,
-      version: 0,
-      onBadge: (badge) => this.send(ws, peer, badge),
-      queue: Promise.resolve(),
-    };
-    this.peers.set(ws, peer);
-    ws.on('pong', () => (peer.alive = true));
-    ws.on('error', () => ws.terminate());
-    ws.on('close', () => {
-      this.peers.delete(ws);
-      if (peer.user) void this.options.live.detach(peer.user, peer.onBadge);
-    });
-    ws.on('message', (data, isBinary) => {
-      peer.queue = peer.queue.then(() => this.receive(ws, peer, data, isBinary));
-    });
+    ws.gateway = this;
+    this.peers.add(ws);
+    ws.on('pong', onPong);
+    ws.on('error', onError);
+    ws.on('close', WsGateway.onClose);
+    ws.on('message', WsGateway.onMessage);
     if (user) {
-      void this.authenticated(ws, peer, user);
+      void this.authenticated(ws, user);
       return;
     }
-    const timer = setTimeout(() => {
-      if (!peer.user) ws.close(CLOSE.authFailed, 'no authentication within 5 s');
-    }, this.options.authTimeoutMs ?? 5000);
-    timer.unref();
-    ws.once('close', () => clearTimeout(timer));
+    ws.authTimer = setTimeout(onAuthTimeout, this.options.authTimeoutMs ?? 5000, ws);
+    ws.authTimer.unref();
   }
 
-  private async authenticated(ws: WebSocket, peer: Peer, user: string): Promise<void> {
-    peer.user = user;
+  // Listeners shared by every connection (`this` is the socket).
+  private static onClose(this: WebSocket): void {
+    const ws = this as Peer;
+    ws.gateway?.closed(ws);
+  }
+
+  private static onMessage(this: WebSocket, data: RawData, isBinary: boolean): void {
+    const ws = this as Peer;
+    ws.gateway?.enqueue(ws, data, isBinary);
+  }
+
+  private closed(ws: Peer): void {
+    this.peers.delete(ws);
+    if (ws.authTimer) clearTimeout(ws.authTimer);
+    ws.authTimer = null;
+    if (ws.user) void this.options.live.detach(ws.user, ws);
+  }
+
+  /** A frame waits for the ones before it. */
+  private enqueue(ws: Peer, data: RawData, isBinary: boolean): void {
+    const next = (ws.queue ?? RESOLVED).then(() => this.receive(ws, data, isBinary));
+    ws.queue = next;
+    const settled = () => {
+      if (ws.queue === next) ws.queue = null;
+    };
+    next.then(settled, (err: unknown) => {
+      settled();
+      this.log.error({ err }, 'a frame could not be handled');
+    });
+  }
+
+  private async authenticated(ws: Peer, user: string): Promise<void> {
+    ws.user = user;
+    if (ws.authTimer) clearTimeout(ws.authTimer);
+    ws.authTimer = null;
     try {
-      const badge = await this.options.live.attach(user, peer.onBadge);
-      this.send(ws, peer, badge);
+      const badge = await this.options.live.attach(user, ws);
+      this.send(ws, badge);
     } catch (err) {
       this.log.warn({ err }, 'could not compute the badge of a new connection');
       ws.close(CLOSE.overloaded, 'try again');
     }
   }
 
-  private async receive(
-    ws: WebSocket,
-    peer: Peer,
-    data: RawData,
-    isBinary: boolean,
-  ): Promise<void> {
+  private async receive(ws: Peer, data: RawData, isBinary: boolean): Promise<void> {
     let frame: unknown;
     try {
       if (isBinary) throw new Error('binary');
@@ -193,19 +223,19 @@ export class WsGateway {
       typeof frame === 'object' && frame !== null ? (frame as { type?: unknown }).type : undefined;
     if (type === 'auth') {
       const token = (frame as { token?: unknown }).token;
-      if (peer.user || typeof token !== 'string') {
-        ws.close(peer.user ? CLOSE.policy : CLOSE.authFailed, 'unexpected auth');
+      if (ws.user || typeof token !== 'string') {
+        ws.close(ws.user ? CLOSE.policy : CLOSE.authFailed, 'unexpected auth');
         return;
       }
       try {
         const user = await this.options.auth.verifyToken(token);
-        await this.authenticated(ws, peer, user);
+        await this.authenticated(ws, user);
       } catch {
         ws.close(CLOSE.authFailed, 'authentication failed');
       }
       return;
     }
-    if (!peer.user) {
+    if (!ws.user) {
       ws.close(
         type === 'read' || type === 'ping' ? CLOSE.authFailed : CLOSE.policy,
         'authenticate first',
@@ -227,8 +257,8 @@ export class WsGateway {
       return;
     }
     try {
-      const badge = await this.options.service.read(peer.user, parsed.data);
-      this.send(ws, peer, badge, true);
+      const badge = await this.options.service.read(ws.user, parsed.data);
+      this.send(ws, badge, true);
       this.options.live.publishLocal(badge);
     } catch (err) {
       this.sendError(
@@ -239,13 +269,13 @@ export class WsGateway {
   }
 
   /** Never sends an older version than the last one; `answer` re-sends the same one (a read). */
-  private send(ws: WebSocket, peer: Peer, badge: Badge, answer = false): void {
+  send(ws: Peer, badge: Badge, answer = false): void {
     if (ws.readyState !== WebSocket.OPEN) return;
-    if (peer.epoch === badge.epoch) {
-      if (badge.version < peer.version || (badge.version === peer.version && !answer)) return;
+    if (ws.epoch === badge.epoch) {
+      if (badge.version < ws.version || (badge.version === ws.version && !answer)) return;
     }
-    peer.epoch = badge.epoch;
-    peer.version = badge.version;
+    ws.epoch = badge.epoch;
+    ws.version = badge.version;
     this.sendText(ws, JSON.stringify({ type: 'badge', badge }));
   }
 
@@ -269,12 +299,12 @@ export class WsGateway {
   }
 
   private ping(): void {
-    for (const [ws, peer] of this.peers) {
-      if (!peer.alive) {
+    for (const ws of this.peers) {
+      if (!ws.alive) {
         ws.terminate();
         continue;
       }
-      peer.alive = false;
+      ws.alive = false;
       ws.ping();
     }
   }
@@ -293,4 +323,20 @@ function refuse(socket: Duplex, status: number, code: string, message: string): 
 
 function destroySocket(this: Duplex): void {
   this.destroy();
+}
+
+const RESOLVED = Promise.resolve();
+
+// The listeners of every connection (`this` is the socket).
+function onPong(this: WebSocket): void {
+  (this as Peer).alive = true;
+}
+
+function onError(this: WebSocket): void {
+  this.terminate();
+}
+
+function onAuthTimeout(ws: Peer): void {
+  ws.authTimer = null;
+  if (!ws.user) ws.close(CLOSE.authFailed, 'no authentication within 5 s');
 }
