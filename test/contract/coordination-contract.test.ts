@@ -33,6 +33,7 @@ function report(node: string, at: number, changed: number): SweepReport {
     users: 120,
     changed,
     durationMs: 7,
+    reconcileMs: 2,
     redisCommands: 9,
     staleWritesRejected: 0,
     driftRepaired: 1,

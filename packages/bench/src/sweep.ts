@@ -138,6 +138,8 @@ function phaseJson(f: PhaseFigures) {
     sweepP50Ms: f.p50Ms,
     sweepP99Ms: f.p99Ms,
     sweepMaxMs: f.maxMs,
+    reconcileP50Ms: f.reconcileP50Ms,
+    reconcileP99Ms: f.reconcileP99Ms,
     redisCmdsPerSweep: f.cmdsMedian,
     redisCmdsPerSweepMean_sweepPath: f.partsMean.sweep,
     redisCmdsPerSweepMean_reconcile: f.partsMean.reconcile,
@@ -332,6 +334,8 @@ interface PhaseFigures {
   postsPerSec: number;
   p50Ms: number;
   p99Ms: number;
+  reconcileP50Ms: number;
+  reconcileP99Ms: number;
   maxMs: number;
   cmdsMedian: number;
   reportedCmdsMedian: number;
@@ -384,6 +388,8 @@ async function measurePhase(
   }
   const sorted = (f: (r: ProbeRecord) => number) => records.map(f).sort((a, b) => a - b);
   const durations = sorted((r) => r.report.durationMs);
+  // Reports of cores from before the reconciliation moved after the write-back lack it.
+  const reconciles = sorted((r) => r.report.reconcileMs ?? 0);
   const intervals = records
     .slice(1)
     .map((r, i) => r.report.at - records[i]!.report.at)
@@ -399,6 +405,8 @@ async function measurePhase(
     p50Ms: percentile(durations, 50),
     p99Ms: percentile(durations, 99),
     maxMs: durations[durations.length - 1] ?? 0,
+    reconcileP50Ms: percentile(reconciles, 50),
+    reconcileP99Ms: percentile(reconciles, 99),
     cmdsMedian: percentile(
       sorted((r) => r.commands),
       50,

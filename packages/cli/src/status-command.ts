@@ -47,6 +47,7 @@ export const clusterSchema = z.looseObject({
         users: count,
         changed: count,
         durationMs: count,
+        reconcileMs: count.optional(),
         redisCommands: count,
         staleWritesRejected: count,
         driftRepaired: count,
@@ -192,11 +193,12 @@ export function formatCluster(cluster: ClusterView, where: string, now: number):
   const sweeps = [...cluster.sweeps].sort((a, b) => a.node.localeCompare(b.node));
   out.push(
     ...table(
-      ['CORE', 'AT', 'DURATION', 'POOLS', 'USERS', 'CHANGED', 'REDIS', 'STALE', 'DRIFT'],
+      ['CORE', 'AT', 'DURATION', 'RECONCILE', 'POOLS', 'USERS', 'CHANGED', 'REDIS', 'STALE', 'DRIFT'],
       sweeps.map((s) => [
         printable(s.node),
         `${ago(now - s.at)} ago`,
         duration(s.durationMs),
+        s.reconcileMs === undefined ? '-' : duration(s.reconcileMs),
         String(s.pools),
         String(s.users),
         String(s.changed),

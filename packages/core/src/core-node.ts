@@ -313,14 +313,16 @@ export class CoreNode {
     commands += await this.expirePresence(now);
     const written = await this.writeChanged(now);
     commands += written.commands;
+    const durationMs = performance.now() - started;
     // Behind on the logs, every count would look drifted: reconcile only when caught up.
     const behind =
       postRead.entries.length >= maxEventsPerRead ||
       sharedRead.entries.length >= maxEventsPerRead ||
       [...poolReads.values()].some((read) => read.entries.length >= maxEventsPerRead);
+    const reconcileStarted = performance.now();
     if (!behind) commands += await this.reconcile(now);
+    const reconcileMs = performance.now() - reconcileStarted;
 
-    const durationMs = performance.now() - started;
     this.totals.sweeps++;
     const report: SweepReport = {
       node: this.options.id,
@@ -329,6 +331,7 @@ export class CoreNode {
       users: this.counter.userCount,
       changed: written.changed,
       durationMs: Math.round(durationMs * 100) / 100,
+      reconcileMs: Math.round(reconcileMs * 100) / 100,
       redisCommands: store.engine === 'redis' ? commands : 0,
       staleWritesRejected: this.totals.staleWritesRejected,
       driftRepaired: this.totals.driftRepaired,

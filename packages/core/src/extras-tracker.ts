@@ -28,6 +28,8 @@ interface HeldUser {
 export class ExtrasTracker {
   private liveIds: number[] = [];
   private marked: Record<string, number> = {};
+  /** Keys of `marked`, kept so that the per-user fast path never enumerates it. */
+  private markedCount = 0;
   private readonly users = new Map<string, HeldUser>();
   /** conversation → maxSeq and the held users who are members */
   private readonly conversations = new Map<string, { maxSeq: number; members: Set<string> }>();
@@ -45,6 +47,7 @@ export class ExtrasTracker {
   setShared(liveIds: readonly number[], marked: Readonly<Record<string, number>>): void {
     this.liveIds = [...liveIds].sort((a, b) => a - b);
     this.marked = { ...marked };
+    this.markedCount = Object.keys(this.marked).length;
     for (const user of this.users.keys()) this.dirty.add(user);
   }
 
@@ -91,8 +94,13 @@ export class ExtrasTracker {
         return;
       }
       case 'reddot':
-        if (event.ts === null) delete this.marked[event.name];
-        else this.marked[event.name] = event.ts;
+        if (event.ts === null) {
+          if (Object.hasOwn(this.marked, event.name)) this.markedCount--;
+          delete this.marked[event.name];
+        } else {
+          if (!Object.hasOwn(this.marked, event.name)) this.markedCount++;
+          this.marked[event.name] = event.ts;
+        }
         for (const user of this.users.keys()) this.dirty.add(user);
         return;
       case 'messages': {
@@ -130,7 +138,7 @@ export class ExtrasTracker {
     const held = this.users.get(user);
     if (!held) return;
     // The common case costs nothing: no notice cursor, no conversation, no red dot marked.
-    if (held.seen === null && held.conversations.size === 0 && !hasKeys(this.marked)) return;
+    if (held.seen === null && held.conversations.size === 0 && this.markedCount === 0) return;
     addExtraFields(fields, this.extrasOf(user));
   }
 
@@ -173,11 +181,6 @@ export class ExtrasTracker {
       if (c.members.size === 0) this.conversations.delete(id);
     }
   }
-}
-
-function hasKeys(record: object): boolean {
-  for (const _ in record) return true;
-  return false;
 }
 
 /** A comparison key of fields, independent of their order. */

@@ -105,7 +105,10 @@ export interface SweepReport {
   pools: number;
   users: number;
   changed: number;
+  /** From the sweep's start until its changes were written and published. */
   durationMs: number;
+  /** The reconciliation that ran after the write-back (not part of durationMs). */
+  reconcileMs: number;
   redisCommands: number;
   staleWritesRejected: number;
   driftRepaired: number;
