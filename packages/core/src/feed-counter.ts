@@ -31,6 +31,8 @@ export class FeedCounter {
   private now = -Infinity;
 
   private userFollows: (Int32Array | undefined)[] = [];
+  /** followPos[u][k]: where u stands in the follower list of its k-th followed author. */
+  private followPos: (Int32Array | undefined)[] = [];
   private readAt = new Float64Array(0);
   private count = new Int32Array(0);
   /** The count last handed out by takeChanged(); -1 before the first time. */
@@ -50,6 +52,8 @@ export class FeedCounter {
   private postEnd = new Int32Array(0);
 
   private scratch = new Int32Array(0);
+  /** Per author, scratch positions for setFollowsOf. */
+  private scratchPos = new Int32Array(0);
   private scratchStamp = 0;
 
   private readonly expiries = new TimeHeap();
@@ -182,8 +186,12 @@ export class FeedCounter {
     const u = this.users.idOf(user);
     if (u === undefined) return;
     const follows = this.userFollows[u];
-    if (follows) for (const a of follows) this.removeFollower(a, u);
+    const positions = this.followPos[u];
+    if (follows && positions) {
+      for (let k = 0; k < follows.length; k++) this.removeFollower(follows[k]!, positions[k]!);
+    }
     this.userFollows[u] = undefined;
+    this.followPos[u] = undefined;
     this.held[u] = 0;
     this.count[u] = 0;
     this.readAt[u] = -Infinity;
@@ -348,18 +356,31 @@ export class FeedCounter {
       next[n++] = a;
     }
     const kept = n === next.length ? next : next.slice(0, n);
-    if (old) {
+    const positions = new Int32Array(kept.length);
+    const oldPositions = this.followPos[u];
+    if (old && oldPositions) {
+      // Where u stands in each old author's list, by author (scratchPos), for those kept.
       const stillFollowed = this.scratchMark();
       for (const a of kept) this.scratch[a] = stillFollowed;
-      for (const a of old) if (this.scratch[a] !== stillFollowed) this.removeFollower(a, u);
+      this.scratchPos = growInt32(this.scratchPos, this.scratch.length);
+      for (let k = 0; k < old.length; k++) {
+        const a = old[k]!;
+        if (this.scratch[a] === stillFollowed) this.scratchPos[a] = oldPositions[k]!;
+        else this.removeFollower(a, oldPositions[k]!);
+      }
       const wasFollowed = this.scratchMark();
       for (const a of old) this.scratch[a] = wasFollowed;
-      for (const a of kept) if (this.scratch[a] !== wasFollowed) this.addFollower(a, u);
+      for (let k = 0; k < kept.length; k++) {
+        const a = kept[k]!;
+        positions[k] =
+          this.scratch[a] === wasFollowed ? this.scratchPos[a]! : this.addFollower(a, u);
+      }
     } else {
-      for (const a of kept) this.addFollower(a, u);
+      for (let k = 0; k < kept.length; k++) positions[k] = this.addFollower(kept[k]!, u);
     }
     for (const a of kept) if (this.tracked[a] !== 1) toLoad.push(this.authors.nameOf(a));
     this.userFollows[u] = kept;
+    this.followPos[u] = positions;
     return toLoad;
   }
 
@@ -479,7 +500,8 @@ export class FeedCounter {
     return upperBound(tsArr, start, end, until) - upperBound(tsArr, start, end, after);
   }
 
-  private addFollower(a: number, u: number): void {
+  /** Appends u to a's followers; returns where it stands. */
+  private addFollower(a: number, u: number): number {
     const n = this.followerCount[a]!;
     let list = this.followers[a];
     if (!list || list.length === n) {
@@ -487,20 +509,31 @@ export class FeedCounter {
     }
     list[n] = u;
     this.followerCount[a] = n + 1;
+    return n;
   }
 
-  private removeFollower(a: number, u: number): void {
+  /**
+   * Removes the follower standing at `at` in a's list: the last one moves there, and its own
+   * position for a is found among its follows (O(its follows), never O(a's followers)).
+   */
+  private removeFollower(a: number, at: number): void {
     const list = this.followers[a];
     if (!list) return;
-    const n = this.followerCount[a]!;
-    for (let i = 0; i < n; i++) {
-      if (list[i] === u) {
-        list[i] = list[n - 1]!;
-        this.followerCount[a] = n - 1;
-        break;
+    const last = this.followerCount[a]! - 1;
+    if (at !== last) {
+      const moved = list[last]!;
+      list[at] = moved;
+      const follows = this.userFollows[moved]!;
+      const positions = this.followPos[moved]!;
+      for (let k = 0; k < follows.length; k++) {
+        if (follows[k] === a) {
+          positions[k] = at;
+          break;
+        }
       }
     }
-    if (this.followerCount[a] === 0) this.untrack(a);
+    this.followerCount[a] = last;
+    if (last === 0) this.untrack(a);
   }
 
   /** An author nobody held follows: forget its window so memory follows what is live. */
