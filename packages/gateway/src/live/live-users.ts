@@ -28,6 +28,8 @@ interface LiveUser {
   /** Set while the user polls without a socket: let go after this time. */
   pollerUntil: number;
   badge: Badge | null;
+  /** A routed change newer than `badge`, waiting for its turn in the push queue. */
+  pending: BadgeChange | null;
   /** One socket (the common case) needs no set of its own. */
   listeners: BadgeListener | Set<BadgeListener> | null;
   /** Route and presence of a newly held user, written before anything is served for them. */
@@ -48,6 +50,10 @@ export class LiveUsers {
   /** Badge computations running, and the ones waiting for a turn (oldest first). */
   private computing = 0;
   private readonly turns: (() => void)[] = [];
+  /** Users with a pending change, in the order their first pending change came. */
+  private pushQueue: string[] = [];
+  private pushHead = 0;
+  private pushScheduled = false;
 
   constructor(private readonly options: LiveUsersOptions) {
     this.log = options.logger.child({ module: 'live-users' });
@@ -90,6 +96,7 @@ export class LiveUsers {
   async poll(user: string): Promise<{ badge: Badge; fromCache: boolean }> {
     const existing = this.users.get(user);
     const now = Date.now();
+    if (existing) this.takePending(existing);
     if (existing?.badge) {
       existing.pollerUntil = Math.max(existing.pollerUntil, now + this.options.pollerTtlMs());
       return { badge: existing.badge, fromCache: true };
@@ -132,6 +139,7 @@ export class LiveUsers {
       sockets: 0,
       pollerUntil: 0,
       badge: null,
+      pending: null,
       listeners: null,
       ready: RESOLVED,
     };
@@ -196,11 +204,56 @@ export class LiveUsers {
     }
   }
 
+  /**
+   * Routed changes are conflated per user: the newest waits in `pending` and the user takes one
+   * place in the push queue, which is sent in slices between which I/O runs. A user who
+   * changes again before their turn gets one frame with the newest badge, so when changes come
+   * faster than frames can be written the gateway sends fewer frames, never stale ones, and
+   * never falls behind.
+   */
   private deliver(changes: BadgeChange[]): void {
     for (const change of changes) {
       const live = this.users.get(change.user);
-      if (live) this.offer(live, this.options.service.badgeOf(change));
+      if (!live || !isNewer(change, live.pending ?? live.badge)) continue;
+      if (live.listeners === null) {
+        // A poller: its cached badge is all there is to update.
+        this.offer(live, this.options.service.badgeOf(change));
+        continue;
+      }
+      if (live.pending === null) this.pushQueue.push(change.user);
+      live.pending = change;
     }
+    this.schedulePushes();
+  }
+
+  private schedulePushes(): void {
+    if (this.pushScheduled || this.pushHead === this.pushQueue.length) return;
+    this.pushScheduled = true;
+    setImmediate(this.pushSlice);
+  }
+
+  private readonly pushSlice = (): void => {
+    this.pushScheduled = false;
+    const queue = this.pushQueue;
+    const end = Math.min(queue.length, this.pushHead + PUSH_SLICE);
+    while (this.pushHead < end) {
+      const live = this.users.get(queue[this.pushHead++]!);
+      if (live) this.takePending(live);
+    }
+    if (this.pushHead === queue.length) {
+      this.pushQueue = [];
+      this.pushHead = 0;
+    } else {
+      this.schedulePushes();
+    }
+  };
+
+  /** Hands the user's pending change (if any) to their listeners now. */
+  private takePending(live: LiveUser): void {
+    const change = live.pending;
+    if (change === null) return;
+    live.pending = null;
+    this.offer(live, this.options.service.badgeOf(change));
   }
 
   /** Keeps the newest badge (greatest version within an epoch; another epoch replaces). */
@@ -243,6 +296,14 @@ export class LiveUsers {
 }
 
 const RESOLVED = Promise.resolve();
+
+/** Frames written per turn of the event loop; I/O runs between turns. */
+const PUSH_SLICE = 512;
+
+/** Whether a change is newer than what is held (greater version, or another epoch). */
+function isNewer(change: BadgeChange, held: { epoch: string; version: number } | null): boolean {
+  return held === null || held.epoch !== change.epoch || change.version > held.version;
+}
 
 function addListener(live: LiveUser, listener: BadgeListener): void {
   const { listeners } = live;

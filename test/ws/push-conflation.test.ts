@@ -1,0 +1,83 @@
+/**
+ * The gateway's push queue: routed changes that arrive faster than frames are written are
+ * conflated per user (one frame with the newest badge), versions never go down, and a poll sees
+ * a change still waiting for its turn. Real memory engine, real LiveUsers, no socket needed:
+ * the listener is what a socket would be handed.
+ */
+import { BadgeService } from '@bubble/core';
+import { LiveUsers } from '@bubble/gateway';
+import { systemClock, type Badge } from '@bubble/protocol';
+import { MemoryStore } from '@bubble/store';
+import { waitFor } from '@bubble/test-utils';
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+
+describe('gateway push queue', () => {
+  let live: LiveUsers | undefined;
+  afterEach(async () => {
+    await live?.close();
+    live = undefined;
+  });
+
+  async function start() {
+    const store = new MemoryStore();
+    const service = new BadgeService(store, systemClock);
+    live = new LiveUsers({
+      gatewayId: 'g1',
+      service,
+      logger: pino({ level: 'silent' }),
+      presenceTtlMs: 30_000,
+      pollerTtlMs: () => 30_000,
+    });
+    await live.start();
+    return { store, live };
+  }
+
+  it('a burst of changes to one user reaches their socket as fewer frames, newest last, versions rising', async () => {
+    const { store, live } = await start();
+    const frames: Badge[] = [];
+    const first = await live.attach('u1', { onBadge: (badge) => frames.push(badge) });
+    // Twenty routed changes land before the gateway's next turn.
+    for (let feed = 1; feed <= 20; feed++) {
+      await store.fencedBadges.saveUnfenced('u1', { f: feed }, Date.now());
+    }
+    await waitFor(() => frames.at(-1)?.feed === 20, { message: 'the newest badge was pushed' });
+    // Without conflation: the first badge and 20 frames.
+    expect(frames.length).toBeLessThanOrEqual(11);
+    // The first frame is the badge as of attaching; each later one is newer.
+    const versions = frames.map((badge) => badge.version);
+    expect(versions[0]).toBe(first.version);
+    for (let i = 1; i < versions.length; i++) expect(versions[i]).toBeGreaterThan(versions[i - 1]!);
+    expect(frames.at(-1)!.version).toBe(first.version + 20);
+  });
+
+  it('every held user gets the newest badge when many change at once', async () => {
+    const { store, live } = await start();
+    const users = Array.from({ length: 2_000 }, (_, i) => `u${i}`);
+    const last = new Map<string, Badge>();
+    await Promise.all(
+      users.map((user) => live.attach(user, { onBadge: (badge) => last.set(user, badge) })),
+    );
+    for (let round = 1; round <= 3; round++) {
+      await Promise.all(
+        users.map((user) => store.fencedBadges.saveUnfenced(user, { f: round }, Date.now())),
+      );
+    }
+    await waitFor(() => users.every((user) => last.get(user)?.feed === 3), {
+      message: 'every user got the newest badge',
+    });
+  });
+
+  it('a poll answers with a change still waiting for its turn', async () => {
+    const { store, live } = await start();
+    await live.attach('u1', { onBadge: () => {} });
+    const polled = await live.poll('u1');
+    expect(polled.fromCache).toBe(true);
+    await store.fencedBadges.saveUnfenced('u1', { f: 7 }, Date.now());
+    // The change is routed (a microtask) but its push waits for the next turn of the loop.
+    await Promise.resolve();
+    const next = await live.poll('u1');
+    expect(next.badge.feed).toBe(7);
+    expect(next.badge.version).toBeGreaterThan(polled.badge.version);
+  });
+});
