@@ -14,8 +14,6 @@ export interface LiveUsersOptions {
    * interval the gateway advertises (three of them).
    */
   pollerTtlMs: () => number;
-  /** Badges computed at once for sockets and polls; more wait their turn (default 16). */
-  maxConcurrentBadges?: number;
 }
 
 /** Receives a held user's badge on every change (a socket of theirs). */
@@ -47,9 +45,6 @@ export class LiveUsers {
   private timer: NodeJS.Timeout | undefined;
   private unsubscribe: (() => Promise<void>) | undefined;
   private closed = false;
-  /** Badge computations running, and the ones waiting for a turn (oldest first). */
-  private computing = 0;
-  private readonly turns: (() => void)[] = [];
   /** Users with a pending change, in the order their first pending change came. */
   private pushQueue: string[] = [];
   private pushHead = 0;
@@ -162,28 +157,8 @@ export class LiveUsers {
     return live;
   }
 
-  /**
-   * The badge as of now. A bounded number are computed at once: in a reconnect storm the
-   * others wait (holding nothing but their socket) instead of all reading Redis together, so
-   * each computation's intermediate data is short-lived and dies young, rather than being
-   * carried into the old generation, where it would leave the heap fragmented around the
-   * connections for good.
-   */
   private async freshBadge(user: string, live: LiveUser): Promise<Badge> {
-    if (this.computing >= (this.options.maxConcurrentBadges ?? 16)) {
-      await new Promise<void>((resolve) => this.turns.push(resolve));
-    } else {
-      this.computing++;
-    }
-    let badge: Badge;
-    try {
-      badge = await this.options.service.badge(user, { seen: true });
-    } finally {
-      // The turn passes to the next waiting computation (the count stays), or is given back.
-      const next = this.turns.shift();
-      if (next) next();
-      else this.computing--;
-    }
+    const badge = await this.options.service.badge(user, { seen: true });
     this.offer(live, badge);
     return live.badge ?? badge;
   }
