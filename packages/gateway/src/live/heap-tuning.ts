@@ -11,8 +11,8 @@ let applied = false;
  * reconnect storm hundreds of connects are in flight at once, so for a while much of that
  * short-lived data survives a scavenge or two and is promoted with the connections' objects,
  * then dies, leaving the old generation's pages half empty. V8's own compaction moves a few
- * megabytes per full collection, so the heap stayed about twice its live size for good: 166–217
- * MB committed for 82 MB live at 20k idle connections (docs/benchmarks.md, "connections").
+ * megabytes per full collection, so the heap stayed about twice its live size for good: 164–188
+ * MB committed for 82–94 MB live at 20k idle connections (docs/benchmarks.md, "connections").
  *
  * - No allocation-site pretenuring: V8 took the allocation sites of that in-flight data for
  *   long-lived and allocated their objects directly in the old generation, where they died at
