@@ -76,6 +76,11 @@ export const configSchema = z.object({
     .default(30_000)
     .describe('presence of users held by a gateway lapses this long after the gateway dies'),
   BUBBLE_POLL_INTERVAL_S: int(1, 3600).default(15).describe('poll interval advertised when calm'),
+  BUBBLE_GATEWAY_HEAP_TUNING: z
+    .enum(['0', '1'])
+    .default('1')
+    .transform((value) => value === '1')
+    .describe('1: `bubble gateway` keeps its heap at its live size (docs/operations.md)'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   NODE_ENV: z.string().optional(),
 });

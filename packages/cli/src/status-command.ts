@@ -193,7 +193,18 @@ export function formatCluster(cluster: ClusterView, where: string, now: number):
   const sweeps = [...cluster.sweeps].sort((a, b) => a.node.localeCompare(b.node));
   out.push(
     ...table(
-      ['CORE', 'AT', 'DURATION', 'RECONCILE', 'POOLS', 'USERS', 'CHANGED', 'REDIS', 'STALE', 'DRIFT'],
+      [
+        'CORE',
+        'AT',
+        'DURATION',
+        'RECONCILE',
+        'POOLS',
+        'USERS',
+        'CHANGED',
+        'REDIS',
+        'STALE',
+        'DRIFT',
+      ],
       sweeps.map((s) => [
         printable(s.node),
         `${ago(now - s.at)} ago`,

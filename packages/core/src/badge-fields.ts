@@ -8,7 +8,7 @@ import type { Membership } from '@bubble/store';
  * Two states with equal fields are the same badge, so the version moves exactly when one does.
  */
 export const FEED_FIELD = 'f';
-const NOTICES_FIELD = 'n';
+export const NOTICES_FIELD = 'n';
 const CONVERSATION = 'c:';
 const MUTED = 'm:';
 const REDDOT = 'r:';

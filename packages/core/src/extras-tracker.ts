@@ -1,5 +1,6 @@
 import type { Membership, SharedEvent, UserMarksState } from '@bubble/store';
 import {
+  NOTICES_FIELD,
   addExtraFields,
   countNoticesAfter,
   shownReddots,
@@ -137,8 +138,14 @@ export class ExtrasTracker {
   addFieldsOf(user: string, fields: Record<string, number>): void {
     const held = this.users.get(user);
     if (!held) return;
-    // The common case costs nothing: no notice cursor, no conversation, no red dot marked.
-    if (held.seen === null && held.conversations.size === 0 && this.markedCount === 0) return;
+    // The common cases build nothing: no conversation and no red dot marked leaves at most
+    // the notices, counted from the user's cursor.
+    if (held.conversations.size === 0 && this.markedCount === 0) {
+      if (held.seen === null || this.liveIds.length === 0) return;
+      const notices = countNoticesAfter(this.liveIds, held.seen);
+      if (notices > 0) fields[NOTICES_FIELD] = notices;
+      return;
+    }
     addExtraFields(fields, this.extrasOf(user));
   }
 

@@ -4,3 +4,4 @@ export { GatewayMetrics } from './metrics.js';
 export { LoadMonitor } from './load-monitor.js';
 export { LiveUsers } from './live/live-users.js';
 export { WsGateway, CLOSE } from './live/ws-gateway.js';
+export { tuneHeapForConnections } from './live/heap-tuning.js';

@@ -1,5 +1,5 @@
 import { BadgeService, CoreMetrics, CoreNode } from '@bubble/core';
-import { GatewayMetrics, HttpGateway } from '@bubble/gateway';
+import { GatewayMetrics, HttpGateway, tuneHeapForConnections } from '@bubble/gateway';
 import { systemClock } from '@bubble/protocol';
 import { SchedulerNode, readClusterStatus, tickPeriodMs } from '@bubble/server';
 import type { BubbleStore } from '@bubble/store';
@@ -71,6 +71,9 @@ export async function startRole(
     let url = '';
     if (servesPublic) {
       if (!secrets) throw new Error('the gateway needs BUBBLE_API_KEY and BUBBLE_JWT_SECRET');
+      // A process that is only a gateway holds mostly connections (see heap-tuning); `bubble
+      // all` also holds a core's users, whose heap these settings are not made for.
+      if (role === 'gateway' && config.BUBBLE_GATEWAY_HEAP_TUNING) tuneHeapForConnections();
       const gatewayId = nodeId('gateway');
       const gateway = new HttpGateway({
         ...common,

@@ -23,8 +23,9 @@ let applied = false;
  *   generation; full collections are rare when the connections are idle, and without
  *   pretenuring rare under polls too.
  *
- * Flags of the V8 instance, read at each collection, so setting them at start-up (before any
- * connection) takes effect. Called once by the WebSocket gateway.
+ * Flags of the whole V8 instance, read at each collection, so setting them at start-up (before
+ * any connection) takes effect. Called once by `bubble gateway` (not by `bubble all`, whose
+ * process also holds a core) unless BUBBLE_GATEWAY_HEAP_TUNING=0.
  */
 export function tuneHeapForConnections(): void {
   if (applied) return;

@@ -6,7 +6,6 @@ import type { Logger } from 'pino';
 import { WebSocket, WebSocketServer, type RawData } from 'ws';
 import type { Authenticator } from '../auth.js';
 import type { LoadMonitor } from '../load-monitor.js';
-import { tuneHeapForConnections } from './heap-tuning.js';
 import { IpRateLimiter } from './ip-rate-limiter.js';
 import type { BadgeListener, LiveUsers } from './live-users.js';
 
@@ -74,8 +73,6 @@ export class WsGateway {
     private readonly options: WsGatewayOptions,
   ) {
     this.log = options.logger.child({ module: 'ws-gateway' });
-    // Idle connections are what this process holds: no pretenuring (see heap-tuning).
-    tuneHeapForConnections();
     this.limiter = new IpRateLimiter(options.newConnectionsPerSecondPerIp ?? 20, 50);
     this.wss = new WebSocketServer({
       noServer: true,
