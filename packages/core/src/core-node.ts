@@ -5,6 +5,7 @@ import type {
   FencedBadgeWrite,
   HeldLock,
   KnownBadge,
+  PostEvent,
   PoolLocks,
   SweepReport,
 } from '@bubble/store';
@@ -52,6 +53,9 @@ const POOLS_PER_FLUSH = 8;
 /** Reconciliation compares posts stamped at least this long ago (see reconcile). */
 const SETTLED_MS = 1000;
 
+/** How often new posts are read between sweeps. */
+const POST_FOLLOW_MS = 100;
+
 /** A lease this close to its end is not written under. */
 const LEASE_SAFETY_MS = 200;
 
@@ -72,6 +76,8 @@ export class CoreNode {
   private postCursor = '0-0';
   private sharedCursor = '0-0';
   private sweeping: Promise<void> | null = null;
+  /** A read of the post log between sweeps (see followPosts), awaited by the next sweep. */
+  private following: Promise<void> | null = null;
   private lastTickAt = 0;
   private lastHeartbeatAt = Date.now();
   private startedAt = 0;
@@ -151,6 +157,7 @@ export class CoreNode {
       this.watchdog();
       void this.heartbeat();
     });
+    every(POST_FOLLOW_MS, () => this.followPosts());
     // Ticks come from the leading bubble-server; while none lead, keep sweeping on our own.
     every(tickMs, () => {
       if (Date.now() - this.lastTickAt > 3 * tickMs) this.requestSweep();
@@ -187,6 +194,7 @@ export class CoreNode {
       await this.stopTicks?.();
       await this.stopChanges?.();
       if (this.sweeping) await this.sweeping;
+      if (this.following) await this.following;
       await Promise.allSettled(
         [...this.held.keys()].map((pool) => this.dropPool(pool, 'shutdown')),
       );
@@ -223,10 +231,40 @@ export class CoreNode {
     for (const pool of [...this.held.keys()]) void this.dropPool(pool, 'cut off from the store');
   }
 
+  /**
+   * Between sweeps, new posts are read and counted as they come, so that a sweep finds only the
+   * last moments' posts to walk and mostly writes. Never while a sweep runs: the sweep's loads
+   * rely on no post being counted between a user's follows and their authors' windows.
+   */
+  private followPosts(): void {
+    if (this.stopped || this.sweeping || this.following || this.held.size === 0) return;
+    const { store, clock, maxEventsPerRead } = this.options;
+    this.following = (async () => {
+      const read = await store.changes.readPostEvents(this.postCursor, maxEventsPerRead);
+      // A gap is repaired by the next sweep, which reads from the same position.
+      if (read.gap) return;
+      this.counter.advanceTo(clock.now());
+      this.applyPosts(read.entries);
+    })()
+      .catch((err: unknown) => this.log.warn({ err }, 'reading new posts failed'))
+      .finally(() => {
+        this.following = null;
+      });
+  }
+
+  private applyPosts(entries: readonly { id: string; event: PostEvent }[]): void {
+    for (const { id, event } of entries) {
+      if (event.kind === 'post') this.counter.addPost(event.author, event.id, event.ts);
+      else this.counter.deletePost(event.author, event.id, event.ts);
+      this.postCursor = id;
+    }
+  }
+
   private async sweep(): Promise<void> {
     const started = performance.now();
     const { store, clock, maxEventsPerRead } = this.options;
     let commands = 0;
+    if (this.following) await this.following;
 
     // Users loaded for newly taken pools are counted as of now, not replayed from the past.
     this.counter.advanceTo(clock.now());
@@ -247,11 +285,7 @@ export class CoreNode {
     const now = clock.now();
     this.counter.advanceTo(now);
 
-    for (const { id, event } of postRead.entries) {
-      if (event.kind === 'post') this.counter.addPost(event.author, event.id, event.ts);
-      else this.counter.deletePost(event.author, event.id, event.ts);
-      this.postCursor = id;
-    }
+    this.applyPosts(postRead.entries);
     for (const { id, event } of sharedRead.entries) {
       this.extras.apply(event);
       this.sharedCursor = id;
