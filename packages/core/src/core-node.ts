@@ -544,13 +544,13 @@ export class CoreNode {
     const savePool = async (pool: number, batch: { users: string[]; feeds: number[] }) => {
       const held = this.held.get(pool);
       if (!held) return;
-      const writes = writesOf(batch);
       if (held.lock.signal.aborted || held.lock.validUntil() < Date.now() + LEASE_SAFETY_MS) {
         await this.dropPool(pool, 'lease lost or ending');
         return;
       }
       try {
-        const result = await store.fencedBadges.saveFenced(pool, held.fence, writes, now);
+        // The writes are not kept while the call is in flight (see writesOf).
+        const result = await store.fencedBadges.saveFenced(pool, held.fence, writesOf(batch), now);
         if (!result.accepted) {
           this.totals.staleWritesRejected++;
           metrics?.staleWritesRejected.inc();

@@ -5,6 +5,7 @@ import type {
   FencedBadges,
   FencedBadgeWrite,
   FencedSaveResult,
+  KnownBadge,
 } from '../cluster-types.js';
 import { newEpoch } from '../epoch.js';
 import type { BadgeFields, BadgeStamp, StoredBadge } from '../types.js';
@@ -58,7 +59,7 @@ export class RedisFencedBadges implements FencedBadges {
     this.sharded = options.sharded;
   }
 
-  async saveFenced(
+  saveFenced(
     pool: number,
     fence: number,
     writes: readonly FencedBadgeWrite[],
@@ -74,21 +75,29 @@ export class RedisFencedBadges implements FencedBadges {
     return stamps[0]!;
   }
 
-  private async save(
+  /**
+   * Encodes the batch at once and keeps only the writers' beliefs while the call is in flight:
+   * a core sends a sweep's pools one after another, and write objects kept alive across a
+   * round trip would be copied by every young-generation collection meanwhile, then promoted.
+   */
+  private save(
     pool: number,
     fence: number | '-',
     writes: readonly FencedBadgeWrite[],
     computedAt: number,
   ): Promise<FencedSaveResult> {
-    if (writes.length === 0) return { accepted: true, changed: 0, stamps: [] };
+    if (writes.length === 0) return Promise.resolve({ accepted: true, changed: 0, stamps: [] });
     const epoch = newEpoch();
     const fresh = `${epoch}|1|${computedAt}|`;
+    const beliefs: (KnownBadge | undefined)[] = new Array(writes.length);
     let lines = '';
-    for (const { user, fields, known } of writes) {
+    for (let i = 0; i < writes.length; i++) {
+      const { user, fields, known } = writes[i]!;
       // Every key of the script must be in the pool's slot.
       if (poolOf(user, this.keys.pools) !== pool) {
-        throw new RangeError(`user ${user} is not in pool ${pool}`);
+        return Promise.reject(new RangeError(`user ${user} is not in pool ${pool}`));
       }
+      beliefs[i] = known;
       const counts = encodeCounts(fields);
       if (known === undefined) lines += `${user}\n?\n${fresh}${counts}\n`;
       else if (known.version === 0) lines += `${user}\n\n${fresh}${counts}\n`;
@@ -97,6 +106,18 @@ export class RedisFencedBadges implements FencedBadges {
         lines += `${user}\n${e}|${v}|\n${e}|${v + 1}|${computedAt}|${counts}\n`;
       }
     }
+    // Off the V8 heap while the call is in flight.
+    return this.send(pool, fence, computedAt, epoch, Buffer.from(lines), beliefs);
+  }
+
+  private async send(
+    pool: number,
+    fence: number | '-',
+    computedAt: number,
+    epoch: string,
+    batch: Buffer,
+    beliefs: (KnownBadge | undefined)[],
+  ): Promise<FencedSaveResult> {
     const { keys } = this;
     const reply = await this.redis.saveBadges(
       keys.fence(pool),
@@ -110,12 +131,10 @@ export class RedisFencedBadges implements FencedBadges {
       this.sharded ? 'SPUBLISH' : 'PUBLISH',
       keys.gatewayChannelPrefix(pool),
       keys.writtenChannel(pool),
-      // Off the V8 heap while the call is in flight: young-generation collections then do not
-      // copy a sweep's worth of pending batches again and again.
-      Buffer.from(lines),
+      batch,
     );
     if (reply === -1) return { accepted: false, changed: 0, stamps: [] };
-    return savedResult(reply, writes, epoch);
+    return savedResult(reply, beliefs, epoch);
   }
 
   async route(
@@ -236,10 +255,10 @@ export class RedisFencedBadges implements FencedBadges {
  */
 function savedResult(
   reply: string,
-  writes: readonly FencedBadgeWrite[],
+  beliefs: readonly (KnownBadge | undefined)[],
   freshEpoch: string,
 ): FencedSaveResult {
-  const n = writes.length;
+  const n = beliefs.length;
   const epochs: string[] = new Array(n);
   const versions = new Float64Array(n);
   const changedFlags = new Uint8Array(n).fill(1);
@@ -257,7 +276,7 @@ function savedResult(
     versions[i] = Number(line.slice(b + 1, c));
   }
   for (let i = 0; i < n; i++) {
-    const known = writes[i]!.known;
+    const known = beliefs[i];
     if (corrected[i] === 0) {
       // Stored as proposed: the next version of the known state, or the first of a fresh epoch.
       const next = known !== undefined && known.version > 0;
