@@ -5,6 +5,7 @@
  * badge after each kind of change compared with the definition. One in-process gateway per
  * test, on the memory engine and on a real redis-server.
  */
+import type { BadgeExplanation, ConversationListItem } from '@bubble/core';
 import { MemoryStore, RedisStore, type BubbleStore } from '@bubble/store';
 import { startRedisServer, uniquePrefix, type RedisServerHandle } from '@bubble/test-utils';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -26,39 +27,9 @@ import {
 
 const ENGINES = ['memory', 'redis'] as const;
 
-interface ListItem {
-  id: string;
-  unread: number;
-  maxSeq: number;
-  lastTs: number;
-  preview: Record<string, unknown> | null;
-  muted: boolean;
-}
-
-interface Explanation {
-  user: string;
-  now: number;
-  feed: { readAt: number | null; contribution: number };
-  notices: { seen: number | null; highestPublished: number; contribution: number };
-  conversations: {
-    list: Array<{
-      id: string;
-      maxSeq: number;
-      readSeq: number;
-      unread: number;
-      muted: boolean;
-      counted: boolean;
-    }>;
-    contribution: number;
-  };
-  reddots: {
-    list: Array<{ name: string; markedAt: number; clickedAt: number | null; shown: boolean }>;
-    counted: boolean;
-  };
-  total: number;
-  display: string;
-  stored: unknown;
-}
+/** What the HTTP routes answer: the service's own types, as JSON. */
+type ListItem = ConversationListItem;
+type Explanation = BadgeExplanation;
 
 const LIST_FIELDS = ['id', 'lastTs', 'maxSeq', 'muted', 'preview', 'unread'];
 

@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 
 const L = 1000;
-const USERS = ['u0', 'u1', 'u2', 'u3'];
+const USERS = ['u0', 'u1', 'u2', 'u3', 'u4', 'u5'];
 const AUTHORS = ['a0', 'a1', 'a2', 'a3', 'a4'];
 
 type Op =
@@ -181,5 +181,31 @@ describe('FeedCounter', () => {
     expect(Array.from(second.ids, (id) => counter.nameAt(id))).toEqual(['u0']);
     expect(Array.from(second.counts)).toEqual([2]);
     expect(counter.takeChanged().ids.length).toBe(0);
+  });
+
+  it('removing followers from the middle of a list keeps every other follower counted', () => {
+    const counter = new FeedCounter({ lookbackMs: L });
+    counter.advanceTo(5000);
+    const users = ['u0', 'u1', 'u2', 'u3', 'u4'];
+    // Each follows a0 and a1 in a different order, so their positions differ per author.
+    users.forEach((user, i) => counter.setUser(user, i % 2 ? ['a0', 'a1'] : ['a1', 'a0'], null));
+    counter.loadAuthor('a0', []);
+    counter.loadAuthor('a1', []);
+    // Each removal moves the last follower into the removed one's place; the next removal of
+    // that moved follower must find it there.
+    counter.removeUser('u0');
+    counter.removeUser('u4');
+    counter.setFollows('u2', ['a1']);
+    counter.removeUser('u1');
+    counter.addPost('a0', 'p1', 4990);
+    counter.addPost('a1', 'p2', 4991);
+    expect(counter.countOf('u2')).toBe(1);
+    expect(counter.countOf('u3')).toBe(2);
+    counter.setUser('u0', ['a0'], null);
+    counter.recompute('u0');
+    counter.addPost('a0', 'p3', 4992);
+    expect([counter.countOf('u0'), counter.countOf('u2'), counter.countOf('u3')]).toEqual([
+      2, 1, 3,
+    ]);
   });
 });
