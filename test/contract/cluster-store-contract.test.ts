@@ -553,31 +553,25 @@ describeEachEngine('cluster store contract', (ctx) => {
     expect(await storedBadge(users[4_498]!)).toMatchObject({ version: 1, fields: { f: 4_499 } });
   });
 
-  it("a writer's known state saves a comparison; the stored state always decides the version", async () => {
-    const { badges, setFence, storedBadge } = partsOf(ctx());
+  it("a writer's own belief gives the next version; another writer's change between is noticed", async () => {
+    const { badges, log, presence, setFence, storedBadge } = partsOf(ctx());
     const [a, b] = usersOf(12, 2);
     await setFence(12, 1);
+    await presence.setOnline([{ user: a!, ttlMs: 60_000 }], T0);
+    const seen = await log.poolLogEnd(12);
     const belief = { epoch: '', version: 0 };
+    const save = (fields: Record<string, number>, at: number, known = belief, user = a!) =>
+      badges.saveFenced(12, 1, [{ user, fields, known }], at, seen);
 
-    const first = await badges.saveFenced(
-      12,
-      1,
-      [{ user: a!, fields: { f: 1 }, known: belief }],
-      T0,
-    );
+    const first = await save({ f: 1 }, T0);
     expect(first.stamps[0]).toMatchObject({ version: 1, changed: true });
     const { epoch } = first.stamps[0]!;
     // The belief follows the save.
     expect(belief).toEqual({ epoch, version: 1 });
-
-    // A right belief: the next version.
-    const second = await badges.saveFenced(
-      12,
-      1,
-      [{ user: a!, fields: { f: 2 }, known: belief }],
-      T0 + 1,
-    );
-    expect(second).toMatchObject({ changed: 1, stamps: [{ version: 2, changed: true }] });
+    expect(await save({ f: 2 }, T0 + 1)).toMatchObject({
+      changed: 1,
+      stamps: [{ version: 2, changed: true }],
+    });
     expect(belief).toEqual({ epoch, version: 2 });
     expect(await storedBadge(a!)).toEqual({
       epoch,
@@ -586,11 +580,66 @@ describeEachEngine('cluster store contract', (ctx) => {
       fields: { f: 2 },
     });
 
-    // A stale belief (1 while 2 is stored): the stored state decides, both when the counts
-    // differ and when they are what is stored.
+    // A gateway's read between two of ours: our belief is behind, the stored state decides.
+    await badges.saveUnfenced(a!, { f: 0 }, T0 + 2);
+    expect((await storedBadge(a!))?.version).toBe(3);
+    expect(await save({ f: 7 }, T0 + 3)).toMatchObject({
+      changed: 1,
+      stamps: [{ version: 4, changed: true }],
+    });
+    expect(belief).toEqual({ epoch, version: 4 });
+    expect(await storedBadge(a!)).toEqual({
+      epoch,
+      version: 4,
+      computedAt: T0 + 3,
+      fields: { f: 7 },
+    });
+    // Once decided, the belief is trusted again.
+    expect(await save({ f: 8 }, T0 + 4)).toMatchObject({ stamps: [{ version: 5 }] });
+
+    // A gateway stored the very counts we are about to: nothing changes, not even computedAt.
+    await badges.saveUnfenced(a!, { f: 9 }, T0 + 5);
+    expect(await save({ f: 9 }, T0 + 6)).toMatchObject({
+      changed: 0,
+      stamps: [{ version: 6, changed: false }],
+    });
+    expect(belief).toEqual({ epoch, version: 6 });
+    expect(await storedBadge(a!)).toMatchObject({ version: 6, computedAt: T0 + 5 });
+
+    // A user who went offline after the log position we read (so we still hold them), then had
+    // their badge written by a gateway: the write is noticed although they are not present.
+    await presence.setOnline([{ user: b!, ttlMs: 60_000 }], T0);
+    const seenB = await log.poolLogEnd(12);
+    const beliefB = { epoch: '', version: 0 };
+    await badges.saveFenced(12, 1, [{ user: b!, fields: { f: 1 }, known: beliefB }], T0 + 7, seenB);
+    expect(beliefB.version).toBe(1);
+    await presence.setOffline(b!);
+    await badges.saveUnfenced(b!, { f: 3 }, T0 + 8);
+    const late = await badges.saveFenced(
+      12,
+      1,
+      [{ user: b!, fields: { f: 4 }, known: beliefB }],
+      T0 + 9,
+      seenB,
+    );
+    expect(late).toMatchObject({ changed: 1, stamps: [{ version: 3, changed: true }] });
+    expect(await storedBadge(b!)).toMatchObject({ version: 3, fields: { f: 4 } });
+  });
+
+  it('without a log position every belief is checked against the stored state', async () => {
+    const { badges, setFence, storedBadge } = partsOf(ctx());
+    const [a] = usersOf(13, 1);
+    await setFence(13, 1);
+    const belief = { epoch: '', version: 0 };
+    await badges.saveFenced(13, 1, [{ user: a!, fields: { f: 1 }, known: belief }], T0);
+    await badges.saveFenced(13, 1, [{ user: a!, fields: { f: 2 }, known: belief }], T0 + 1);
+    const { epoch } = belief;
+    expect(belief.version).toBe(2);
+
+    // A stale belief (1 while 2 is stored), both when the counts differ and when they are equal.
     const stale = { epoch, version: 1 };
     const third = await badges.saveFenced(
-      12,
+      13,
       1,
       [{ user: a!, fields: { f: 3 }, known: stale }],
       T0 + 2,
@@ -599,75 +648,49 @@ describeEachEngine('cluster store contract', (ctx) => {
     expect(stale).toEqual({ epoch, version: 3 });
     const again = { epoch, version: 2 };
     const same = await badges.saveFenced(
-      12,
+      13,
       1,
       [{ user: a!, fields: { f: 3 }, known: again }],
       T0 + 3,
     );
     expect(same).toMatchObject({ changed: 0, stamps: [{ version: 3, changed: false }] });
     expect(again).toEqual({ epoch, version: 3 });
-    expect(await storedBadge(a!)).toMatchObject({ version: 3, computedAt: T0 + 2 });
 
-    // A belief of another epoch, and "nothing stored" while something is: the next version of
-    // what is stored, in its epoch.
+    // Another epoch, "nothing stored" while something is, and "unknown" (-1): the next version
+    // of what is stored, in its epoch.
     const other = { epoch: 'elsewhere', version: 3 };
     const fourth = await badges.saveFenced(
-      12,
+      13,
       1,
       [{ user: a!, fields: { f: 4 }, known: other }],
       T0 + 4,
     );
     expect(fourth).toMatchObject({ changed: 1, stamps: [{ epoch, version: 4 }] });
     const none = { epoch: '', version: 0 };
-    const fifth = await badges.saveFenced(
-      12,
-      1,
-      [{ user: a!, fields: { f: 5 }, known: none }],
-      T0 + 5,
-    );
-    expect(fifth).toMatchObject({ changed: 1, stamps: [{ epoch, version: 5 }] });
+    await badges.saveFenced(13, 1, [{ user: a!, fields: { f: 5 }, known: none }], T0 + 5);
     expect(none).toEqual({ epoch, version: 5 });
-
-    // Another writer between two of ours (a gateway's read): our belief is stale, nothing lost.
-    await badges.saveUnfenced(a!, { f: 0 }, T0 + 6);
-    expect((await storedBadge(a!))?.version).toBe(6);
-    const after = await badges.saveFenced(
-      12,
-      1,
-      [{ user: a!, fields: { f: 7 }, known: none }],
-      T0 + 7,
-    );
-    expect(after).toMatchObject({ changed: 1, stamps: [{ version: 7, changed: true }] });
-    expect(await storedBadge(a!)).toEqual({
-      epoch,
-      version: 7,
-      computedAt: T0 + 7,
-      fields: { f: 7 },
-    });
-
-    // A right belief of "nothing stored".
-    const nothing = { epoch: '', version: 0 };
-    const fresh = await badges.saveFenced(
-      12,
-      1,
-      [{ user: b!, fields: {}, known: nothing }],
-      T0 + 8,
-    );
-    expect(fresh).toMatchObject({ changed: 1, stamps: [{ version: 1, changed: true }] });
-    expect(nothing.version).toBe(1);
-    expect(await storedBadge(b!)).toMatchObject({ version: 1, computedAt: T0 + 8, fields: {} });
+    const unknown = { epoch: '', version: -1 };
+    await badges.saveFenced(13, 1, [{ user: a!, fields: { f: 5 }, known: unknown }], T0 + 6);
+    expect(unknown).toEqual({ epoch, version: 5 });
+    expect(await storedBadge(a!)).toMatchObject({ version: 5, computedAt: T0 + 5 });
   });
 
-  it('a large batch with a few wrong beliefs stores every state at its right version', async () => {
-    const { badges, setFence, storedBadge } = partsOf(ctx());
+  it('a large batch with a few users written by others stores every state at its right version', async () => {
+    const { badges, log, presence, setFence, storedBadge } = partsOf(ctx());
     const users = usersOf(31, 4_500);
     await setFence(31, 1);
+    await presence.setOnline(
+      users.map((user) => ({ user, ttlMs: 60_000 })),
+      T0,
+    );
+    const seen = await log.poolLogEnd(31);
     const beliefs = users.map(() => ({ epoch: '', version: 0 }));
     await badges.saveFenced(
       31,
       1,
       users.map((user, i) => ({ user, fields: { f: i + 1 }, known: beliefs[i]! })),
       T0,
+      seen,
     );
     expect(beliefs.every((belief) => belief.version === 1)).toBe(true);
     // Someone else changes three users (one in each chunk of the Redis script) behind our back.
@@ -677,6 +700,7 @@ describeEachEngine('cluster store contract', (ctx) => {
       1,
       users.map((user, i) => ({ user, fields: { f: i + 2 }, known: beliefs[i]! })),
       T0 + 2,
+      seen,
     );
     expect(second.changed).toBe(users.length);
     for (const i of [0, 5, 3_099, 3_100, 4_400, 4_499]) {
@@ -687,6 +711,21 @@ describeEachEngine('cluster store contract', (ctx) => {
         version: expected,
         fields: { f: i + 2 },
       });
+    }
+
+    // More users written by others than the batch holds: each of the batch's is still noticed.
+    for (const user of users.slice(100, 140)) await badges.saveUnfenced(user, { f: 0 }, T0 + 3);
+    const small = [0, 1, 120, 121, 200];
+    const third = await badges.saveFenced(
+      31,
+      1,
+      small.map((i) => ({ user: users[i]!, fields: { f: i + 3 }, known: beliefs[i]! })),
+      T0 + 4,
+      seen,
+    );
+    expect(third.stamps.map((stamp) => stamp.version)).toEqual([3, 3, 4, 4, 3]);
+    for (const i of small) {
+      expect(await storedBadge(users[i]!)).toMatchObject({ fields: { f: i + 3 } });
     }
   });
 
@@ -754,6 +793,53 @@ describeEachEngine('cluster store contract', (ctx) => {
 });
 
 // -------------------------------------------------------------------- Redis Cluster
+
+describeEachEngine(
+  "Redis: the pool's touched set",
+  (ctx) => {
+    it('holds present users a gateway wrote until the owner decides them; a new owner starts it over', async () => {
+      const store = ctx().store as RedisStore;
+      const { badges, log, presence, setFence } = partsOf(ctx());
+      const touched = (pool: number) => store.redis.smembers(store.keys.touched(pool));
+      const [a, b, c, d] = usersOf(40, 4);
+      await setFence(40, 1);
+      await presence.setOnline(
+        [a!, b!, c!].map((user) => ({ user, ttlMs: 60_000 })),
+        T0,
+      );
+      const seen = await log.poolLogEnd(40);
+      const beliefs = new Map([a!, b!, c!].map((user) => [user, { epoch: '', version: 0 }]));
+      const writeAll = (at: number, users = [a!, b!, c!]) =>
+        badges.saveFenced(
+          40,
+          1,
+          users.map((user) => ({ user, fields: { f: at - T0 + 1 }, known: beliefs.get(user)! })),
+          at,
+          seen,
+        );
+      await writeAll(T0);
+
+      // Gateway writes of present users are recorded; of a user who is not present, not.
+      await badges.saveUnfenced(a!, { f: 0 }, T0 + 1);
+      await badges.saveUnfenced(b!, { f: 0 }, T0 + 1);
+      await badges.saveUnfenced(d!, { f: 0 }, T0 + 1);
+      // A write that changes nothing is not recorded either.
+      await badges.saveUnfenced(b!, { f: 0 }, T0 + 2);
+      expect((await touched(40)).sort()).toEqual([a!, b!].sort());
+
+      // The owner's write decides a and drops it; b went offline meanwhile and is dropped too.
+      await presence.setOffline(b!);
+      await writeAll(T0 + 3, [a!, c!]);
+      expect(await touched(40)).toEqual([]);
+
+      await badges.saveUnfenced(c!, { f: 0 }, T0 + 4);
+      expect(await touched(40)).toEqual([c!]);
+      await store.coordination.nextFence(40);
+      expect(await touched(40)).toEqual([]);
+    });
+  },
+  ['redis'],
+);
 
 describe('cluster store on a 3-master Redis Cluster', () => {
   const POOLS = 8;

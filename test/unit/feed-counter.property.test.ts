@@ -208,4 +208,37 @@ describe('FeedCounter', () => {
       2, 1, 3,
     ]);
   });
+  it('follow sets replaced many times (the arena compacts and grows) keep every count exact', () => {
+    const counter = new FeedCounter({ lookbackMs: L });
+    counter.advanceTo(5000);
+    const authors = Array.from({ length: 300 }, (_, a) => `a${a}`);
+    const users = Array.from({ length: 60 }, (_, u) => `u${u}`);
+    const posted = new Set<number>();
+    const postsOf = (name: string) => {
+      const a = Number(name.slice(1));
+      return [{ id: `p${a}`, ts: 4200 }, ...(posted.has(a) ? [{ id: `q${a}`, ts: 4500 }] : [])];
+    };
+    const load = (names: string[]) => names.forEach((a) => counter.loadAuthor(a, postsOf(a)));
+    const followsOf = (u: number, round: number) =>
+      authors.filter((_, a) => (a * 7 + u * 13 + round * 31) % 5 < 2 + ((u + round) % 3));
+    // Each round replaces every set (leaving the old ranges as garbage) and drops some users.
+    for (let round = 0; round <= 8; round++) {
+      users.forEach((user, u) => {
+        if ((u + round) % 7 === 0) counter.removeUser(user);
+        else if (counter.hasUser(user)) load(counter.setFollows(user, followsOf(u, round)));
+        else load(counter.setUser(user, followsOf(u, round), null));
+        if (counter.hasUser(user)) counter.recompute(user);
+      });
+      posted.add(round * 11);
+      counter.addPost(`a${round * 11}`, `q${round * 11}`, 4500);
+      users.forEach((user, u) => {
+        if (!counter.hasUser(user)) return;
+        const follows = followsOf(u, round);
+        const expected =
+          follows.length + follows.filter((a) => posted.has(Number(a.slice(1)))).length;
+        expect(counter.followsOf(user).sort()).toEqual([...follows].sort());
+        expect([user, counter.countOf(user)]).toEqual([user, expected]);
+      });
+    }
+  });
 });

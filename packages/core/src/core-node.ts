@@ -36,6 +36,8 @@ export interface CoreNodeOptions {
   maxEventsPerRead?: number;
   /** Most lapsed presences removed per pool in one sweep. */
   expirePerSweep?: number;
+  /** Told when a sweep (and its reconciliation) is done: the time to collect garbage. */
+  idleCollector?: { afterSweep(): void };
 }
 
 interface HeldPool {
@@ -125,20 +127,16 @@ export class CoreNode {
     this.sharedCursor = await store.changes.sharedLogEnd();
     await this.loadShared();
     await this.heartbeat();
-    // Gateways also write badge states (cold starts, reads): keep what we believe is stored
-    // equal to what is, so the next sweep rewrites a badge a gateway left behind our count.
+    // Gateways also write badge states (cold starts, reads): the counts they stored are what
+    // the next sweep compares with, so it rewrites a badge a gateway left behind our count.
+    // Their versions are not taken from here (a message may arrive after our own later save
+    // answered): the store notices their writes and decides those users' next versions.
     const pools = Array.from({ length: store.pools }, (_, pool) => pool);
     this.stopChanges = await store.fencedBadges.subscribe(pools, (_pool, changes) => {
       for (const change of changes) {
         if (this.counter.hasUser(change.user)) {
           this.counter.markReported(change.user, change.fields[FEED_FIELD] ?? 0);
           this.extras.markReported(change.user, extraFieldsOf(change.fields));
-          const known = this.knownStates.get(change.user);
-          // Messages and our own answers can arrive in either order: keep the newest.
-          if (known && (known.epoch !== change.epoch || known.version < change.version)) {
-            known.epoch = change.epoch;
-            known.version = change.version;
-          }
         }
       }
     });
@@ -376,6 +374,7 @@ export class CoreNode {
     metrics?.usersHeld.set(this.counter.userCount);
     metrics?.poolsOwned.set(this.held.size);
     await store.coordination.reportSweep(report).catch(() => {});
+    this.options.idleCollector?.afterSweep();
   }
 
   /** Takes the pools assigned to us that we do not hold, gives up the others. */
@@ -550,7 +549,13 @@ export class CoreNode {
       }
       try {
         // The writes are not kept while the call is in flight (see writesOf).
-        const result = await store.fencedBadges.saveFenced(pool, held.fence, writesOf(batch), now);
+        const result = await store.fencedBadges.saveFenced(
+          pool,
+          held.fence,
+          writesOf(batch),
+          now,
+          held.cursor,
+        );
         if (!result.accepted) {
           this.totals.staleWritesRejected++;
           metrics?.staleWritesRejected.inc();
@@ -561,10 +566,12 @@ export class CoreNode {
         changed += n;
         metrics?.badgesWritten.inc(n);
       } catch (err) {
-        // Hand the counts out again next sweep.
+        // Hand the counts out again next sweep; whether this batch went in is unknown.
         for (const user of batch.users) {
           this.counter.markReported(user, -1);
           this.extras.markReported(user, null);
+          const known = this.knownStates.get(user);
+          if (known) known.version = -1;
         }
         throw err;
       }

@@ -12,10 +12,14 @@ interface HeldMember {
   muted: boolean;
 }
 
+const NO_CLICKS: Readonly<Record<string, number>> = Object.freeze({});
+
 interface HeldUser {
   seen: number | null;
-  clicks: Record<string, number>;
-  conversations: Map<string, HeldMember>;
+  /** NO_CLICKS when none: most users have none, and 100k empty objects are marked by every GC. */
+  clicks: Readonly<Record<string, number>>;
+  /** null when none, for the same reason (an empty Map still holds a table). */
+  conversations: Map<string, HeldMember> | null;
   /** The extra fields last stored for the user, as a comparison key; null when unknown. */
   reported: string | null;
 }
@@ -57,12 +61,12 @@ export class ExtrasTracker {
     if (previous) this.leaveAll(user, previous);
     const held: HeldUser = {
       seen: marks.seen,
-      clicks: { ...marks.clicks },
-      conversations: new Map(),
+      clicks: Object.keys(marks.clicks).length > 0 ? { ...marks.clicks } : NO_CLICKS,
+      conversations: memberships.length > 0 ? new Map() : null,
       reported: previous?.reported ?? null,
     };
     for (const m of memberships) {
-      held.conversations.set(m.conversation, { readSeq: m.readSeq, muted: m.muted });
+      held.conversations!.set(m.conversation, { readSeq: m.readSeq, muted: m.muted });
       let c = this.conversations.get(m.conversation);
       if (!c)
         this.conversations.set(m.conversation, (c = { maxSeq: m.maxSeq, members: new Set() }));
@@ -109,7 +113,7 @@ export class ExtrasTracker {
         if (!c) return;
         c.maxSeq = Math.max(c.maxSeq, event.maxSeq);
         for (const user of c.members) {
-          const member = this.users.get(user)!.conversations.get(event.conversation)!;
+          const member = this.users.get(user)!.conversations!.get(event.conversation)!;
           const sent = event.senders[user];
           if (sent !== undefined) member.readSeq = Math.max(member.readSeq, sent);
           this.dirty.add(user);
@@ -123,7 +127,7 @@ export class ExtrasTracker {
     const held = this.users.get(user);
     if (!held) return { notices: 0, conversations: [], reddots: [] };
     const conversations: ExtraCounts['conversations'] = [];
-    for (const [id, member] of held.conversations) {
+    for (const [id, member] of held.conversations ?? []) {
       const maxSeq = this.conversations.get(id)!.maxSeq;
       conversations.push({ id, unread: Math.max(0, maxSeq - member.readSeq), muted: member.muted });
     }
@@ -140,7 +144,7 @@ export class ExtrasTracker {
     if (!held) return;
     // The common cases build nothing: no conversation and no red dot marked leaves at most
     // the notices, counted from the user's cursor.
-    if (held.conversations.size === 0 && this.markedCount === 0) {
+    if (held.conversations === null && this.markedCount === 0) {
       if (held.seen === null || this.liveIds.length === 0) return;
       const notices = countNoticesAfter(this.liveIds, held.seen);
       if (notices > 0) fields[NOTICES_FIELD] = notices;
@@ -181,6 +185,7 @@ export class ExtrasTracker {
   }
 
   private leaveAll(user: string, held: HeldUser): void {
+    if (held.conversations === null) return;
     for (const id of held.conversations.keys()) {
       const c = this.conversations.get(id);
       if (!c) continue;

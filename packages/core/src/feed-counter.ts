@@ -30,9 +30,19 @@ export class FeedCounter {
   private readonly lookbackMs: number;
   private now = -Infinity;
 
-  private userFollows: (Int32Array | undefined)[] = [];
-  /** followPos[u][k]: where u stands in the follower list of its k-th followed author. */
-  private followPos: (Int32Array | undefined)[] = [];
+  /**
+   * Every user's follow list lives in one arena (two typed arrays, not two per user: 200k small
+   * typed arrays are 400k heap objects that every major GC marks). User u's follows are
+   * followAuthor[followStart[u] … + followLen[u]), followLen -1 when u has no follow set;
+   * followPos holds, at the same index, where u stands in that author's follower list.
+   */
+  private followStart = new Int32Array(0);
+  private followLen = new Int32Array(0);
+  private followAuthor = new Int32Array(0);
+  private followPos = new Int32Array(0);
+  /** End of the used part of the arena; ranges left by replaced follow sets are garbage. */
+  private arenaUsed = 0;
+  private arenaLive = 0;
   private readAt = new Float64Array(0);
   private count = new Int32Array(0);
   /** The count last handed out by takeChanged(); -1 before the first time. */
@@ -93,8 +103,13 @@ export class FeedCounter {
 
   followsOf(user: string): string[] {
     const u = this.users.idOf(user);
-    const follows = u === undefined ? undefined : this.userFollows[u];
-    return follows ? Array.from(follows, (a) => this.authors.nameOf(a)) : [];
+    if (u === undefined) return [];
+    const start = this.followStart[u]!;
+    const names: string[] = [];
+    for (let k = 0; k < this.followLen[u]!; k++) {
+      names.push(this.authors.nameOf(this.followAuthor[start + k]!));
+    }
+    return names;
   }
 
   /**
@@ -185,13 +200,13 @@ export class FeedCounter {
   removeUser(user: string): void {
     const u = this.users.idOf(user);
     if (u === undefined) return;
-    const follows = this.userFollows[u];
-    const positions = this.followPos[u];
-    if (follows && positions) {
-      for (let k = 0; k < follows.length; k++) this.removeFollower(follows[k]!, positions[k]!);
+    const start = this.followStart[u]!;
+    const length = this.followLen[u]!;
+    for (let k = start; k < start + length; k++) {
+      this.removeFollower(this.followAuthor[k]!, this.followPos[k]!);
     }
-    this.userFollows[u] = undefined;
-    this.followPos[u] = undefined;
+    if (length > 0) this.arenaLive -= length;
+    this.followLen[u] = -1;
     this.held[u] = 0;
     this.count[u] = 0;
     this.readAt[u] = -Infinity;
@@ -305,7 +320,10 @@ export class FeedCounter {
     const u = this.users.idOf(user);
     if (u === undefined) return undefined;
     let total = 0;
-    for (const a of this.userFollows[u] ?? []) total += this.countBetween(a, afterTs, untilTs);
+    const start = this.followStart[u]!;
+    for (let k = start; k < start + this.followLen[u]!; k++) {
+      total += this.countBetween(this.followAuthor[k]!, afterTs, untilTs);
+    }
     return total;
   }
 
@@ -336,13 +354,12 @@ export class FeedCounter {
   heldUsers(): string[] {
     const out: string[] = [];
     for (let u = 0; u < this.users.capacity; u++) {
-      if (this.userFollows[u] !== undefined || this.count[u] !== 0) out.push(this.users.nameOf(u));
+      if (this.followLen[u]! >= 0 || this.count[u] !== 0) out.push(this.users.nameOf(u));
     }
     return out;
   }
 
   private setFollowsOf(u: number, follows: readonly string[]): string[] {
-    const old = this.userFollows[u];
     const seen = this.scratchMark();
     const next = new Int32Array(follows.length);
     const toLoad: string[] = [];
@@ -355,33 +372,72 @@ export class FeedCounter {
       this.scratch[a] = seen;
       next[n++] = a;
     }
-    const kept = n === next.length ? next : next.slice(0, n);
-    const positions = new Int32Array(kept.length);
-    const oldPositions = this.followPos[u];
-    if (old && oldPositions) {
+    // Allocated first: making room may move the old range (read below) within the arena.
+    const at = this.allocateFollows(n);
+    const oldStart = this.followStart[u]!;
+    const oldLength = this.followLen[u]!;
+    const authors = this.followAuthor;
+    const positions = this.followPos;
+    if (oldLength > 0) {
       // Where u stands in each old author's list, by author (scratchPos), for those kept.
       const stillFollowed = this.scratchMark();
-      for (const a of kept) this.scratch[a] = stillFollowed;
+      for (let k = 0; k < n; k++) this.scratch[next[k]!] = stillFollowed;
       this.scratchPos = growInt32(this.scratchPos, this.scratch.length);
-      for (let k = 0; k < old.length; k++) {
-        const a = old[k]!;
-        if (this.scratch[a] === stillFollowed) this.scratchPos[a] = oldPositions[k]!;
-        else this.removeFollower(a, oldPositions[k]!);
+      for (let k = oldStart; k < oldStart + oldLength; k++) {
+        const a = authors[k]!;
+        if (this.scratch[a] === stillFollowed) this.scratchPos[a] = positions[k]!;
+        else this.removeFollower(a, positions[k]!);
       }
       const wasFollowed = this.scratchMark();
-      for (const a of old) this.scratch[a] = wasFollowed;
-      for (let k = 0; k < kept.length; k++) {
-        const a = kept[k]!;
-        positions[k] =
+      for (let k = oldStart; k < oldStart + oldLength; k++) this.scratch[authors[k]!] = wasFollowed;
+      for (let k = 0; k < n; k++) {
+        const a = next[k]!;
+        authors[at + k] = a;
+        positions[at + k] =
           this.scratch[a] === wasFollowed ? this.scratchPos[a]! : this.addFollower(a, u);
       }
+      this.arenaLive -= oldLength;
     } else {
-      for (let k = 0; k < kept.length; k++) positions[k] = this.addFollower(kept[k]!, u);
+      for (let k = 0; k < n; k++) {
+        authors[at + k] = next[k]!;
+        positions[at + k] = this.addFollower(next[k]!, u);
+      }
     }
-    for (const a of kept) if (this.tracked[a] !== 1) toLoad.push(this.authors.nameOf(a));
-    this.userFollows[u] = kept;
-    this.followPos[u] = positions;
+    this.followStart[u] = at;
+    this.followLen[u] = n;
+    for (let k = 0; k < n; k++) {
+      if (this.tracked[next[k]!] !== 1) toLoad.push(this.authors.nameOf(next[k]!));
+    }
     return toLoad;
+  }
+
+  /**
+   * Room for `length` follows at the end of the arena. When it is full, the live ranges are
+   * copied into a new arena twice their size, in user order: garbage goes, amortised O(1).
+   */
+  private allocateFollows(length: number): number {
+    if (this.arenaUsed + length > this.followAuthor.length) {
+      const size = Math.max(1024, 2 * (this.arenaLive + length));
+      const authors = new Int32Array(size);
+      const positions = new Int32Array(size);
+      let used = 0;
+      for (let u = 0; u < this.followLen.length; u++) {
+        const l = this.followLen[u]!;
+        if (l <= 0) continue;
+        const start = this.followStart[u]!;
+        authors.set(this.followAuthor.subarray(start, start + l), used);
+        positions.set(this.followPos.subarray(start, start + l), used);
+        this.followStart[u] = used;
+        used += l;
+      }
+      this.followAuthor = authors;
+      this.followPos = positions;
+      this.arenaUsed = used;
+    }
+    const at = this.arenaUsed;
+    this.arenaUsed += length;
+    this.arenaLive += length;
+    return at;
   }
 
   /** A fresh stamp for the per-author scratch marks: set membership without allocating a Set. */
@@ -394,11 +450,12 @@ export class FeedCounter {
   }
 
   private recomputeId(u: number): void {
-    const follows = this.userFollows[u];
+    const start = this.followStart[u]!;
+    const end = start + this.followLen[u]!;
+    const after = Math.max(this.readAt[u]!, this.now - this.lookbackMs);
     let total = 0;
-    if (follows) {
-      const after = Math.max(this.readAt[u]!, this.now - this.lookbackMs);
-      for (const a of follows) total += this.countBetween(a, after, this.now);
+    for (let k = start; k < end; k++) {
+      total += this.countBetween(this.followAuthor[k]!, after, this.now);
     }
     this.count[u] = total;
   }
@@ -523,11 +580,11 @@ export class FeedCounter {
     if (at !== last) {
       const moved = list[last]!;
       list[at] = moved;
-      const follows = this.userFollows[moved]!;
-      const positions = this.followPos[moved]!;
-      for (let k = 0; k < follows.length; k++) {
-        if (follows[k] === a) {
-          positions[k] = at;
+      const start = this.followStart[moved]!;
+      const end = start + this.followLen[moved]!;
+      for (let k = start; k < end; k++) {
+        if (this.followAuthor[k] === a) {
+          this.followPos[k] = at;
           break;
         }
       }
@@ -552,6 +609,8 @@ export class FeedCounter {
     this.readAt = growFloat64(this.readAt, n, -Infinity);
     this.count = growInt32(this.count, n);
     this.reported = growInt32(this.reported, n);
+    this.followStart = growInt32(this.followStart, n);
+    this.followLen = growInt32(this.followLen, n, -1);
     const held = new Uint8Array(this.readAt.length);
     held.set(this.held);
     this.held = held;

@@ -155,15 +155,20 @@ export interface FencedBadgeWrite {
   user: string;
   fields: Readonly<Record<string, number>>;
   /**
-   * The state the writer believes is stored; absent when it does not know. An accepted save
-   * updates it in place to the state stored now, so a writer keeps one per user across saves.
-   * A right belief saves the engine a comparison; a wrong one costs only that: the stored state
-   * always decides the next version.
+   * The state the writer believes is stored: the one it last stored or loaded for the user
+   * (version 0: nothing was stored), or absent (or version -1) when it does not know. An
+   * accepted save updates it in place to the state stored now, so a writer keeps one per user
+   * across saves. A known state saves the engine a comparison. Writes of other writers in
+   * between (a gateway's cold start or read) are the engine's to notice: it then decides from
+   * the stored state. A belief the writer did not get from a load or a save is not allowed.
    */
   known?: KnownBadge;
 }
 
-/** A writer's belief of a user's stored badge state: its epoch and version (0: none stored). */
+/**
+ * A writer's belief of a user's stored badge state: its epoch and version (0: none stored;
+ * -1: unknown, as after a save whose outcome was lost).
+ */
 export interface KnownBadge {
   epoch: string;
   version: number;
@@ -191,12 +196,16 @@ export interface FencedBadges {
    * Writes the badge states of users of one pool in one step, guarded by the pool's fencing
    * token; each changed state gets the next version and is published as a BadgeChange.
    * A rejected write is counted in the pool's stale-write counter.
+   * `seenLog` is the position in the pool's change log the writer has applied: a user whose
+   * presence changed after it may still be held by a writer that believes an older state, so
+   * the engine checks such users' states. Without it, every belief is checked.
    */
   saveFenced(
     pool: number,
     fence: number,
     writes: readonly FencedBadgeWrite[],
     computedAt: number,
+    seenLog?: string,
   ): Promise<FencedSaveResult>;
   staleWritesRejected(pool: number): Promise<number>;
   /**

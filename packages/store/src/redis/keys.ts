@@ -41,7 +41,7 @@ export class RedisKeys {
     return `${this.prefix}:{a:${author}}:deleted`;
   }
 
-  /** HASH user → packed badge state, for the users of one pool (saveBadges-4.lua). */
+  /** HASH user → packed badge state, for the users of one pool (saveBadges-7.lua). */
   badges(pool: number): string {
     return `${this.prefix}:{p:${pool}}:badges`;
   }
@@ -64,6 +64,14 @@ export class RedisKeys {
   /** STRING counter: the pool's fencing token. */
   fence(pool: number): string {
     return `${this.prefix}:{p:${pool}}:fence`;
+  }
+
+  /**
+   * SET of users whose badge state an unfenced write (a gateway's) changed since the pool's
+   * owner last wrote them: the users whose stored state a core's belief may not match.
+   */
+  touched(pool: number): string {
+    return `${this.prefix}:{p:${pool}}:touched`;
   }
 
   /** STRING counter: badge writes refused for carrying an old fencing token. */

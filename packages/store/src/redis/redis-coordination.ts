@@ -84,8 +84,19 @@ export class RedisCoordination implements Coordination {
     return json === null ? null : (JSON.parse(json) as Assignment);
   }
 
+  /**
+   * A new owner's token. The pool's touched set starts over with it: the new owner's beliefs all
+   * come from loads after this, so no entry before it can concern them.
+   */
   async nextFence(pool: number): Promise<number> {
-    return this.redis.incr(this.keys.fence(pool));
+    const replies = await this.redis
+      .multi()
+      .incr(this.keys.fence(pool))
+      .del(this.keys.touched(pool))
+      .exec();
+    const [error, fence] = replies![0]!;
+    if (error) throw error;
+    return Number(fence);
   }
 
   async currentFence(pool: number): Promise<number> {

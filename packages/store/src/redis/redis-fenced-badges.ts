@@ -31,6 +31,9 @@ interface FencedBadgeScripts {
     stale: string,
     routes: string,
     badges: string,
+    touched: string,
+    online: string,
+    events: string,
     ...args: (string | number | Buffer)[]
   ): Promise<SaveReply>;
   routeUsers(
@@ -43,7 +46,7 @@ interface FencedBadgeScripts {
 }
 
 /**
- * Badge writes through saveBadges-4.lua: a core's fenced batches, and (unfenced) the single
+ * Badge writes through saveBadges-7.lua: a core's fenced batches, and (unfenced) the single
  * writes of cold starts and reads. Unfenced changes are published on their pool's channel (what
  * the owning core listens to); every change goes to the gateways holding its user.
  */
@@ -64,50 +67,73 @@ export class RedisFencedBadges implements FencedBadges {
     fence: number,
     writes: readonly FencedBadgeWrite[],
     computedAt: number,
+    seenLog = '',
   ): Promise<FencedSaveResult> {
-    return this.save(pool, fence, writes, computedAt);
+    return this.save(pool, fence, writes, computedAt, seenLog);
   }
 
   /** One user's state from a cold start: no lease, so no fence. */
   async saveUnfenced(user: string, fields: BadgeFields, computedAt: number): Promise<BadgeStamp> {
     const pool = poolOf(user, this.keys.pools);
-    const { stamps } = await this.save(pool, '-', [{ user, fields }], computedAt);
+    const { stamps } = await this.save(pool, '-', [{ user, fields }], computedAt, '');
     return stamps[0]!;
   }
 
   /**
-   * Encodes the batch at once and keeps only the writers' beliefs while the call is in flight:
-   * a core sends a sweep's pools one after another, and write objects kept alive across a
-   * round trip would be copied by every young-generation collection meanwhile, then promoted.
+   * A write whose writer believes it knows the stored state goes in blind (the script stores its
+   * proposal unless another writer touched the user since); the others go first, in the segment
+   * the script decides. Only the beliefs are kept while the call is in flight: a core sends a
+   * sweep's pools one after another, and write objects kept alive across a round trip would be
+   * copied by every young-generation collection meanwhile.
    */
   private save(
     pool: number,
     fence: number | '-',
     writes: readonly FencedBadgeWrite[],
     computedAt: number,
+    seenLog: string,
   ): Promise<FencedSaveResult> {
-    if (writes.length === 0) return Promise.resolve({ accepted: true, changed: 0, stamps: [] });
+    const n = writes.length;
+    if (n === 0) return Promise.resolve({ accepted: true, changed: 0, stamps: [] });
     const epoch = newEpoch();
     const fresh = `${epoch}|1|${computedAt}|`;
-    const beliefs: (KnownBadge | undefined)[] = new Array(writes.length);
-    let lines = '';
-    for (let i = 0; i < writes.length; i++) {
-      const { user, fields, known } = writes[i]!;
+    let decided = 0;
+    for (let i = 0; i < n; i++) {
+      const { user, known } = writes[i]!;
       // Every key of the script must be in the pool's slot.
       if (poolOf(user, this.keys.pools) !== pool) {
         return Promise.reject(new RangeError(`user ${user} is not in pool ${pool}`));
       }
-      beliefs[i] = known;
-      const counts = encodeCounts(fields);
-      if (known === undefined) lines += `${user}\n?\n${fresh}${counts}\n`;
-      else if (known.version === 0) lines += `${user}\n\n${fresh}${counts}\n`;
-      else {
-        const { epoch: e, version: v } = known;
-        lines += `${user}\n${e}|${v}|\n${e}|${v + 1}|${computedAt}|${counts}\n`;
-      }
+      if (known === undefined || known.version < 0) decided++;
     }
-    // Off the V8 heap while the call is in flight.
-    return this.send(pool, fence, computedAt, epoch, Buffer.from(lines), beliefs);
+    // Script order (decided first) → write index.
+    const order = new Int32Array(n);
+    const beliefs: (KnownBadge | undefined)[] = new Array(n);
+    let decidedLines = '';
+    let blindLines = '';
+    let nextDecided = 0;
+    let nextBlind = decided;
+    for (let i = 0; i < n; i++) {
+      const { user, fields, known } = writes[i]!;
+      const counts = encodeCounts(fields);
+      let at: number;
+      if (known === undefined || known.version < 0) {
+        at = nextDecided++;
+        decidedLines += `${user}\n${fresh}${counts}\n`;
+      } else {
+        at = nextBlind++;
+        const { epoch: e, version: v } = known;
+        blindLines +=
+          v === 0
+            ? `${user}\n${fresh}${counts}\n`
+            : `${user}\n${e}|${v + 1}|${computedAt}|${counts}\n`;
+      }
+      order[at] = i;
+      beliefs[at] = known;
+    }
+    // Off the V8 heap while the call is in flight; ids are ASCII (the id grammar), so latin1.
+    const body = Buffer.from(decided === 0 ? blindLines : decidedLines + blindLines, 'latin1');
+    return this.send(pool, fence, computedAt, epoch, decided, seenLog, body, beliefs, order);
   }
 
   private async send(
@@ -115,8 +141,11 @@ export class RedisFencedBadges implements FencedBadges {
     fence: number | '-',
     computedAt: number,
     epoch: string,
-    batch: Buffer,
+    decided: number,
+    seenLog: string,
+    body: Buffer,
     beliefs: (KnownBadge | undefined)[],
+    order: Int32Array,
   ): Promise<FencedSaveResult> {
     const { keys } = this;
     const reply = await this.redis.saveBadges(
@@ -124,6 +153,9 @@ export class RedisFencedBadges implements FencedBadges {
       keys.staleWrites(pool),
       keys.routes(pool),
       keys.badges(pool),
+      keys.touched(pool),
+      keys.online(pool),
+      keys.poolEvents(pool),
       fence,
       computedAt,
       epoch,
@@ -131,10 +163,12 @@ export class RedisFencedBadges implements FencedBadges {
       this.sharded ? 'SPUBLISH' : 'PUBLISH',
       keys.gatewayChannelPrefix(pool),
       keys.writtenChannel(pool),
-      batch,
+      decided,
+      seenLog,
+      body,
     );
     if (reply === -1) return { accepted: false, changed: 0, stamps: [] };
-    return savedResult(reply, beliefs, epoch);
+    return savedResult(reply, beliefs, order, epoch);
   }
 
   async route(
@@ -249,13 +283,14 @@ export class RedisFencedBadges implements FencedBadges {
 
 /**
  * The script's answer: the number of changes on its first line, then a line
- * "<index>|<changed>|<epoch>|<version>|…" for each write whose known state was not the stored
- * one. Every other write stored the state proposed for it: the next version of its known one.
+ * "<index>|<changed>|<epoch>|<version>|…" for each write it decided (index in script order).
+ * Every other write stored the state proposed for it: the next version of its known one.
  * Beliefs are updated in place; stamps are made only when asked for (a core never needs them).
  */
 function savedResult(
   reply: string,
   beliefs: readonly (KnownBadge | undefined)[],
+  order: Int32Array,
   freshEpoch: string,
 ): FencedSaveResult {
   const n = beliefs.length;
@@ -267,25 +302,25 @@ function savedResult(
   for (let l = 1; l < lines.length; l++) {
     const line = lines[l]!;
     const a = line.indexOf('|');
-    const i = Number(line.slice(0, a)) - 1;
+    const at = Number(line.slice(0, a)) - 1;
     const b = line.indexOf('|', a + 3);
     const c = line.indexOf('|', b + 1);
-    corrected[i] = 1;
-    changedFlags[i] = line.charCodeAt(a + 1) === 49 /* '1' */ ? 1 : 0;
-    epochs[i] = line.slice(a + 3, b);
-    versions[i] = Number(line.slice(b + 1, c));
+    corrected[at] = 1;
+    changedFlags[at] = line.charCodeAt(a + 1) === 49 /* '1' */ ? 1 : 0;
+    epochs[at] = line.slice(a + 3, b);
+    versions[at] = Number(line.slice(b + 1, c));
   }
-  for (let i = 0; i < n; i++) {
-    const known = beliefs[i];
-    if (corrected[i] === 0) {
+  for (let at = 0; at < n; at++) {
+    const known = beliefs[at];
+    if (corrected[at] === 0) {
       // Stored as proposed: the next version of the known state, or the first of a fresh epoch.
       const next = known !== undefined && known.version > 0;
-      epochs[i] = next ? known.epoch : freshEpoch;
-      versions[i] = next ? known.version + 1 : 1;
+      epochs[at] = next ? known.epoch : freshEpoch;
+      versions[at] = next ? known.version + 1 : 1;
     }
     if (known !== undefined) {
-      known.epoch = epochs[i]!;
-      known.version = versions[i]!;
+      known.epoch = epochs[at]!;
+      known.version = versions[at]!;
     }
   }
   let stamps: FencedSaveResult['stamps'] | undefined;
@@ -293,11 +328,16 @@ function savedResult(
     accepted: true,
     changed: Number(lines[0]),
     get stamps() {
-      stamps ??= epochs.map((epoch, i) => ({
-        epoch,
-        version: versions[i]!,
-        changed: changedFlags[i] === 1,
-      }));
+      if (stamps === undefined) {
+        stamps = new Array(n);
+        for (let at = 0; at < n; at++) {
+          stamps[order[at]!] = {
+            epoch: epochs[at]!,
+            version: versions[at]!,
+            changed: changedFlags[at] === 1,
+          };
+        }
+      }
       return stamps;
     },
   };
