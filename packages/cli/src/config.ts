@@ -81,11 +81,6 @@ export const configSchema = z.object({
     .default('1')
     .transform((value) => value === '1')
     .describe('1: `bubble gateway` keeps its heap at its live size (docs/operations.md)'),
-  BUBBLE_CORE_IDLE_GC: z
-    .enum(['0', '1'])
-    .default('1')
-    .transform((value) => value === '1')
-    .describe('1: `bubble core` collects garbage between sweeps, not during them'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   NODE_ENV: z.string().optional(),
 });

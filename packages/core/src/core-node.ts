@@ -36,8 +36,6 @@ export interface CoreNodeOptions {
   maxEventsPerRead?: number;
   /** Most lapsed presences removed per pool in one sweep. */
   expirePerSweep?: number;
-  /** Told when a sweep (and its reconciliation) is done: the time to collect garbage. */
-  idleCollector?: { afterSweep(): void };
 }
 
 interface HeldPool {
@@ -98,6 +96,13 @@ export class CoreNode {
    * belief costs only that comparison.
    */
   private readonly knownStates = new Map<string, KnownBadge>();
+  // The write-back's scratch (see writeChanged), reused from sweep to sweep.
+  private writeIds = new Int32Array(0);
+  private writeFeeds = new Int32Array(0);
+  private writePools = new Int32Array(0);
+  private byPool = new Int32Array(0);
+  private writeMarks = new Int32Array(0);
+  private writeStamp = 0;
   private stopped = false;
   private closing: Promise<void> | undefined;
   readonly totals = { sweeps: 0, staleWritesRejected: 0, driftRepaired: 0, skipped: 0 };
@@ -374,7 +379,6 @@ export class CoreNode {
     metrics?.usersHeld.set(this.counter.userCount);
     metrics?.poolsOwned.set(this.held.size);
     await store.coordination.reportSweep(report).catch(() => {});
-    this.options.idleCollector?.afterSweep();
   }
 
   /** Takes the pools assigned to us that we do not hold, gives up the others. */
@@ -509,38 +513,56 @@ export class CoreNode {
   /** Fenced, batched write-back of the changed badges: one call per pool with changes. */
   private async writeChanged(now: number): Promise<{ changed: number; commands: number }> {
     const { store, metrics } = this.options;
+    const pools = store.pools;
     const { ids, counts } = this.counter.takeChanged();
-    // Users only, grouped by pool; each pool's writes are made when it is sent, so a sweep's
-    // worth of them never lives at once (young-generation collections would copy it over).
-    const extrasOnly = new Set(this.extras.takeChanged());
-    const byPool = new Map<number, { users: string[]; feeds: number[] }>();
-    const add = (user: string, feed: number) => {
-      const pool = poolOf(user, store.pools);
-      let batch = byPool.get(pool);
-      if (!batch) byPool.set(pool, (batch = { users: [], feeds: [] }));
-      batch.users.push(user);
-      batch.feeds.push(feed);
-    };
-    for (let i = 0; i < ids.length; i++) {
-      const user = this.counter.nameAt(ids[i]!);
-      extrasOnly.delete(user);
-      add(user, counts[i]!);
+    // Counter ids and feeds of the changed users, then grouped by pool (a counting sort) in
+    // typed arrays kept from sweep to sweep: a sweep's grouping makes no garbage that lives
+    // across collections. Each pool's writes are made only when it is sent.
+    const extrasOnly = this.extras.takeChanged();
+    this.ensureWriteScratch(ids.length + extrasOnly.length, this.counter.users.capacity);
+    const { writeIds, writeFeeds, writePools, byPool, writeMarks } = this;
+    let total = 0;
+    if (++this.writeStamp === 0x7fffffff) {
+      writeMarks.fill(0);
+      this.writeStamp = 1;
     }
-    for (const user of extrasOnly) add(user, this.counter.countOf(user) ?? 0);
-    const writesOf = ({ users, feeds }: { users: string[]; feeds: number[] }) => {
-      const writes: FencedBadgeWrite[] = new Array(users.length);
-      for (let i = 0; i < users.length; i++) {
-        const user = users[i]!;
-        const feed = feeds[i]!;
+    const mark = this.writeStamp;
+    for (let i = 0; i < ids.length; i++) {
+      writeIds[total] = ids[i]!;
+      writeFeeds[total++] = counts[i]!;
+      writeMarks[ids[i]!] = mark;
+    }
+    for (const user of extrasOnly) {
+      const id = this.counter.users.idOf(user);
+      if (id === undefined || writeMarks[id] === mark) continue;
+      writeIds[total] = id;
+      writeFeeds[total++] = this.counter.countOf(user) ?? 0;
+    }
+    const poolStart = new Int32Array(pools + 1);
+    for (let i = 0; i < total; i++) {
+      const pool = poolOf(this.counter.nameAt(writeIds[i]!), pools);
+      writePools[i] = pool;
+      poolStart[pool + 1]!++;
+    }
+    for (let p = 0; p < pools; p++) poolStart[p + 1]! += poolStart[p]!;
+    const fill = poolStart.slice(0, pools);
+    for (let i = 0; i < total; i++) byPool[fill[writePools[i]!]!++] = i;
+
+    const writesOf = (from: number, to: number) => {
+      const writes: FencedBadgeWrite[] = new Array(to - from);
+      for (let k = from; k < to; k++) {
+        const i = byPool[k]!;
+        const user = this.counter.nameAt(writeIds[i]!);
+        const feed = writeFeeds[i]!;
         const fields: Record<string, number> =
           feed > 0 ? ({ f: feed } satisfies Record<typeof FEED_FIELD, number>) : {};
         this.extras.addFieldsOf(user, fields);
-        writes[i] = { user, fields, known: this.knownStates.get(user) };
+        writes[k - from] = { user, fields, known: this.knownStates.get(user) };
       }
       return writes;
     };
     let changed = 0;
-    const savePool = async (pool: number, batch: { users: string[]; feeds: number[] }) => {
+    const savePool = async (pool: number, from: number, to: number) => {
       const held = this.held.get(pool);
       if (!held) return;
       if (held.lock.signal.aborted || held.lock.validUntil() < Date.now() + LEASE_SAFETY_MS) {
@@ -548,11 +570,10 @@ export class CoreNode {
         return;
       }
       try {
-        // The writes are not kept while the call is in flight (see writesOf).
         const result = await store.fencedBadges.saveFenced(
           pool,
           held.fence,
-          writesOf(batch),
+          writesOf(from, to),
           now,
           held.cursor,
         );
@@ -562,12 +583,12 @@ export class CoreNode {
           await this.dropPool(pool, 'fencing token is stale');
           return;
         }
-        const n = result.changed;
-        changed += n;
-        metrics?.badgesWritten.inc(n);
+        changed += result.changed;
+        metrics?.badgesWritten.inc(result.changed);
       } catch (err) {
         // Hand the counts out again next sweep; whether this batch went in is unknown.
-        for (const user of batch.users) {
+        for (let k = from; k < to; k++) {
+          const user = this.counter.nameAt(writeIds[byPool[k]!]!);
           this.counter.markReported(user, -1);
           this.extras.markReported(user, null);
           const known = this.knownStates.get(user);
@@ -581,9 +602,12 @@ export class CoreNode {
     const saves: Promise<void>[] = [];
     let failure: unknown;
     let sent = 0;
-    for (const [pool, batch] of byPool) {
+    for (let pool = 0; pool < pools; pool++) {
+      const from = poolStart[pool]!;
+      const to = poolStart[pool + 1]!;
+      if (from === to) continue;
       saves.push(
-        savePool(pool, batch).catch((err: unknown) => {
+        savePool(pool, from, to).catch((err: unknown) => {
           failure ??= err;
         }),
       );
@@ -592,7 +616,23 @@ export class CoreNode {
     }
     await Promise.all(saves);
     if (failure !== undefined) throw failure;
-    return { changed, commands: byPool.size };
+    return { changed, commands: sent };
+  }
+
+  /** Grows the write-back's scratch arrays to `n` writes of users with ids below `capacity`. */
+  private ensureWriteScratch(n: number, capacity: number): void {
+    if (this.writeIds.length < n) {
+      const size = Math.max(n, 2 * this.writeIds.length);
+      this.writeIds = new Int32Array(size);
+      this.writeFeeds = new Int32Array(size);
+      this.writePools = new Int32Array(size);
+      this.byPool = new Int32Array(size);
+    }
+    if (this.writeMarks.length < capacity) {
+      const marks = new Int32Array(Math.max(capacity, 2 * this.writeMarks.length));
+      marks.set(this.writeMarks);
+      this.writeMarks = marks;
+    }
   }
 
   /**

@@ -10,4 +10,3 @@ export { FeedCounter, type WindowPost } from './feed-counter.js';
 export { InternTable, idHash } from './intern-table.js';
 export { CoreNode, type CoreNodeOptions } from './core-node.js';
 export { CoreMetrics } from './core-metrics.js';
-export { IdleCollector } from './idle-collector.js';

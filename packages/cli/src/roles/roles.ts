@@ -1,4 +1,4 @@
-import { BadgeService, CoreMetrics, CoreNode, IdleCollector } from '@bubble/core';
+import { BadgeService, CoreMetrics, CoreNode } from '@bubble/core';
 import { GatewayMetrics, HttpGateway, tuneHeapForConnections } from '@bubble/gateway';
 import { systemClock } from '@bubble/protocol';
 import { SchedulerNode, readClusterStatus, tickPeriodMs } from '@bubble/server';
@@ -113,10 +113,6 @@ export async function startRole(
         leaseMs: config.BUBBLE_LEASE_MS,
         tickMs: tickPeriodMs(config.BUBBLE_TICK),
         url,
-        // A process that is only a core (see IdleCollector); `bubble all` also serves sockets,
-        // which a collection between sweeps would pause.
-        idleCollector:
-          role === 'core' && config.BUBBLE_CORE_IDLE_GC ? new IdleCollector() : undefined,
       });
       await core.start();
       stops.unshift(() => core.close());
