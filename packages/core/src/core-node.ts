@@ -550,13 +550,15 @@ export class CoreNode {
 
     const writesOf = (from: number, to: number) => {
       const writes: FencedBadgeWrite[] = new Array(to - from);
+      // Skips a lookup per user where nobody has notices, red dots or conversations.
+      const extras = this.extras.noneHeld ? null : this.extras;
       for (let k = from; k < to; k++) {
         const i = byPool[k]!;
         const user = this.counter.nameAt(writeIds[i]!);
         const feed = writeFeeds[i]!;
         const fields: Record<string, number> =
           feed > 0 ? ({ f: feed } satisfies Record<typeof FEED_FIELD, number>) : {};
-        this.extras.addFieldsOf(user, fields);
+        extras?.addFieldsOf(user, fields);
         writes[k - from] = { user, fields, known: this.knownStates.get(user) };
       }
       return writes;

@@ -138,6 +138,11 @@ export class ExtrasTracker {
     };
   }
 
+  /** True while no held user can have an extra field: no live notice, red dot or conversation. */
+  get noneHeld(): boolean {
+    return this.liveIds.length === 0 && this.markedCount === 0 && this.conversations.size === 0;
+  }
+
   /** The extra fields of the user's badge state (docs/redis-keys.md), added to `fields`. */
   addFieldsOf(user: string, fields: Record<string, number>): void {
     const held = this.users.get(user);
