@@ -837,6 +837,38 @@ describeEachEngine(
       await store.coordination.nextFence(40);
       expect(await touched(40)).toEqual([]);
     });
+
+    it('batches in flight together, more than one encoding slab holds, are stored intact', async () => {
+      const { badges, setFence, storedBadge } = partsOf(ctx());
+      // 30 pools × 1,000 users × ~60 bytes: past the first 1 MB slab while all are in flight.
+      const pools = Array.from({ length: 30 }, (_, k) => 50 + k);
+      const usersByPool = pools.map((pool) => usersOf(pool, 1_000));
+      await Promise.all(pools.map((pool) => setFence(pool, 1)));
+      const results = await Promise.all(
+        pools.map((pool, k) =>
+          badges.saveFenced(
+            pool,
+            1,
+            usersByPool[k]!.map((user, i) => ({
+              user,
+              fields: { f: 1_000_000 + k * 1_000 + i, n: 7 },
+              known: { epoch: '', version: 0 },
+            })),
+            T0,
+            LOG_START,
+          ),
+        ),
+      );
+      for (const [k, result] of results.entries()) {
+        expect(result.changed).toBe(1_000);
+        for (const i of [0, 499, 999]) {
+          expect(await storedBadge(usersByPool[k]![i]!)).toMatchObject({
+            version: 1,
+            fields: { f: 1_000_000 + k * 1_000 + i, n: 7 },
+          });
+        }
+      }
+    });
   },
   ['redis'],
 );
