@@ -237,22 +237,32 @@ else
   end
 end
 
+-- The writes that changed their user's state, in write order: users and stored states.
+local function changedWrites()
+  local users, states = {}, {}
+  for at = FIRST, last, 2 do
+    local state = decidedState[at]
+    if state == nil then
+      users[#users + 1] = items[at]
+      states[#states + 1] = items[at + 1]
+    elseif decidedChanged[at] then
+      users[#users + 1] = items[at]
+      states[#states + 1] = state
+    end
+  end
+  return users, states
+end
+
 if changes > 0 then
-  -- The changes in write order, as "user\nstate" lines; a batch nobody decided is its body.
-  local message
+  -- "user\nstate" lines; a batch nobody decided is its body as it came.
+  local message, users, states
   if #decide == 0 then
     message = sub(body, blindOffset, #body - 1)
   else
+    users, states = changedWrites()
     local lines = {}
-    for at = FIRST, last, 2 do
-      local state = decidedState[at]
-      if state == nil then
-        lines[#lines + 1] = items[at]
-        lines[#lines + 1] = items[at + 1]
-      elseif decidedChanged[at] then
-        lines[#lines + 1] = items[at]
-        lines[#lines + 1] = state
-      end
+    for k = 1, #users do
+      lines[2 * k - 1], lines[2 * k] = users[k], states[k]
     end
     message = table.concat(lines, '\n')
   end
@@ -260,17 +270,7 @@ if changes > 0 then
 
   if redis.call('EXISTS', routesKey) == 1 then
     local now = tonumber(computedAt)
-    local users, states = {}, {}
-    for at = FIRST, last, 2 do
-      local state = decidedState[at]
-      if state == nil then
-        users[#users + 1] = items[at]
-        states[#states + 1] = items[at + 1]
-      elseif decidedChanged[at] then
-        users[#users + 1] = items[at]
-        states[#states + 1] = state
-      end
-    end
+    if users == nil then users, states = changedWrites() end
     local byGateway, gateways = {}, {}
     for first = 1, #users, CHUNK do
       local routes = redis.call('HMGET', routesKey, unpack(users, first, math.min(first + CHUNK - 1, #users)))
