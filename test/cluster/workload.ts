@@ -371,8 +371,17 @@ export class FeedWorkload {
         { timeoutMs, intervalMs: 50 },
       );
     } catch {
+      // Each mismatched user's published writes, in order: fence (- for a gateway's) and feed.
+      const history = last.map((line) => {
+        const user = line.slice(0, line.indexOf(':'));
+        const writes = this.cluster.published
+          .filter((p) => p.users.includes(user))
+          .map((p) => `${p.fence ?? '-'}:${p.feeds[p.users.indexOf(user)]}`);
+        return `${user} was written ${writes.join(' ')}`;
+      });
       throw new Error(
-        `stored badges of online users differ from the model after ${timeoutMs} ms:\n  ${last.join('\n  ')}`,
+        `stored badges of online users differ from the model after ${timeoutMs} ms:\n  ` +
+          [...last, ...history].join('\n  '),
       );
     }
   }

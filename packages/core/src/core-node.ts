@@ -96,6 +96,12 @@ export class CoreNode {
    * belief costs only that comparison.
    */
   private readonly knownStates = new Map<string, KnownBadge>();
+  /**
+   * While users load: those a gateway's write changed meanwhile. Their loaded badge may predate
+   * that write, and its message may have come before they were held, so their counts are
+   * written again rather than trusted.
+   */
+  private changedWhileLoading: Set<string> | null = null;
   // The write-back's scratch (see writeChanged), reused from sweep to sweep.
   private writeIds = new Int32Array(0);
   private writeFeeds = new Int32Array(0);
@@ -132,16 +138,19 @@ export class CoreNode {
     this.sharedCursor = await store.changes.sharedLogEnd();
     await this.loadShared();
     await this.heartbeat();
-    // Gateways also write badge states (cold starts, reads): the counts they stored are what
-    // the next sweep compares with, so it rewrites a badge a gateway left behind our count.
-    // Their versions are not taken from here (a message may arrive after our own later save
-    // answered): the store notices their writes and decides those users' next versions.
+    // Gateways also write badge states (cold starts, reads), from sources a sweep may not have
+    // applied yet, so what is stored after such a write is unknown here: the message may even
+    // arrive after our own later save of the user went in. The next sweep writes the user's
+    // badge again, and the store decides it against what is stored (equal counts change
+    // nothing). Taking the message's counts as stored instead left a badge at our older count
+    // when our save landed after the gateway's write and its message after our save.
     const pools = Array.from({ length: store.pools }, (_, pool) => pool);
     this.stopChanges = await store.fencedBadges.subscribe(pools, (_pool, changes) => {
       for (const change of changes) {
+        this.changedWhileLoading?.add(change.user);
         if (this.counter.hasUser(change.user)) {
-          this.counter.markReported(change.user, change.fields[FEED_FIELD] ?? 0);
-          this.extras.markReported(change.user, extraFieldsOf(change.fields));
+          this.counter.markReported(change.user, -1);
+          this.extras.markReported(change.user, null);
         }
       }
     });
@@ -447,8 +456,23 @@ export class CoreNode {
    */
   private async loadUsers(users: string[], refollow: string[], remark: string[]): Promise<number> {
     if (users.length === 0 && refollow.length === 0 && remark.length === 0) return 0;
-    const { store } = this.options;
     const marksOf = [...users, ...remark];
+    const changedMeanwhile = (this.changedWhileLoading = new Set());
+    try {
+      return await this.loadUsersNow(users, refollow, remark, marksOf, changedMeanwhile);
+    } finally {
+      this.changedWhileLoading = null;
+    }
+  }
+
+  private async loadUsersNow(
+    users: string[],
+    refollow: string[],
+    remark: string[],
+    marksOf: string[],
+    changedMeanwhile: ReadonlySet<string>,
+  ): Promise<number> {
+    const { store } = this.options;
     const [inputs, stored, follows, marks, memberships] = await Promise.all([
       Promise.all(users.map((user) => store.feedInputs(user))),
       Promise.all(users.map((user) => store.badges.load(user))),
@@ -470,12 +494,13 @@ export class CoreNode {
     for (const user of users) this.counter.recompute(user);
     for (const user of refollow) this.counter.recompute(user);
     users.forEach((user, i) => {
-      const badge = stored[i];
+      const badge = changedMeanwhile.has(user) ? null : stored[i];
       this.counter.markReported(user, badge ? (badge.fields[FEED_FIELD] ?? 0) : -1);
       this.extras.markReported(user, badge ? extraFieldsOf(badge.fields) : null);
+      const loaded = stored[i];
       this.knownStates.set(
         user,
-        badge ? { epoch: badge.epoch, version: badge.version } : { epoch: '', version: 0 },
+        loaded ? { epoch: loaded.epoch, version: loaded.version } : { epoch: '', version: 0 },
       );
     });
     return users.length * 3 + refollow.length + marksOf.length * 2 + authors.size;
