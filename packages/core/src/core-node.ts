@@ -141,8 +141,8 @@ export class CoreNode {
     // Gateways also write badge states (cold starts, reads), from sources a sweep may not have
     // applied yet, so what is stored after such a write is unknown here: the message may even
     // arrive after our own later save of the user went in. The next sweep writes the user's
-    // badge again, and the store decides it against what is stored (equal counts change
-    // nothing). Taking the message's counts as stored instead left a badge at our older count
+    // badge again, as a decided write: the store compares it with what is stored (equal counts
+    // change nothing, not even the version). Taking the message's counts as stored instead left a badge at our older count
     // when our save landed after the gateway's write and its message after our save.
     const pools = Array.from({ length: store.pools }, (_, pool) => pool);
     this.stopChanges = await store.fencedBadges.subscribe(pools, (_pool, changes) => {
@@ -151,6 +151,9 @@ export class CoreNode {
         if (this.counter.hasUser(change.user)) {
           this.counter.markReported(change.user, -1);
           this.extras.markReported(change.user, null);
+          // Decided, not blind: equal counts must keep the version the gateway stored.
+          const known = this.knownStates.get(change.user);
+          if (known) known.version = -1;
         }
       }
     });
@@ -498,9 +501,14 @@ export class CoreNode {
       this.counter.markReported(user, badge ? (badge.fields[FEED_FIELD] ?? 0) : -1);
       this.extras.markReported(user, badge ? extraFieldsOf(badge.fields) : null);
       const loaded = stored[i];
+      // A gateway's write meanwhile: its version is not known here, so the next write is decided.
       this.knownStates.set(
         user,
-        loaded ? { epoch: loaded.epoch, version: loaded.version } : { epoch: '', version: 0 },
+        changedMeanwhile.has(user)
+          ? { epoch: '', version: -1 }
+          : loaded
+            ? { epoch: loaded.epoch, version: loaded.version }
+            : { epoch: '', version: 0 },
       );
     });
     return users.length * 3 + refollow.length + marksOf.length * 2 + authors.size;
