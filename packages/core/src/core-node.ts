@@ -91,9 +91,10 @@ export class CoreNode {
    */
   private readonly suspects = new Map<string, { truth: string; strikes: number }>();
   /**
-   * Each held user's badge state as we last saw it stored (version 0: none is), updated in place
-   * by every save: writes that carry it are stored without a comparison in the store. A wrong
-   * belief costs only that comparison.
+   * Each held user's badge state as we last loaded or stored it (version 0: none is; -1:
+   * unknown), updated in place by every save. Writes that carry it go in blind: the store
+   * checks only users another writer may have changed (see saveBadges-7.lua), so a belief is
+   * never set from anything else, and is made unknown when a gateway wrote the user.
    */
   private readonly knownStates = new Map<string, KnownBadge>();
   /**
@@ -142,8 +143,9 @@ export class CoreNode {
     // applied yet, so what is stored after such a write is unknown here: the message may even
     // arrive after our own later save of the user went in. The next sweep writes the user's
     // badge again, as a decided write: the store compares it with what is stored (equal counts
-    // change nothing, not even the version). Taking the message's counts as stored instead left a badge at our older count
-    // when our save landed after the gateway's write and its message after our save.
+    // change nothing, not even the version). Taking the message's counts as stored instead
+    // left a badge at our older count when our save landed after the gateway's write and its
+    // message after our save.
     const pools = Array.from({ length: store.pools }, (_, pool) => pool);
     this.stopChanges = await store.fencedBadges.subscribe(pools, (_pool, changes) => {
       for (const change of changes) {
@@ -497,18 +499,16 @@ export class CoreNode {
     for (const user of users) this.counter.recompute(user);
     for (const user of refollow) this.counter.recompute(user);
     users.forEach((user, i) => {
-      const badge = changedMeanwhile.has(user) ? null : stored[i];
+      // A gateway wrote the user meanwhile: what is stored is unknown here, so the next write
+      // is made (reported -1) and decided by the store (version -1).
+      const badge = changedMeanwhile.has(user) ? undefined : stored[i];
       this.counter.markReported(user, badge ? (badge.fields[FEED_FIELD] ?? 0) : -1);
       this.extras.markReported(user, badge ? extraFieldsOf(badge.fields) : null);
-      const loaded = stored[i];
-      // A gateway's write meanwhile: its version is not known here, so the next write is decided.
       this.knownStates.set(
         user,
-        changedMeanwhile.has(user)
+        badge === undefined
           ? { epoch: '', version: -1 }
-          : loaded
-            ? { epoch: loaded.epoch, version: loaded.version }
-            : { epoch: '', version: 0 },
+          : { epoch: badge?.epoch ?? '', version: badge?.version ?? 0 },
       );
     });
     return users.length * 3 + refollow.length + marksOf.length * 2 + authors.size;

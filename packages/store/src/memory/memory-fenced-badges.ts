@@ -159,7 +159,7 @@ export class MemoryFencedBadges implements FencedBadges {
   }
 
   /** Delivered later, as over Redis: a handler never runs inside the writer's call. */
-  /** As saveBadges-4.lua: the pool's subscribers hear unfenced changes, gateways every change. */
+  /** As saveBadges-7.lua: the pool's subscribers hear unfenced changes, gateways every change. */
   private publish(pool: number, changes: BadgeChange[], now: number, unfenced: boolean): void {
     for (const handler of unfenced ? (this.handlers.get(pool) ?? []) : []) {
       queueMicrotask(() => {
@@ -196,7 +196,7 @@ export function saveBadgeState(
   fields: BadgeFields,
   computedAt: number,
   freshEpoch: () => string = newEpoch,
-  /** A core's unchanged counts keep the time they were stored at (as saveBadges-4.lua). */
+  /** A core's unchanged counts keep the time they were stored at (as saveBadges-7.lua). */
   touchUnchanged = true,
 ): BadgeStamp {
   const nonZero: Record<string, number> = {};
