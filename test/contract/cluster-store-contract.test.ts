@@ -433,6 +433,31 @@ describeEachEngine('cluster store contract', (ctx) => {
 
   // ---------------------------------------------------------------- fenced badges
 
+  it('stores counts of any size and several fields as given, from write objects the writer reuses', async () => {
+    const { badges, setFence, storedBadge } = partsOf(ctx());
+    const [a, b] = usersOf(8, 2);
+    await setFence(8, 1);
+    const big = Number.MAX_SAFE_INTEGER;
+    const write = { user: a!, fields: { f: big } as Record<string, number>, known: undefined };
+    const first = await badges.saveFenced(8, 1, [write], T0);
+    expect(first.stamps[0]).toMatchObject({ version: 1, changed: true });
+    // The engine has read the write: reused for another user and other counts.
+    write.user = b!;
+    write.fields = { 'c:room-9': 10, f: 0, n: 3, 'r:dot': 1 };
+    await badges.saveFenced(8, 1, [write], T0 + 1);
+    const known = { epoch: first.stamps[0]!.epoch, version: 1 };
+    await badges.saveFenced(8, 1, [{ user: a!, fields: { f: 1_000_000_007 }, known }], T0 + 2);
+    expect(known.version).toBe(2);
+    expect(await storedBadge(a!)).toMatchObject({ version: 2, fields: { f: 1_000_000_007 } });
+    expect(await storedBadge(b!)).toMatchObject({
+      version: 1,
+      computedAt: T0 + 1,
+      fields: { 'c:room-9': 10, n: 3, 'r:dot': 1 },
+    });
+    await badges.saveFenced(8, 1, [{ user: a!, fields: { f: big }, known }], T0 + 3);
+    expect(await storedBadge(a!)).toMatchObject({ version: 3, fields: { f: big } });
+  });
+
   it('a save with the current fence is accepted; versions move only on a change', async () => {
     const { badges, setFence, storedBadge } = partsOf(ctx());
     const [a, b] = usersOf(8, 2);

@@ -110,6 +110,7 @@ export class CoreNode {
   private byPool = new Int32Array(0);
   private writeMarks = new Int32Array(0);
   private writeStamp = 0;
+  private readonly writeSlots: WriteSlot[] = [];
   private stopped = false;
   private closing: Promise<void> | undefined;
   readonly totals = { sweeps: 0, staleWritesRejected: 0, driftRepaired: 0, skipped: 0 };
@@ -581,18 +582,28 @@ export class CoreNode {
     const fill = poolStart.slice(0, pools);
     for (let i = 0; i < total; i++) byPool[fill[writePools[i]!]!++] = i;
 
+    // The store has read a batch's writes when saveFenced returns, so the write objects (and
+    // their feed-only fields) are reused from pool to pool and sweep to sweep.
     const writesOf = (from: number, to: number) => {
+      const slots = this.writeSlots;
+      while (slots.length < to - from) slots.push(new WriteSlot());
       const writes: FencedBadgeWrite[] = new Array(to - from);
       // Skips a lookup per user where nobody has notices, red dots or conversations.
       const extras = this.extras.noneHeld ? null : this.extras;
       for (let k = from; k < to; k++) {
         const i = byPool[k]!;
+        const slot = slots[k - from]!;
         const user = this.counter.nameAt(writeIds[i]!);
-        const feed = writeFeeds[i]!;
-        const fields: Record<string, number> =
-          feed > 0 ? ({ f: feed } satisfies Record<typeof FEED_FIELD, number>) : {};
-        extras?.addFieldsOf(user, fields);
-        writes[k - from] = { user, fields, known: this.knownStates.get(user) };
+        slot.user = user;
+        slot.known = this.knownStates.get(user);
+        slot.feedOnly[FEED_FIELD] = writeFeeds[i]!;
+        slot.fields = slot.feedOnly;
+        if (extras) {
+          const fields: Record<string, number> = { ...slot.feedOnly };
+          extras.addFieldsOf(user, fields);
+          slot.fields = fields;
+        }
+        writes[k - from] = slot;
       }
       return writes;
     };
@@ -792,6 +803,14 @@ export class CoreNode {
     for (const [author, posts] of windows) this.counter.reloadAuthor(author, posts);
     return authors.length;
   }
+}
+
+/** A write of the write-back, reused (see writeChanged). A zero feed is stored as absent. */
+class WriteSlot implements FencedBadgeWrite {
+  user = '';
+  known: KnownBadge | undefined = undefined;
+  readonly feedOnly: Record<typeof FEED_FIELD, number> = { [FEED_FIELD]: 0 };
+  fields: Readonly<Record<string, number>> = this.feedOnly;
 }
 
 function sameFollows(stored: readonly string[], held: readonly string[]): boolean {

@@ -199,6 +199,8 @@ export interface FencedBadges {
    * `seenLog` is the position in the pool's change log the writer has applied: a user whose
    * presence changed after it may still be held by a writer that believes an older state, so
    * the engine checks such users' states. Without it, every belief is checked.
+   * The engine has read `writes` when this returns (it keeps only their `known` objects, to
+   * update them): the caller may reuse the write objects for its next call.
    */
   saveFenced(
     pool: number,

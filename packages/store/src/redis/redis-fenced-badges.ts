@@ -54,7 +54,7 @@ export class RedisFencedBadges implements FencedBadges {
   private readonly redis: RedisClient & FencedBadgeScripts;
   private readonly keys: RedisKeys;
   private readonly sharded: boolean;
-  /** Where batches are encoded while calls are in flight (see encodeBody). */
+  /** Where batches are encoded while calls are in flight (see reserve). */
   private slab = Buffer.allocUnsafeSlow(1 << 20);
   private slabUsed = 0;
   private inFlight = 0;
@@ -86,9 +86,10 @@ export class RedisFencedBadges implements FencedBadges {
   /**
    * A write whose writer believes it knows the stored state goes in blind (the script stores its
    * proposal unless another writer touched the user since); the others go first, in the segment
-   * the script decides. Only the beliefs are kept while the call is in flight: a core sends a
-   * sweep's pools one after another, and write objects kept alive across a round trip would be
-   * copied by every young-generation collection meanwhile.
+   * the script decides. The writes are encoded byte by byte, with no string per user: a core's
+   * sweep encodes a hundred thousand of them, and the strings were most of what it allocated
+   * (five young-generation collections a sweep). Only the beliefs are kept while the call is in
+   * flight: `writes` may be reused by the caller once this returns.
    */
   private save(
     pool: number,
@@ -100,49 +101,58 @@ export class RedisFencedBadges implements FencedBadges {
     const n = writes.length;
     if (n === 0) return Promise.resolve({ accepted: true, changed: 0, stamps: [] });
     const epoch = newEpoch();
-    const fresh = `${epoch}|1|${computedAt}|`;
+    const stamp = String(computedAt);
     let decided = 0;
+    let bound = 0;
     for (let i = 0; i < n; i++) {
-      const { user, known } = writes[i]!;
+      const { user, fields, known } = writes[i]!;
       // Every key of the script must be in the pool's slot.
       if (poolOf(user, this.keys.pools) !== pool) {
         return Promise.reject(new RangeError(`user ${user} is not in pool ${pool}`));
       }
       if (known === undefined || known.version < 0) decided++;
+      bound += user.length + epoch.length + (known?.epoch.length ?? 0) + stamp.length;
+      bound += MAX_NUMBER_LENGTH + 5 + countsBound(fields);
     }
+    // Ids and states are ASCII (the id grammar), one byte a character. A gateway's single
+    // writes use Node's buffer pool; a core's batches the slab.
+    const room = fence === '-' ? Buffer.allocUnsafe(bound) : this.reserve(bound);
     // Script order (decided first) → write index.
     const order = new Int32Array(n);
     const beliefs: (KnownBadge | undefined)[] = new Array(n);
-    let decidedLines = '';
-    let blindLines = '';
-    let nextDecided = 0;
-    let nextBlind = decided;
-    for (let i = 0; i < n; i++) {
-      const { user, fields, known } = writes[i]!;
-      const counts = encodeCounts(fields);
-      let at: number;
-      if (known === undefined || known.version < 0) {
-        at = nextDecided++;
-        decidedLines += `${user}\n${fresh}${counts}\n`;
-      } else {
-        at = nextBlind++;
-        const { epoch: e, version: v } = known;
-        blindLines +=
-          v === 0
-            ? `${user}\n${fresh}${counts}\n`
-            : `${user}\n${e}|${v + 1}|${computedAt}|${counts}\n`;
+    let pos = 0;
+    let at = 0;
+    for (const blindPass of [false, true]) {
+      for (let i = 0; i < n; i++) {
+        const { user, fields, known } = writes[i]!;
+        const blind = known !== undefined && known.version >= 0;
+        if (blind !== blindPass) continue;
+        pos = writeAscii(room, pos, user);
+        room[pos++] = NEWLINE;
+        if (blind && known.version > 0) {
+          pos = writeAscii(room, pos, known.epoch);
+          room[pos++] = PIPE;
+          pos = writeNumber(room, pos, known.version + 1);
+        } else {
+          // A decided write's state is only read for its counts; a blind version 0 is fresh.
+          pos = writeAscii(room, pos, epoch);
+          room[pos++] = PIPE;
+          room[pos++] = DIGIT_ONE;
+        }
+        room[pos++] = PIPE;
+        pos = writeAscii(room, pos, stamp);
+        room[pos++] = PIPE;
+        pos = writeCounts(room, pos, fields);
+        room[pos++] = NEWLINE;
+        order[at] = i;
+        beliefs[at++] = known;
       }
-      order[at] = i;
-      beliefs[at] = known;
     }
-    const lines = decided === 0 ? blindLines : decidedLines + blindLines;
-    // Ids and states are ASCII (the id grammar), so latin1. A gateway's single writes use Node's
-    // buffer pool; a core's batches the slab.
+    const body = room.subarray(0, pos);
     if (fence === '-') {
-      const body = Buffer.from(lines, 'latin1');
       return this.send(pool, fence, computedAt, epoch, decided, seenLog, body, beliefs, order);
     }
-    const body = this.encodeBody(lines);
+    this.slabUsed += pos;
     this.inFlight++;
     return this.send(
       pool,
@@ -160,20 +170,19 @@ export class RedisFencedBadges implements FencedBadges {
   }
 
   /**
-   * A core's batch off the V8 heap, as a view into a slab reused once none of its calls is in
-   * flight (between sweeps): a sweep's hundred batches are then not a hundred new external
-   * buffers, which, kept alive across their round trips and so promoted, made V8 start a full
-   * collection every dozen sweeps. The slab grows until it holds a sweep's batches.
+   * Room for `bound` bytes of a core's batch, off the V8 heap: a view into a slab reused once
+   * none of its calls is in flight (between sweeps). A sweep's hundred batches are then not a
+   * hundred new external buffers, which, kept alive across their round trips and so promoted,
+   * made V8 start a full collection every dozen sweeps. The slab grows until it holds a sweep's
+   * batches; the caller adds what it used to slabUsed.
    */
-  private encodeBody(lines: string): Buffer {
-    if (this.slabUsed + lines.length > this.slab.length) {
+  private reserve(bound: number): Buffer {
+    if (this.slabUsed + bound > this.slab.length) {
       // The old slab stays alive as long as views of it are in flight.
-      this.slab = Buffer.allocUnsafeSlow(Math.max(2 * this.slab.length, 2 * lines.length));
+      this.slab = Buffer.allocUnsafeSlow(Math.max(2 * this.slab.length, 2 * bound));
       this.slabUsed = 0;
     }
-    const start = this.slabUsed;
-    this.slabUsed += this.slab.write(lines, start, 'latin1');
-    return this.slab.subarray(start, this.slabUsed);
+    return this.slab.subarray(this.slabUsed, this.slabUsed + bound);
   }
 
   private async send(
@@ -381,6 +390,53 @@ function savedResult(
       return stamps;
     },
   };
+}
+
+const NEWLINE = 0x0a;
+const PIPE = 0x7c;
+const EQUALS = 0x3d;
+const DIGIT_ZERO = 0x30;
+const DIGIT_ONE = 0x31;
+/** Characters of the longest number String() writes ("-1.7976931348623157e+308"). */
+const MAX_NUMBER_LENGTH = 24;
+
+function writeAscii(target: Buffer, pos: number, text: string): number {
+  for (let i = 0; i < text.length; i++) target[pos + i] = text.charCodeAt(i);
+  return pos + text.length;
+}
+
+/** A number as String() writes it; non-negative integers without making the string. */
+function writeNumber(target: Buffer, pos: number, value: number): number {
+  if (!(Number.isSafeInteger(value) && value >= 0)) return writeAscii(target, pos, String(value));
+  let end = pos + 1;
+  for (let rest = value; rest >= 10; rest = Math.floor(rest / 10)) end++;
+  let rest = value;
+  for (let p = end - 1; p >= pos; p--) {
+    target[p] = DIGIT_ZERO + (rest % 10);
+    rest = Math.floor(rest / 10);
+  }
+  return end;
+}
+
+function countsBound(fields: Readonly<Record<string, number>>): number {
+  let bound = 0;
+  for (const name in fields) bound += name.length + MAX_NUMBER_LENGTH + 2;
+  return bound;
+}
+
+/** encodeCounts(fields) written at `pos`; the usual single count without making strings. */
+function writeCounts(target: Buffer, pos: number, fields: Readonly<Record<string, number>>) {
+  let only: string | undefined;
+  for (const name in fields) {
+    if (only !== undefined) return writeAscii(target, pos, encodeCounts(fields));
+    only = name;
+  }
+  if (only === undefined) return pos;
+  const value = fields[only]!;
+  if (value === 0) return pos;
+  pos = writeAscii(target, pos, only);
+  target[pos++] = EQUALS;
+  return writeNumber(target, pos, value);
 }
 
 /**
