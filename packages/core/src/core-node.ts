@@ -15,6 +15,7 @@ import { FEED_FIELD, addExtraFields, extraFieldsOf } from './badge-fields.js';
 import { ExtrasTracker, fieldsKey } from './extras-tracker.js';
 import { readStoredExtras } from './stored-extras.js';
 import { FeedCounter } from './feed-counter.js';
+import { growInt32 } from './intern-table.js';
 
 export interface CoreNodeOptions {
   id: string;
@@ -95,8 +96,11 @@ export class CoreNode {
    * unknown), updated in place by every save. Writes that carry it go in blind: the store
    * checks only users another writer may have changed (see saveBadges-7.lua), so a belief is
    * never set from anything else, and is made unknown when a gateway wrote the user.
+   * Indexed by the counter's user id, as is the user's pool: the write-back looks both up for
+   * every changed user of every sweep.
    */
-  private readonly knownStates = new Map<string, KnownBadge>();
+  private knownStates: (KnownBadge | undefined)[] = [];
+  private poolById = new Int32Array(0);
   /**
    * While users load: those a gateway's write changed meanwhile. Their loaded badge may predate
    * that write, and its message may have come before they were held, so their counts are
@@ -155,7 +159,7 @@ export class CoreNode {
           this.counter.markReported(change.user, -1);
           this.extras.markReported(change.user, null);
           // Decided, not blind: equal counts must keep the version the gateway stored.
-          const known = this.knownStates.get(change.user);
+          const known = this.knownStates[this.counter.users.idOf(change.user)!];
           if (known) known.version = -1;
         }
       }
@@ -505,12 +509,13 @@ export class CoreNode {
       const badge = changedMeanwhile.has(user) ? undefined : stored[i];
       this.counter.markReported(user, badge ? (badge.fields[FEED_FIELD] ?? 0) : -1);
       this.extras.markReported(user, badge ? extraFieldsOf(badge.fields) : null);
-      this.knownStates.set(
-        user,
+      const id = this.counter.users.idOf(user)!;
+      this.knownStates[id] =
         badge === undefined
           ? { epoch: '', version: -1 }
-          : { epoch: badge?.epoch ?? '', version: badge?.version ?? 0 },
-      );
+          : { epoch: badge?.epoch ?? '', version: badge?.version ?? 0 };
+      this.poolById = growInt32(this.poolById, id + 1);
+      this.poolById[id] = poolOf(user, store.pools);
     });
     return users.length * 3 + refollow.length + marksOf.length * 2 + authors.size;
   }
@@ -523,9 +528,10 @@ export class CoreNode {
   }
 
   private forget(user: string): void {
+    const id = this.counter.users.idOf(user);
+    if (id !== undefined) this.knownStates[id] = undefined;
     this.counter.removeUser(user);
     this.extras.removeUser(user);
-    this.knownStates.delete(user);
   }
 
   private async expirePresence(now: number): Promise<number> {
@@ -574,7 +580,7 @@ export class CoreNode {
     }
     const poolStart = new Int32Array(pools + 1);
     for (let i = 0; i < total; i++) {
-      const pool = poolOf(this.counter.nameAt(writeIds[i]!), pools);
+      const pool = this.poolById[writeIds[i]!]!;
       writePools[i] = pool;
       poolStart[pool + 1]!++;
     }
@@ -595,7 +601,7 @@ export class CoreNode {
         const slot = slots[k - from]!;
         const user = this.counter.nameAt(writeIds[i]!);
         slot.user = user;
-        slot.known = this.knownStates.get(user);
+        slot.known = this.knownStates[writeIds[i]!];
         slot.feedOnly[FEED_FIELD] = writeFeeds[i]!;
         slot.fields = slot.feedOnly;
         if (extras) {
@@ -634,10 +640,11 @@ export class CoreNode {
       } catch (err) {
         // Hand the counts out again next sweep; whether this batch went in is unknown.
         for (let k = from; k < to; k++) {
-          const user = this.counter.nameAt(writeIds[byPool[k]!]!);
+          const id = writeIds[byPool[k]!]!;
+          const user = this.counter.nameAt(id);
           this.counter.markReported(user, -1);
           this.extras.markReported(user, null);
-          const known = this.knownStates.get(user);
+          const known = this.knownStates[id];
           if (known) known.version = -1;
         }
         throw err;

@@ -405,15 +405,19 @@ function writeAscii(target: Buffer, pos: number, text: string): number {
   return pos + text.length;
 }
 
-/** A number as String() writes it; non-negative integers without making the string. */
+/** A number as String() writes it; small non-negative integers without making the string. */
 function writeNumber(target: Buffer, pos: number, value: number): number {
-  if (!(Number.isSafeInteger(value) && value >= 0)) return writeAscii(target, pos, String(value));
+  // Small integers (every count and version) in int32 arithmetic: a double's % is a call.
+  if (!(Number.isInteger(value) && value >= 0 && value <= 0x7fffffff)) {
+    return writeAscii(target, pos, String(value));
+  }
   let end = pos + 1;
-  for (let rest = value; rest >= 10; rest = Math.floor(rest / 10)) end++;
-  let rest = value;
+  for (let rest = value; rest >= 10; rest = (rest / 10) | 0) end++;
+  let rest = value | 0;
   for (let p = end - 1; p >= pos; p--) {
-    target[p] = DIGIT_ZERO + (rest % 10);
-    rest = Math.floor(rest / 10);
+    const next = (rest / 10) | 0;
+    target[p] = DIGIT_ZERO + rest - next * 10;
+    rest = next;
   }
   return end;
 }
