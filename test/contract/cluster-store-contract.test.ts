@@ -863,6 +863,19 @@ describeEachEngine(
       expect(await touched(40)).toEqual([]);
     });
 
+    it('saves after the server lost its scripts (a restart, SCRIPT FLUSH)', async () => {
+      const store = ctx().store as RedisStore;
+      const { badges, setFence, storedBadge } = partsOf(ctx());
+      const [a] = usersOf(41, 1);
+      await setFence(41, 1);
+      await store.redis.script('FLUSH');
+      const saved = await badges.saveFenced(41, 1, [{ user: a!, fields: { f: 4 } }], T0);
+      expect(saved).toMatchObject({ accepted: true, changed: 1 });
+      await store.redis.script('FLUSH');
+      expect((await badges.saveUnfenced(a!, { f: 5 }, T0 + 1)).version).toBe(2);
+      expect(await storedBadge(a!)).toMatchObject({ version: 2, fields: { f: 5 } });
+    });
+
     it('batches in flight together, more than one encoding slab holds, are stored intact', async () => {
       const { badges, setFence, storedBadge } = partsOf(ctx());
       // 30 pools × 1,000 users × ~60 bytes: past the first 1 MB slab while all are in flight.

@@ -35,10 +35,8 @@
   ARGV[7] the pool's written channel
   ARGV[8] D, the number of writes in the decide segment
   ARGV[9] the pool log position the writer has read up to ("" when it has none)
-  ARGV[10] the writes, two lines each (one argument, not two per user: the caller builds one
-          string per pool, and the blind part of it is the published message as it comes): the
-          user, then its proposed state (packed). The first D are decided by the script (only
-          their counts are read); the others are blind.
+  ARGV[10…] the writes, two arguments each: the user, then its proposed state (packed). The
+          first D are decided by the script (only their counts are read); the others are blind.
   A message is the writer's token (or "-") on its first line, then two lines per change: the
   user, then the stored state.
   Returns -1 when the token is older than the pool's (nothing written, the refusal counted);
@@ -60,18 +58,9 @@ local header = ARGV[1]
 local seenLog = ARGV[9]
 local find, sub = string.find, string.sub
 
--- items[2k - 1] is the user of the k-th write, items[2k] its proposed state.
-local body = ARGV[10]
-local items, last, pos, blindOffset = {}, 0, 1, 1
-local FIRST = 1
+-- items[FIRST + 2k - 2] is the user of the k-th write, the next item its proposed state.
+local items, FIRST, last = ARGV, 10, #ARGV
 local blindFrom = FIRST + 2 * tonumber(ARGV[8])
-while pos <= #body do
-  if last + 1 == blindFrom then blindOffset = pos end
-  local stop = find(body, '\n', pos, true)
-  last = last + 1
-  items[last] = sub(body, pos, stop - 1)
-  pos = stop + 1
-end
 -- Lua's unpack is bounded by its C stack: variadic calls go in chunks.
 local CHUNK = 3000
 
@@ -254,10 +243,10 @@ local function changedWrites()
 end
 
 if changes > 0 then
-  -- "user\nstate" lines; a batch nobody decided is its body as it came.
+  -- "user\nstate" lines; a batch nobody decided publishes its writes as they came.
   local message, users, states
   if #decide == 0 then
-    message = sub(body, blindOffset, #body - 1)
+    message = table.concat(items, '\n', blindFrom, last)
   else
     users, states = changedWrites()
     local lines = {}

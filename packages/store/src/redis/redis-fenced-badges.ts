@@ -1,5 +1,5 @@
 import { poolOf } from '@bubble/protocol';
-import type { Cluster, Redis } from 'ioredis';
+import { Command, type Cluster, type Redis } from 'ioredis';
 import type {
   BadgeChange,
   FencedBadges,
@@ -11,7 +11,7 @@ import { newEpoch } from '../epoch.js';
 import type { BadgeFields, BadgeStamp, StoredBadge } from '../types.js';
 import type { RedisClient } from './connect.js';
 import type { RedisKeys } from './keys.js';
-import { defineScripts } from './scripts.js';
+import { defineScripts, scriptSource } from './scripts.js';
 
 export interface RedisFencedBadgesOptions {
   client: RedisClient;
@@ -26,16 +26,6 @@ export interface RedisFencedBadgesOptions {
 type SaveReply = -1 | string;
 
 interface FencedBadgeScripts {
-  saveBadges(
-    fence: string,
-    stale: string,
-    routes: string,
-    badges: string,
-    touched: string,
-    online: string,
-    events: string,
-    ...args: (string | number | Buffer)[]
-  ): Promise<SaveReply>;
   routeUsers(
     routes: string,
     gateway: string,
@@ -44,6 +34,8 @@ interface FencedBadgeScripts {
     ...users: string[]
   ): Promise<number[]>;
 }
+
+const { lua: SAVE_LUA, sha: SAVE_SHA } = scriptSource('saveBadges');
 
 /**
  * Badge writes through saveBadges-7.lua: a core's fenced batches, and (unfenced) the single
@@ -86,9 +78,10 @@ export class RedisFencedBadges implements FencedBadges {
   /**
    * A write whose writer believes it knows the stored state goes in blind (the script stores its
    * proposal unless another writer touched the user since); the others go first, in the segment
-   * the script decides. The writes are encoded byte by byte, with no string per user: a core's
-   * sweep encodes a hundred thousand of them, and the strings were most of what it allocated
-   * (five young-generation collections a sweep). Only the beliefs are kept while the call is in
+   * the script decides. The whole EVALSHA command is encoded here, byte by byte, each user and
+   * state an argument of its own: no string per user is made (a core's sweep encodes a hundred
+   * thousand; the strings were most of what it allocated), and the script gets its HSET
+   * arguments without splitting a string. Only the beliefs are kept while the call is in
    * flight: `writes` may be reused by the caller once this returns.
    */
   private save(
@@ -112,59 +105,77 @@ export class RedisFencedBadges implements FencedBadges {
       }
       if (known === undefined || known.version < 0) decided++;
       bound += user.length + epoch.length + (known?.epoch.length ?? 0) + stamp.length;
-      bound += MAX_NUMBER_LENGTH + 5 + countsBound(fields);
+      bound += 2 * MAX_NUMBER_LENGTH + 20 + countsBound(fields);
     }
+    const { keys } = this;
+    const keyArgs = [
+      keys.fence(pool),
+      keys.staleWrites(pool),
+      keys.routes(pool),
+      keys.badges(pool),
+      keys.touched(pool),
+      keys.online(pool),
+      keys.poolEvents(pool),
+    ];
+    const head = [
+      ...keyArgs,
+      String(fence),
+      stamp,
+      epoch,
+      keys.badgeChannel(pool),
+      this.sharded ? 'SPUBLISH' : 'PUBLISH',
+      keys.gatewayChannelPrefix(pool),
+      keys.writtenChannel(pool),
+      String(decided),
+      seenLog,
+    ];
+    // EVALSHA, the sha, the key count, the head, then a user and a state per write.
+    const header = `*${3 + head.length + 2 * n}\r\n$7\r\nEVALSHA\r\n$40\r\n${SAVE_SHA}\r\n$1\r\n${keyArgs.length}\r\n`;
+    bound += header.length;
+    for (const arg of head) bound += arg.length + 16;
     // Ids and states are ASCII (the id grammar), one byte a character. A gateway's single
     // writes use Node's buffer pool; a core's batches the slab.
     const room = fence === '-' ? Buffer.allocUnsafe(bound) : this.reserve(bound);
+    let pos = writeAscii(room, 0, header);
+    const argsAt = pos;
+    for (const arg of head) pos = writeBulkAscii(room, pos, arg);
     // Script order (decided first) → write index.
     const order = new Int32Array(n);
     const beliefs: (KnownBadge | undefined)[] = new Array(n);
-    let pos = 0;
     let at = 0;
     for (const blindPass of [false, true]) {
       for (let i = 0; i < n; i++) {
         const { user, fields, known } = writes[i]!;
         const blind = known !== undefined && known.version >= 0;
         if (blind !== blindPass) continue;
-        pos = writeAscii(room, pos, user);
-        room[pos++] = NEWLINE;
-        if (blind && known.version > 0) {
-          pos = writeAscii(room, pos, known.epoch);
-          room[pos++] = PIPE;
-          pos = writeNumber(room, pos, known.version + 1);
-        } else {
-          // A decided write's state is only read for its counts; a blind version 0 is fresh.
-          pos = writeAscii(room, pos, epoch);
-          room[pos++] = PIPE;
-          room[pos++] = DIGIT_ONE;
-        }
+        pos = writeBulkAscii(room, pos, user);
+        // "<epoch>|<version>|<computedAt>|<counts>"; a decided write's state is only read for
+        // its counts, and a blind version 0 is a fresh epoch's first.
+        const next = blind && known.version > 0;
+        const stateEpoch = next ? known.epoch : epoch;
+        const version = next ? known.version + 1 : 1;
+        const counts = countsOf(fields);
+        const length =
+          stateEpoch.length + numberLength(version) + stamp.length + countsLength(counts) + 3;
+        pos = writeLengthPrefix(room, pos, length);
+        pos = writeAscii(room, pos, stateEpoch);
+        room[pos++] = PIPE;
+        pos = writeNumber(room, pos, version);
         room[pos++] = PIPE;
         pos = writeAscii(room, pos, stamp);
         room[pos++] = PIPE;
-        pos = writeCounts(room, pos, fields);
-        room[pos++] = NEWLINE;
+        pos = writeCounts(room, pos, counts);
+        room[pos++] = CR;
+        room[pos++] = LF;
         order[at] = i;
         beliefs[at++] = known;
       }
     }
-    const body = room.subarray(0, pos);
-    if (fence === '-') {
-      return this.send(pool, fence, computedAt, epoch, decided, seenLog, body, beliefs, order);
-    }
+    const command = room.subarray(0, pos);
+    if (fence === '-') return this.send(keyArgs, command, argsAt, beliefs, order, epoch);
     this.slabUsed += pos;
     this.inFlight++;
-    return this.send(
-      pool,
-      fence,
-      computedAt,
-      epoch,
-      decided,
-      seenLog,
-      body,
-      beliefs,
-      order,
-    ).finally(() => {
+    return this.send(keyArgs, command, argsAt, beliefs, order, epoch).finally(() => {
       if (--this.inFlight === 0) this.slabUsed = 0;
     });
   }
@@ -185,39 +196,38 @@ export class RedisFencedBadges implements FencedBadges {
     return this.slab.subarray(this.slabUsed, this.slabUsed + bound);
   }
 
+  /**
+   * Sends an encoded EVALSHA; where the server does not have the script (a restart, a failover,
+   * SCRIPT FLUSH), sends it once more as EVAL, which also loads it.
+   */
   private async send(
-    pool: number,
-    fence: number | '-',
-    computedAt: number,
-    epoch: string,
-    decided: number,
-    seenLog: string,
-    body: Buffer,
+    keyArgs: string[],
+    command: Buffer,
+    argsAt: number,
     beliefs: (KnownBadge | undefined)[],
     order: Int32Array,
+    freshEpoch: string,
   ): Promise<FencedSaveResult> {
-    const { keys } = this;
-    const reply = await this.redis.saveBadges(
-      keys.fence(pool),
-      keys.staleWrites(pool),
-      keys.routes(pool),
-      keys.badges(pool),
-      keys.touched(pool),
-      keys.online(pool),
-      keys.poolEvents(pool),
-      fence,
-      computedAt,
-      epoch,
-      keys.badgeChannel(pool),
-      this.sharded ? 'SPUBLISH' : 'PUBLISH',
-      keys.gatewayChannelPrefix(pool),
-      keys.writtenChannel(pool),
-      decided,
-      seenLog,
-      body,
-    );
+    let reply: SaveReply;
+    try {
+      reply = await this.call(keyArgs, command);
+    } catch (error) {
+      if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
+      const count = command.subarray(1, command.indexOf(CR)).toString('latin1');
+      const evalHeader = `*${count}\r\n$4\r\nEVAL\r\n$${Buffer.byteLength(SAVE_LUA)}\r\n${SAVE_LUA}\r\n$1\r\n${keyArgs.length}\r\n`;
+      reply = await this.call(
+        keyArgs,
+        Buffer.concat([Buffer.from(evalHeader), command.subarray(argsAt)]),
+      );
+    }
     if (reply === -1) return { accepted: false, changed: 0, stamps: [] };
-    return savedResult(reply, beliefs, order, epoch);
+    return savedResult(reply, beliefs, order, freshEpoch);
+  }
+
+  private call(keyArgs: string[], encoded: Buffer): Promise<SaveReply> {
+    const command = new EncodedCommand(keyArgs, encoded);
+    void this.redis.sendCommand(command);
+    return command.promise as Promise<SaveReply>;
   }
 
   async route(
@@ -392,11 +402,12 @@ function savedResult(
   };
 }
 
-const NEWLINE = 0x0a;
+const CR = 0x0d;
+const LF = 0x0a;
+const DOLLAR = 0x24;
 const PIPE = 0x7c;
 const EQUALS = 0x3d;
 const DIGIT_ZERO = 0x30;
-const DIGIT_ONE = 0x31;
 /** Characters of the longest number String() writes ("-1.7976931348623157e+308"). */
 const MAX_NUMBER_LENGTH = 24;
 
@@ -422,25 +433,81 @@ function writeNumber(target: Buffer, pos: number, value: number): number {
   return end;
 }
 
+/** The length of what writeNumber writes. */
+function numberLength(value: number): number {
+  if (!(Number.isInteger(value) && value >= 0 && value <= 0x7fffffff)) return String(value).length;
+  let length = 1;
+  for (let rest = value; rest >= 10; rest = (rest / 10) | 0) length++;
+  return length;
+}
+
 function countsBound(fields: Readonly<Record<string, number>>): number {
   let bound = 0;
   for (const name in fields) bound += name.length + MAX_NUMBER_LENGTH + 2;
   return bound;
 }
 
-/** encodeCounts(fields) written at `pos`; the usual single count without making strings. */
-function writeCounts(target: Buffer, pos: number, fields: Readonly<Record<string, number>>) {
+/**
+ * A state's counts as encodeCounts writes them: the name of the only field (the usual case,
+ * written without making a string), "" for none, or the text when there are several.
+ */
+type Counts = { only: string; value: number } | string;
+
+const NO_COUNTS = '';
+
+function countsOf(fields: Readonly<Record<string, number>>): Counts {
   let only: string | undefined;
   for (const name in fields) {
-    if (only !== undefined) return writeAscii(target, pos, encodeCounts(fields));
+    if (only !== undefined) return encodeCounts(fields);
     only = name;
   }
-  if (only === undefined) return pos;
-  const value = fields[only]!;
-  if (value === 0) return pos;
-  pos = writeAscii(target, pos, only);
+  if (only === undefined || fields[only] === 0) return NO_COUNTS;
+  return { only, value: fields[only]! };
+}
+
+function countsLength(counts: Counts): number {
+  return typeof counts === 'string'
+    ? counts.length
+    : counts.only.length + 1 + numberLength(counts.value);
+}
+
+function writeCounts(target: Buffer, pos: number, counts: Counts): number {
+  if (typeof counts === 'string') return writeAscii(target, pos, counts);
+  pos = writeAscii(target, pos, counts.only);
   target[pos++] = EQUALS;
-  return writeNumber(target, pos, value);
+  return writeNumber(target, pos, counts.value);
+}
+
+/** "$<length>\r\n" */
+function writeLengthPrefix(target: Buffer, pos: number, length: number): number {
+  target[pos++] = DOLLAR;
+  pos = writeNumber(target, pos, length);
+  target[pos++] = CR;
+  target[pos++] = LF;
+  return pos;
+}
+
+/** An ASCII string as a RESP bulk string. */
+function writeBulkAscii(target: Buffer, pos: number, text: string): number {
+  pos = writeLengthPrefix(target, pos, text.length);
+  pos = writeAscii(target, pos, text);
+  target[pos++] = CR;
+  target[pos++] = LF;
+  return pos;
+}
+
+/** The command ioredis sends for a save: encoded by the caller, keys given for routing. */
+class EncodedCommand extends Command {
+  constructor(
+    keyArgs: string[],
+    private readonly encoded: Buffer,
+  ) {
+    super('evalsha', [SAVE_SHA, keyArgs.length, ...keyArgs], { replyEncoding: 'utf8' });
+  }
+
+  override toWritable(): Buffer {
+    return this.encoded;
+  }
 }
 
 /**

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Cluster, Redis } from 'ioredis';
@@ -45,6 +46,14 @@ export function defineScripts(client: Redis | Cluster): void {
   for (const script of cached) {
     client.defineCommand(script.name, { numberOfKeys: script.numberOfKeys, lua: script.lua });
   }
+}
+
+/** One script's source and the sha1 EVALSHA names it by, for callers that encode their calls. */
+export function scriptSource(name: string): ScriptSource & { sha: string } {
+  cached ??= loadScripts();
+  const script = cached.find((candidate) => candidate.name === name);
+  if (!script) throw new Error(`no script ${name} in ${LUA_DIR}`);
+  return { ...script, sha: createHash('sha1').update(script.lua).digest('hex') };
 }
 
 /** The script commands as they appear on a client after defineScripts. */
