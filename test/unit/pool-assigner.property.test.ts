@@ -81,6 +81,18 @@ describe('poolOf', () => {
     );
   });
 
+  it('is the hash modulo the pool count, for any id and pool count', () => {
+    fc.assert(
+      fc.property(
+        fc.string({ unit: 'binary' }),
+        fc.integer({ min: 1, max: 100_000 }),
+        (id, pools) => {
+          expect(poolOf(id, pools)).toBe(fnv1a32(id) % pools);
+        },
+      ),
+    );
+  });
+
   it('is stable: documented values never change', () => {
     // FNV-1a 32-bit of the UTF-8 id, mod the pool count (docs/architecture.md).
     expect(fnv1a32('alice')).toBe(2267157479);

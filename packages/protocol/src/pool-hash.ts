@@ -20,5 +20,7 @@ export function fnv1a32(text: string): number {
 }
 
 export function poolOf(user: string, pools: number): number {
-  return fnv1a32(user) % pools;
+  const hash = fnv1a32(user);
+  // hash % pools without a double's % (a call: a hash above 2^31 is not a small integer).
+  return hash - Math.floor(hash / pools) * pools;
 }
