@@ -504,18 +504,28 @@ export class CoreNode {
     for (const user of users) this.counter.recompute(user);
     for (const user of refollow) this.counter.recompute(user);
     users.forEach((user, i) => {
-      // A gateway wrote the user meanwhile: what is stored is unknown here, so the next write
-      // is made (reported -1) and decided by the store (version -1).
-      const badge = changedMeanwhile.has(user) ? undefined : stored[i];
-      this.counter.markReported(user, badge ? (badge.fields[FEED_FIELD] ?? 0) : -1);
-      this.extras.markReported(user, badge ? extraFieldsOf(badge.fields) : null);
-      const id = this.counter.users.idOf(user)!;
-      this.knownStates[id] =
-        badge === undefined
-          ? { epoch: '', version: -1 }
-          : { epoch: badge?.epoch ?? '', version: badge?.version ?? 0 };
+      // Dropped while loading (the watchdog gives pools up on a timer, sweeps or not).
+      const id = this.counter.users.idOf(user);
+      if (id === undefined) return;
+      const badge = stored[i];
       this.poolById = growInt32(this.poolById, id + 1);
       this.poolById[id] = poolOf(user, store.pools);
+      if (changedMeanwhile.has(user)) {
+        // A gateway wrote the user meanwhile: what is stored is unknown here, so the next write
+        // is made (reported -1) and decided by the store (version -1).
+        this.counter.markReported(user, -1);
+        this.extras.markReported(user, null);
+        this.knownStates[id] = { epoch: '', version: -1 };
+      } else if (!badge) {
+        // Nothing stored: written next sweep, as the first version of a fresh epoch.
+        this.counter.markReported(user, -1);
+        this.extras.markReported(user, null);
+        this.knownStates[id] = { epoch: '', version: 0 };
+      } else {
+        this.counter.markReported(user, badge.fields[FEED_FIELD] ?? 0);
+        this.extras.markReported(user, extraFieldsOf(badge.fields));
+        this.knownStates[id] = { epoch: badge.epoch, version: badge.version };
+      }
     });
     return users.length * 3 + refollow.length + marksOf.length * 2 + authors.size;
   }

@@ -422,8 +422,7 @@ function writeNumber(target: Buffer, pos: number, value: number): number {
   if (!(Number.isInteger(value) && value >= 0 && value <= 0x7fffffff)) {
     return writeAscii(target, pos, String(value));
   }
-  let end = pos + 1;
-  for (let rest = value; rest >= 10; rest = (rest / 10) | 0) end++;
+  const end = pos + numberLength(value);
   let rest = value | 0;
   for (let p = end - 1; p >= pos; p--) {
     const next = (rest / 10) | 0;
