@@ -439,14 +439,16 @@ describeEachEngine('cluster store contract', (ctx) => {
     await setFence(8, 1);
     const big = Number.MAX_SAFE_INTEGER;
     const write = { user: a!, fields: { f: big } as Record<string, number>, known: undefined };
-    const first = await badges.saveFenced(8, 1, [write], T0);
-    expect(first.stamps[0]).toMatchObject({ version: 1, changed: true });
+    const first = await badges.saveFenced(8, 1, [write], T0, { stamps: true });
+    expect(first.stamps![0]).toMatchObject({ version: 1, changed: true });
     // The engine has read the write: reused for another user and other counts.
     write.user = b!;
     write.fields = { 'c:room-9': 10, f: 0, n: 3, 'r:dot': 1 };
-    await badges.saveFenced(8, 1, [write], T0 + 1);
-    const known = { epoch: first.stamps[0]!.epoch, version: 1 };
-    await badges.saveFenced(8, 1, [{ user: a!, fields: { f: 1_000_000_007 }, known }], T0 + 2);
+    await badges.saveFenced(8, 1, [write], T0 + 1, { stamps: true });
+    const known = { epoch: first.stamps![0]!.epoch, version: 1 };
+    await badges.saveFenced(8, 1, [{ user: a!, fields: { f: 1_000_000_007 }, known }], T0 + 2, {
+      stamps: true,
+    });
     expect(known.version).toBe(2);
     expect(await storedBadge(a!)).toMatchObject({ version: 2, fields: { f: 1_000_000_007 } });
     expect(await storedBadge(b!)).toMatchObject({
@@ -454,7 +456,9 @@ describeEachEngine('cluster store contract', (ctx) => {
       computedAt: T0 + 1,
       fields: { 'c:room-9': 10, n: 3, 'r:dot': 1 },
     });
-    await badges.saveFenced(8, 1, [{ user: a!, fields: { f: big }, known }], T0 + 3);
+    await badges.saveFenced(8, 1, [{ user: a!, fields: { f: big }, known }], T0 + 3, {
+      stamps: true,
+    });
     expect(await storedBadge(a!)).toMatchObject({ version: 3, fields: { f: big } });
   });
 
@@ -470,13 +474,14 @@ describeEachEngine('cluster store contract', (ctx) => {
         { user: b!, fields: {} },
       ],
       T0,
+      { stamps: true },
     );
     expect(first.accepted).toBe(true);
-    expect(first.stamps.map(({ version, changed }) => ({ version, changed }))).toEqual([
+    expect(first.stamps!.map(({ version, changed }) => ({ version, changed }))).toEqual([
       { version: 1, changed: true },
       { version: 1, changed: true },
     ]);
-    const epochOfA = first.stamps[0]!.epoch;
+    const epochOfA = first.stamps![0]!.epoch;
     expect(epochOfA).toMatch(/^\S+$/);
     expect(await storedBadge(a!)).toEqual({
       epoch: epochOfA,
@@ -485,7 +490,7 @@ describeEachEngine('cluster store contract', (ctx) => {
       fields: { feed: 2 },
     });
     expect(await storedBadge(b!)).toEqual({
-      epoch: first.stamps[1]!.epoch,
+      epoch: first.stamps![1]!.epoch,
       version: 1,
       computedAt: T0,
       fields: {},
@@ -493,7 +498,9 @@ describeEachEngine('cluster store contract', (ctx) => {
 
     // Same counts (a zero count is no count): no new version, and nothing rewritten (a core's
     // unchanged badge keeps the time its counts were stored at).
-    const same = await badges.saveFenced(8, 3, [{ user: a!, fields: { feed: 2 } }], T0 + 1);
+    const same = await badges.saveFenced(8, 3, [{ user: a!, fields: { feed: 2 } }], T0 + 1, {
+      stamps: true,
+    });
     expect(same).toMatchObject({
       accepted: true,
       changed: 0,
@@ -507,6 +514,7 @@ describeEachEngine('cluster store contract', (ctx) => {
       4,
       [{ user: a!, fields: { feed: 3, dots: 1 } }],
       T0 + 2,
+      { stamps: true },
     );
     expect(changed).toMatchObject({
       accepted: true,
@@ -520,7 +528,7 @@ describeEachEngine('cluster store contract', (ctx) => {
       fields: { feed: 3, dots: 1 },
     });
     expect(await badges.staleWritesRejected(8)).toBe(0);
-    expect(await badges.saveFenced(8, 3, [], T0)).toMatchObject({
+    expect(await badges.saveFenced(8, 3, [], T0, { stamps: true })).toMatchObject({
       accepted: true,
       changed: 0,
       stamps: [],
@@ -532,27 +540,28 @@ describeEachEngine('cluster store contract', (ctx) => {
     const [a] = usersOf(8, 1);
     const [b] = usersOf(9, 1);
     // No token yet counts as 0.
-    expect((await badges.saveFenced(9, 0, [{ user: b!, fields: { feed: 1 } }], T0)).accepted).toBe(
-      true,
-    );
+    expect(
+      (await badges.saveFenced(9, 0, [{ user: b!, fields: { feed: 1 } }], T0, { stamps: true }))
+        .accepted,
+    ).toBe(true);
     await setFence(8, 5);
-    expect(await badges.saveFenced(8, 4, [{ user: a!, fields: { feed: 1 } }], T0)).toMatchObject({
-      accepted: false,
-      changed: 0,
-      stamps: [],
-    });
+    expect(
+      await badges.saveFenced(8, 4, [{ user: a!, fields: { feed: 1 } }], T0, { stamps: true }),
+    ).toEqual({ accepted: false, changed: 0 });
     expect(await storedBadge(a!)).toBeNull();
     expect(await badges.staleWritesRejected(8)).toBe(1);
-    await badges.saveFenced(8, 1, [{ user: a!, fields: { feed: 1 } }], T0);
+    await badges.saveFenced(8, 1, [{ user: a!, fields: { feed: 1 } }], T0, { stamps: true });
     expect(await badges.staleWritesRejected(8)).toBe(2);
     expect(await badges.staleWritesRejected(9)).toBe(0);
-    const accepted = await badges.saveFenced(8, 5, [{ user: a!, fields: { feed: 1 } }], T0);
+    const accepted = await badges.saveFenced(8, 5, [{ user: a!, fields: { feed: 1 } }], T0, {
+      stamps: true,
+    });
     expect(accepted.accepted).toBe(true);
-    expect(accepted.stamps[0]).toMatchObject({ version: 1, changed: true });
+    expect(accepted.stamps![0]).toMatchObject({ version: 1, changed: true });
     // A user of another pool is a caller's mistake, not a write.
-    await expect(badges.saveFenced(8, 5, [{ user: b!, fields: {} }], T0)).rejects.toThrow(
-      RangeError,
-    );
+    await expect(
+      badges.saveFenced(8, 5, [{ user: b!, fields: {} }], T0, { stamps: true }),
+    ).rejects.toThrow(RangeError);
   });
 
   it('a batch larger than the script works in chunks of is stored whole', async () => {
@@ -564,16 +573,18 @@ describeEachEngine('cluster store contract', (ctx) => {
       1,
       users.map((user, i) => ({ user, fields: { f: i + 1 } })),
       T0,
+      { stamps: true },
     );
-    expect(first.stamps.filter((s) => s.changed && s.version === 1)).toHaveLength(users.length);
+    expect(first.stamps!.filter((s) => s.changed && s.version === 1)).toHaveLength(users.length);
     const second = await badges.saveFenced(
       30,
       1,
       users.map((user, i) => ({ user, fields: { f: i % 2 === 0 ? i + 1 : i + 2 } })),
       T0 + 1,
+      { stamps: true },
     );
-    expect(second.stamps.filter((s) => s.changed)).toHaveLength(users.length / 2);
-    expect(second.stamps[4_499]).toMatchObject({ version: 2, changed: true });
+    expect(second.stamps!.filter((s) => s.changed)).toHaveLength(users.length / 2);
+    expect(second.stamps![4_499]).toMatchObject({ version: 2, changed: true });
     expect(await storedBadge(users[4_499]!)).toMatchObject({ version: 2, fields: { f: 4_501 } });
     expect(await storedBadge(users[4_498]!)).toMatchObject({ version: 1, fields: { f: 4_499 } });
   });
@@ -586,11 +597,11 @@ describeEachEngine('cluster store contract', (ctx) => {
     const seen = await log.poolLogEnd(12);
     const belief = { epoch: '', version: 0 };
     const save = (fields: Record<string, number>, at: number, known = belief, user = a!) =>
-      badges.saveFenced(12, 1, [{ user, fields, known }], at, seen);
+      badges.saveFenced(12, 1, [{ user, fields, known }], at, { seenLog: seen, stamps: true });
 
     const first = await save({ f: 1 }, T0);
-    expect(first.stamps[0]).toMatchObject({ version: 1, changed: true });
-    const { epoch } = first.stamps[0]!;
+    expect(first.stamps![0]).toMatchObject({ version: 1, changed: true });
+    const { epoch } = first.stamps![0]!;
     // The belief follows the save.
     expect(belief).toEqual({ epoch, version: 1 });
     expect(await save({ f: 2 }, T0 + 1)).toMatchObject({
@@ -636,7 +647,10 @@ describeEachEngine('cluster store contract', (ctx) => {
     await presence.setOnline([{ user: b!, ttlMs: 60_000 }], T0);
     const seenB = await log.poolLogEnd(12);
     const beliefB = { epoch: '', version: 0 };
-    await badges.saveFenced(12, 1, [{ user: b!, fields: { f: 1 }, known: beliefB }], T0 + 7, seenB);
+    await badges.saveFenced(12, 1, [{ user: b!, fields: { f: 1 }, known: beliefB }], T0 + 7, {
+      seenLog: seenB,
+      stamps: true,
+    });
     expect(beliefB.version).toBe(1);
     await presence.setOffline(b!);
     await badges.saveUnfenced(b!, { f: 3 }, T0 + 8);
@@ -645,7 +659,7 @@ describeEachEngine('cluster store contract', (ctx) => {
       1,
       [{ user: b!, fields: { f: 4 }, known: beliefB }],
       T0 + 9,
-      seenB,
+      { seenLog: seenB, stamps: true },
     );
     expect(late).toMatchObject({ changed: 1, stamps: [{ version: 3, changed: true }] });
     expect(await storedBadge(b!)).toMatchObject({ version: 3, fields: { f: 4 } });
@@ -656,8 +670,12 @@ describeEachEngine('cluster store contract', (ctx) => {
     const [a] = usersOf(13, 1);
     await setFence(13, 1);
     const belief = { epoch: '', version: 0 };
-    await badges.saveFenced(13, 1, [{ user: a!, fields: { f: 1 }, known: belief }], T0);
-    await badges.saveFenced(13, 1, [{ user: a!, fields: { f: 2 }, known: belief }], T0 + 1);
+    await badges.saveFenced(13, 1, [{ user: a!, fields: { f: 1 }, known: belief }], T0, {
+      stamps: true,
+    });
+    await badges.saveFenced(13, 1, [{ user: a!, fields: { f: 2 }, known: belief }], T0 + 1, {
+      stamps: true,
+    });
     const { epoch } = belief;
     expect(belief.version).toBe(2);
 
@@ -668,6 +686,7 @@ describeEachEngine('cluster store contract', (ctx) => {
       1,
       [{ user: a!, fields: { f: 3 }, known: stale }],
       T0 + 2,
+      { stamps: true },
     );
     expect(third).toMatchObject({ changed: 1, stamps: [{ version: 3, changed: true }] });
     expect(stale).toEqual({ epoch, version: 3 });
@@ -677,6 +696,7 @@ describeEachEngine('cluster store contract', (ctx) => {
       1,
       [{ user: a!, fields: { f: 3 }, known: again }],
       T0 + 3,
+      { stamps: true },
     );
     expect(same).toMatchObject({ changed: 0, stamps: [{ version: 3, changed: false }] });
     expect(again).toEqual({ epoch, version: 3 });
@@ -689,13 +709,18 @@ describeEachEngine('cluster store contract', (ctx) => {
       1,
       [{ user: a!, fields: { f: 4 }, known: other }],
       T0 + 4,
+      { stamps: true },
     );
     expect(fourth).toMatchObject({ changed: 1, stamps: [{ epoch, version: 4 }] });
     const none = { epoch: '', version: 0 };
-    await badges.saveFenced(13, 1, [{ user: a!, fields: { f: 5 }, known: none }], T0 + 5);
+    await badges.saveFenced(13, 1, [{ user: a!, fields: { f: 5 }, known: none }], T0 + 5, {
+      stamps: true,
+    });
     expect(none).toEqual({ epoch, version: 5 });
     const unknown = { epoch: '', version: -1 };
-    await badges.saveFenced(13, 1, [{ user: a!, fields: { f: 5 }, known: unknown }], T0 + 6);
+    await badges.saveFenced(13, 1, [{ user: a!, fields: { f: 5 }, known: unknown }], T0 + 6, {
+      stamps: true,
+    });
     expect(unknown).toEqual({ epoch, version: 5 });
     expect(await storedBadge(a!)).toMatchObject({ version: 5, computedAt: T0 + 5 });
   });
@@ -715,7 +740,7 @@ describeEachEngine('cluster store contract', (ctx) => {
       1,
       users.map((user, i) => ({ user, fields: { f: i + 1 }, known: beliefs[i]! })),
       T0,
-      seen,
+      { seenLog: seen, stamps: true },
     );
     expect(beliefs.every((belief) => belief.version === 1)).toBe(true);
     // Someone else changes three users (one in each chunk of the Redis script) behind our back.
@@ -725,12 +750,12 @@ describeEachEngine('cluster store contract', (ctx) => {
       1,
       users.map((user, i) => ({ user, fields: { f: i + 2 }, known: beliefs[i]! })),
       T0 + 2,
-      seen,
+      { seenLog: seen, stamps: true },
     );
     expect(second.changed).toBe(users.length);
     for (const i of [0, 5, 3_099, 3_100, 4_400, 4_499]) {
       const expected = [5, 3_100, 4_400].includes(i) ? 3 : 2;
-      expect(second.stamps[i]).toMatchObject({ version: expected, changed: true });
+      expect(second.stamps![i]).toMatchObject({ version: expected, changed: true });
       expect(beliefs[i]!.version).toBe(expected);
       expect(await storedBadge(users[i]!)).toMatchObject({
         version: expected,
@@ -746,11 +771,14 @@ describeEachEngine('cluster store contract', (ctx) => {
       1,
       small.map((i) => ({ user: users[i]!, fields: { f: i + 3 }, known: beliefs[i]! })),
       T0 + 4,
-      seen,
+      { seenLog: seen },
     );
-    expect(third.stamps.map((stamp) => stamp.version)).toEqual([3, 3, 4, 4, 3]);
+    // Not asked for stamps (a core's sweep): the beliefs alone say what is stored now.
+    expect(third).toEqual({ accepted: true, changed: small.length });
+    expect(small.map((i) => beliefs[i]!.version)).toEqual([3, 3, 4, 4, 3]);
     for (const i of small) {
-      expect(await storedBadge(users[i]!)).toMatchObject({ fields: { f: i + 3 } });
+      const { epoch, version } = beliefs[i]!;
+      expect(await storedBadge(users[i]!)).toMatchObject({ epoch, version, fields: { f: i + 3 } });
     }
   });
 
@@ -772,7 +800,7 @@ describeEachEngine('cluster store contract', (ctx) => {
     // Nothing changes: nothing is published (a message would arrive before the next one).
     await badges.saveUnfenced(a!, { feed: 1 }, T0 + 1);
     // The owner's own writes it knows: not published on the pool's channel.
-    await badges.saveFenced(20, 1, [{ user: b!, fields: { feed: 2 } }], T0 + 1);
+    await badges.saveFenced(20, 1, [{ user: b!, fields: { feed: 2 } }], T0 + 1, { stamps: true });
     const sb = await badges.saveUnfenced(b!, { feed: 3, notices: 1 }, T0 + 2);
     const sc = await badges.saveUnfenced(c!, {}, T0 + 3);
     await waitFor(() => both.length >= 3 && only21.length >= 1);
@@ -803,8 +831,8 @@ describeEachEngine('cluster store contract', (ctx) => {
     expect(both).toHaveLength(3);
     // Fenced saves, refused or accepted, publish nothing here.
     await setFence(21, 2);
-    await badges.saveFenced(21, 1, [{ user: c!, fields: { feed: 10 } }], T0 + 5);
-    await badges.saveFenced(21, 2, [{ user: c!, fields: { feed: 11 } }], T0 + 6);
+    await badges.saveFenced(21, 1, [{ user: c!, fields: { feed: 10 } }], T0 + 5, { stamps: true });
+    await badges.saveFenced(21, 2, [{ user: c!, fields: { feed: 11 } }], T0 + 6, { stamps: true });
     await badges.saveUnfenced(c!, { feed: 12 }, T0 + 7);
     await waitFor(() => only21.length >= 3);
     expect(only21.map(([, changes]) => changes[0]!.fields)).toEqual([
@@ -840,7 +868,7 @@ describeEachEngine(
           1,
           users.map((user) => ({ user, fields: { f: at - T0 + 1 }, known: beliefs.get(user)! })),
           at,
-          seen,
+          { seenLog: seen, stamps: true },
         );
       await writeAll(T0);
 
@@ -869,7 +897,9 @@ describeEachEngine(
       const [a] = usersOf(41, 1);
       await setFence(41, 1);
       await store.redis.script('FLUSH');
-      const saved = await badges.saveFenced(41, 1, [{ user: a!, fields: { f: 4 } }], T0);
+      const saved = await badges.saveFenced(41, 1, [{ user: a!, fields: { f: 4 } }], T0, {
+        stamps: true,
+      });
       expect(saved).toMatchObject({ accepted: true, changed: 1 });
       await store.redis.script('FLUSH');
       expect((await badges.saveUnfenced(a!, { f: 5 }, T0 + 1)).version).toBe(2);
@@ -893,7 +923,7 @@ describeEachEngine(
               known: { epoch: '', version: 0 },
             })),
             T0,
-            LOG_START,
+            { seenLog: LOG_START, stamps: true },
           ),
         ),
       );
@@ -980,6 +1010,7 @@ describe('cluster store on a 3-master Redis Cluster', () => {
           2,
           usersByPool[pool]!.map((user) => ({ user, fields: { feed: pool + 1 } })),
           T0,
+          { stamps: true },
         ),
       ),
     );
@@ -995,12 +1026,10 @@ describe('cluster store on a 3-master Redis Cluster', () => {
       ).toEqual([{ user: usersByPool[pool]![0], fields: { feed: pool + 100 }, version: 2 }]);
     }
     expect(
-      await badges.saveFenced(3, 1, [{ user: usersByPool[3]![0]!, fields: {} }], T0),
-    ).toMatchObject({
-      accepted: false,
-      changed: 0,
-      stamps: [],
-    });
+      await badges.saveFenced(3, 1, [{ user: usersByPool[3]![0]!, fields: {} }], T0, {
+        stamps: true,
+      }),
+    ).toEqual({ accepted: false, changed: 0 });
     expect(await badges.staleWritesRejected(3)).toBe(1);
     await stop();
 

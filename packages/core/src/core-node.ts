@@ -637,7 +637,7 @@ export class CoreNode {
           held.fence,
           writesOf(from, to),
           now,
-          held.cursor,
+          { seenLog: held.cursor },
         );
         if (!result.accepted) {
           this.totals.staleWritesRejected++;

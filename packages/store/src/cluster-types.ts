@@ -179,8 +179,23 @@ export interface FencedSaveResult {
   accepted: boolean;
   /** How many of the writes changed their user's state (and so moved its version). */
   changed: number;
-  /** Per write, in input order, when accepted. */
-  stamps: Array<{ epoch: string; version: number; changed: boolean }>;
+  /**
+   * Per write, in input order: only when accepted and asked for (`FencedSaveOptions.stamps`).
+   * A writer that keeps beliefs has them updated instead and need not ask: a core's sweep
+   * saves a hundred thousand writes, and their stamps were its write-back's largest garbage.
+   */
+  stamps?: Array<{ epoch: string; version: number; changed: boolean }>;
+}
+
+export interface FencedSaveOptions {
+  /**
+   * The position in the pool's change log the writer has applied: a user whose presence
+   * changed after it may still be held by a writer that believes an older state, so the
+   * engine checks such users' states. Without it, every belief is checked.
+   */
+  seenLog?: string;
+  /** Return each write's stamp (see FencedSaveResult.stamps). */
+  stamps?: boolean;
 }
 
 export interface BadgeChange {
@@ -196,9 +211,6 @@ export interface FencedBadges {
    * Writes the badge states of users of one pool in one step, guarded by the pool's fencing
    * token; each changed state gets the next version and is published as a BadgeChange.
    * A rejected write is counted in the pool's stale-write counter.
-   * `seenLog` is the position in the pool's change log the writer has applied: a user whose
-   * presence changed after it may still be held by a writer that believes an older state, so
-   * the engine checks such users' states. Without it, every belief is checked.
    * The engine has read `writes` when this returns (it keeps only their `known` objects, to
    * update them): the caller may reuse the write objects for its next call.
    */
@@ -207,7 +219,7 @@ export interface FencedBadges {
     fence: number,
     writes: readonly FencedBadgeWrite[],
     computedAt: number,
-    seenLog?: string,
+    options?: FencedSaveOptions,
   ): Promise<FencedSaveResult>;
   staleWritesRejected(pool: number): Promise<number>;
   /**

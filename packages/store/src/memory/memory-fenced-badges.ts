@@ -3,6 +3,7 @@ import type {
   BadgeChange,
   FencedBadges,
   FencedBadgeWrite,
+  FencedSaveOptions,
   FencedSaveResult,
 } from '../cluster-types.js';
 import { newEpoch } from '../epoch.js';
@@ -46,8 +47,11 @@ export class MemoryFencedBadges implements FencedBadges {
     fence: number,
     writes: readonly FencedBadgeWrite[],
     computedAt: number,
+    options: FencedSaveOptions = {},
   ): Promise<FencedSaveResult> {
-    return this.save(pool, fence, writes, computedAt);
+    const { stamps, ...result } = this.save(pool, fence, writes, computedAt);
+    // The same result as the Redis engine's: stamps only when asked for.
+    return options.stamps && result.accepted ? { ...result, stamps } : result;
   }
 
   /** One user's state from a cold start: no lease, so no fence. */
@@ -61,7 +65,7 @@ export class MemoryFencedBadges implements FencedBadges {
     fence: number | null,
     writes: readonly FencedBadgeWrite[],
     computedAt: number,
-  ): FencedSaveResult {
+  ): Required<FencedSaveResult> {
     checkPool(writes, pool, this.pools);
     if (fence !== null && fence < this.currentFence(pool)) {
       this.staleWrites.set(pool, (this.staleWrites.get(pool) ?? 0) + 1);

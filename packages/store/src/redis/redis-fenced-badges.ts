@@ -4,6 +4,7 @@ import type {
   BadgeChange,
   FencedBadges,
   FencedBadgeWrite,
+  FencedSaveOptions,
   FencedSaveResult,
   KnownBadge,
 } from '../cluster-types.js';
@@ -63,16 +64,16 @@ export class RedisFencedBadges implements FencedBadges {
     fence: number,
     writes: readonly FencedBadgeWrite[],
     computedAt: number,
-    seenLog = '',
+    options: FencedSaveOptions = {},
   ): Promise<FencedSaveResult> {
-    return this.save(pool, fence, writes, computedAt, seenLog);
+    return this.save(pool, fence, writes, computedAt, options.seenLog ?? '', options.stamps);
   }
 
   /** One user's state from a cold start: no lease, so no fence. */
   async saveUnfenced(user: string, fields: BadgeFields, computedAt: number): Promise<BadgeStamp> {
     const pool = poolOf(user, this.keys.pools);
-    const { stamps } = await this.save(pool, '-', [{ user, fields }], computedAt, '');
-    return stamps[0]!;
+    const { stamps } = await this.save(pool, '-', [{ user, fields }], computedAt, '', true);
+    return stamps![0]!;
   }
 
   /**
@@ -90,9 +91,12 @@ export class RedisFencedBadges implements FencedBadges {
     writes: readonly FencedBadgeWrite[],
     computedAt: number,
     seenLog: string,
+    withStamps = false,
   ): Promise<FencedSaveResult> {
     const n = writes.length;
-    if (n === 0) return Promise.resolve({ accepted: true, changed: 0, stamps: [] });
+    if (n === 0) {
+      return Promise.resolve({ accepted: true, changed: 0, ...(withStamps && { stamps: [] }) });
+    }
     const epoch = newEpoch();
     const stamp = String(computedAt);
     let decided = 0;
@@ -139,8 +143,8 @@ export class RedisFencedBadges implements FencedBadges {
     let pos = writeAscii(room, 0, header);
     const argsAt = pos;
     for (const arg of head) pos = writeBulkAscii(room, pos, arg);
-    // Script order (decided first) → write index.
-    const order = new Int32Array(n);
+    // Script order (decided first) → write index: only stamps, in input order, need it.
+    const order = withStamps ? new Int32Array(n) : null;
     const beliefs: (KnownBadge | undefined)[] = new Array(n);
     let at = 0;
     for (const blindPass of [false, true]) {
@@ -167,7 +171,7 @@ export class RedisFencedBadges implements FencedBadges {
         pos = writeCounts(room, pos, counts);
         room[pos++] = CR;
         room[pos++] = LF;
-        order[at] = i;
+        if (order) order[at] = i;
         beliefs[at++] = known;
       }
     }
@@ -205,7 +209,7 @@ export class RedisFencedBadges implements FencedBadges {
     command: Buffer,
     argsAt: number,
     beliefs: (KnownBadge | undefined)[],
-    order: Int32Array,
+    order: Int32Array | null,
     freshEpoch: string,
   ): Promise<FencedSaveResult> {
     let reply: SaveReply;
@@ -220,7 +224,7 @@ export class RedisFencedBadges implements FencedBadges {
         Buffer.concat([Buffer.from(evalHeader), command.subarray(argsAt)]),
       );
     }
-    if (reply === -1) return { accepted: false, changed: 0, stamps: [] };
+    if (reply === -1) return { accepted: false, changed: 0 };
     return savedResult(reply, beliefs, order, freshEpoch);
   }
 
@@ -344,62 +348,64 @@ export class RedisFencedBadges implements FencedBadges {
  * The script's answer: the number of changes on its first line, then a line
  * "<index>|<changed>|<epoch>|<version>|…" for each write it decided (index in script order).
  * Every other write stored the state proposed for it: the next version of its known one.
- * Beliefs are updated in place; stamps are made only when asked for (a core never needs them).
+ * Beliefs are updated in place. A core's batches allocate nothing here beyond the decided
+ * lines' epochs: per-batch arrays, alive across the sweep's round trips, were promoted and
+ * made V8 start full collections during sweeps. Stamps (`order` given) are made only on request.
  */
 function savedResult(
   reply: string,
   beliefs: readonly (KnownBadge | undefined)[],
-  order: Int32Array,
+  order: Int32Array | null,
   freshEpoch: string,
 ): FencedSaveResult {
   const n = beliefs.length;
-  const epochs: string[] = new Array(n);
-  const versions = new Float64Array(n);
-  const changedFlags = new Uint8Array(n).fill(1);
-  const corrected = new Uint8Array(n);
-  const lines = reply.split('\n');
-  for (let l = 1; l < lines.length; l++) {
-    const line = lines[l]!;
-    const a = line.indexOf('|');
-    const at = Number(line.slice(0, a)) - 1;
-    const b = line.indexOf('|', a + 3);
-    const c = line.indexOf('|', b + 1);
+  const corrected = correctedMarks(n);
+  const stamps: NonNullable<FencedSaveResult['stamps']> | null = order && new Array(n);
+  let end = reply.indexOf('\n');
+  const changed = Number(end < 0 ? reply : reply.slice(0, end));
+  while (end >= 0) {
+    const from = end + 1;
+    end = reply.indexOf('\n', from);
+    const a = reply.indexOf('|', from);
+    const at = Number(reply.slice(from, a)) - 1;
+    const b = reply.indexOf('|', a + 3);
+    const c = reply.indexOf('|', b + 1);
+    const epoch = reply.slice(a + 3, b);
+    const version = Number(reply.slice(b + 1, c));
     corrected[at] = 1;
-    changedFlags[at] = line.charCodeAt(a + 1) === 49 /* '1' */ ? 1 : 0;
-    epochs[at] = line.slice(a + 3, b);
-    versions[at] = Number(line.slice(b + 1, c));
+    if (stamps) stamps[order![at]!] = { epoch, version, changed: reply.charCodeAt(a + 1) === 49 };
+    const known = beliefs[at];
+    if (known !== undefined) {
+      known.epoch = epoch;
+      known.version = version;
+    }
   }
   for (let at = 0; at < n; at++) {
-    const known = beliefs[at];
-    if (corrected[at] === 0) {
-      // Stored as proposed: the next version of the known state, or the first of a fresh epoch.
-      const next = known !== undefined && known.version > 0;
-      epochs[at] = next ? known.epoch : freshEpoch;
-      versions[at] = next ? known.version + 1 : 1;
+    if (corrected[at] === 1) {
+      corrected[at] = 0;
+      continue;
     }
+    // Stored as proposed: the next version of the known state, or the first of a fresh epoch.
+    const known = beliefs[at];
+    const next = known !== undefined && known.version > 0;
+    const epoch = next ? known.epoch : freshEpoch;
+    const version = next ? known.version + 1 : 1;
+    if (stamps) stamps[order![at]!] = { epoch, version, changed: true };
     if (known !== undefined) {
-      known.epoch = epochs[at]!;
-      known.version = versions[at]!;
+      known.epoch = epoch;
+      known.version = version;
     }
   }
-  let stamps: FencedSaveResult['stamps'] | undefined;
-  return {
-    accepted: true,
-    changed: Number(lines[0]),
-    get stamps() {
-      if (stamps === undefined) {
-        stamps = new Array(n);
-        for (let at = 0; at < n; at++) {
-          stamps[order[at]!] = {
-            epoch: epochs[at]!,
-            version: versions[at]!,
-            changed: changedFlags[at] === 1,
-          };
-        }
-      }
-      return stamps;
-    },
-  };
+  return stamps ? { accepted: true, changed, stamps } : { accepted: true, changed };
+}
+
+/** Marks of the decided writes, one per write of a batch; all 0 between calls. */
+let correctedScratch = new Uint8Array(1024);
+
+function correctedMarks(n: number): Uint8Array {
+  if (correctedScratch.length < n)
+    correctedScratch = new Uint8Array(Math.max(n, 2 * correctedScratch.length));
+  return correctedScratch;
 }
 
 const CR = 0x0d;
