@@ -24,7 +24,7 @@ import {
   waitFor,
   type RedisClusterHandle,
 } from '@bubble/test-utils';
-import { Cluster } from 'ioredis';
+import { Cluster, type Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryChangeLog } from '../../packages/store/src/memory/memory-change-log.js';
 import { MemoryFencedBadges } from '../../packages/store/src/memory/memory-fenced-badges.js';
@@ -904,6 +904,39 @@ describeEachEngine(
       await store.redis.script('FLUSH');
       expect((await badges.saveUnfenced(a!, { f: 5 }, T0 + 1)).version).toBe(2);
       expect(await storedBadge(a!)).toMatchObject({ version: 2, fields: { f: 5 } });
+    });
+
+    it("a core's changes reach the written channel while it has a subscriber (a channel or a pattern)", async () => {
+      const store = ctx().store as RedisStore;
+      const { badges, setFence, storedBadge } = partsOf(ctx());
+      const [a] = usersOf(42, 1);
+      await setFence(42, 1);
+      // Nobody listens: stored all the same (no message is built).
+      await badges.saveFenced(42, 1, [{ user: a!, fields: { f: 1 } }], T0);
+      expect(await storedBadge(a!)).toMatchObject({ version: 1, fields: { f: 1 } });
+
+      const heard: string[] = [];
+      const listener = (store.redis as Redis).duplicate();
+      listener.on('message', (_channel: string, message: string) => heard.push(message));
+      listener.on('pmessage', (_pattern: string, _channel: string, message: string) =>
+        heard.push(message),
+      );
+      const channel = store.keys.writtenChannel(42);
+      await listener.subscribe(channel);
+      await badges.saveFenced(42, 1, [{ user: a!, fields: { f: 2 } }], T0 + 1);
+      await waitFor(() => heard.length === 1, { message: 'the subscriber heard the save' });
+      expect(heard[0]!.split('\n')).toEqual([
+        '1',
+        a!,
+        expect.stringMatching(/^[^|]+\|2\|\d+\|f=2$/),
+      ]);
+
+      await listener.unsubscribe(channel);
+      await listener.psubscribe(channel.replace('{p:42}', '{p:*}'));
+      await badges.saveFenced(42, 1, [{ user: a!, fields: { f: 3 } }], T0 + 2);
+      await waitFor(() => heard.length === 2, { message: 'the pattern subscriber heard the save' });
+      expect(heard[1]!.split('\n')[2]).toMatch(/\|3\|\d+\|f=3$/);
+      listener.disconnect();
     });
 
     it('batches in flight together, more than one encoding slab holds, are stored intact', async () => {

@@ -32,7 +32,7 @@
   ARGV[4] channel    the pool's badge channel
   ARGV[5] PUBLISH or SPUBLISH
   ARGV[6] gateway channel prefix: the pool's channel of a gateway is this plus its id
-  ARGV[7] the pool's written channel
+  ARGV[7] the pool's written channel (a core's changes, published only while someone listens)
   ARGV[8] D, the number of writes in the decide segment
   ARGV[9] the pool log position the writer has read up to ("" when it has none)
   ARGV[10…] the writes, two arguments each: the user, then its proposed state (packed). The
@@ -243,19 +243,34 @@ local function changedWrites()
 end
 
 if changes > 0 then
-  -- "user\nstate" lines; a batch nobody decided publishes its writes as they came.
-  local message, users, states
-  if #decide == 0 then
-    message = table.concat(items, '\n', blindFrom, last)
-  else
-    users, states = changedWrites()
-    local lines = {}
-    for k = 1, #users do
-      lines[2 * k - 1], lines[2 * k] = users[k], states[k]
+  local users, states
+  -- A core's writes go to the written channel, which only audits (tests) listen to: a message
+  -- of a thousand states is not built for nobody. An unfenced write's is for the pool's owner.
+  local target = fenced and ARGV[7] or channel
+  local listening = true
+  if fenced then
+    if publish == 'SPUBLISH' then
+      listening = redis.call('PUBSUB', 'SHARDNUMSUB', target)[2] > 0
+    else
+      -- A pattern subscription may match it too (no role subscribes to patterns; tests do).
+      listening = redis.call('PUBSUB', 'NUMSUB', target)[2] > 0 or redis.call('PUBSUB', 'NUMPAT') > 0
     end
-    message = table.concat(lines, '\n')
   end
-  redis.call(publish, fenced and ARGV[7] or channel, header .. '\n' .. message)
+  if listening then
+    -- "user\nstate" lines; a batch nobody decided publishes its writes as they came.
+    local message
+    if #decide == 0 then
+      message = table.concat(items, '\n', blindFrom, last)
+    else
+      users, states = changedWrites()
+      local lines = {}
+      for k = 1, #users do
+        lines[2 * k - 1], lines[2 * k] = users[k], states[k]
+      end
+      message = table.concat(lines, '\n')
+    end
+    redis.call(publish, target, header .. '\n' .. message)
+  end
 
   if redis.call('EXISTS', routesKey) == 1 then
     local now = tonumber(computedAt)

@@ -158,9 +158,12 @@ export class RedisFencedBadges implements FencedBadges {
         const next = blind && known.version > 0;
         const stateEpoch = next ? known.epoch : epoch;
         const version = next ? known.version + 1 : 1;
-        const counts = countsOf(fields);
-        const length =
-          stateEpoch.length + numberLength(version) + stamp.length + countsLength(counts) + 3;
+        const only = onlyField(fields);
+        const several = only === null ? encodeCounts(fields) : NO_COUNTS;
+        const value = only ? fields[only]! : 0;
+        const countsLength =
+          only === null ? several.length : only ? only.length + 1 + numberLength(value) : 0;
+        const length = stateEpoch.length + numberLength(version) + stamp.length + countsLength + 3;
         pos = writeLengthPrefix(room, pos, length);
         pos = writeAscii(room, pos, stateEpoch);
         room[pos++] = PIPE;
@@ -168,7 +171,13 @@ export class RedisFencedBadges implements FencedBadges {
         room[pos++] = PIPE;
         pos = writeAscii(room, pos, stamp);
         room[pos++] = PIPE;
-        pos = writeCounts(room, pos, counts);
+        if (only) {
+          pos = writeAscii(room, pos, only);
+          room[pos++] = EQUALS;
+          pos = writeNumber(room, pos, value);
+        } else {
+          pos = writeAscii(room, pos, several);
+        }
         room[pos++] = CR;
         room[pos++] = LF;
         if (order) order[at] = i;
@@ -453,35 +462,21 @@ function countsBound(fields: Readonly<Record<string, number>>): number {
 }
 
 /**
- * A state's counts as encodeCounts writes them: the name of the only field (the usual case,
- * written without making a string), "" for none, or the text when there are several.
+ * How encodeCounts would write a state's counts, found without making a string or an object in
+ * the usual case of a single field: NO_COUNTS when there are none (or its only count is 0), the
+ * name of the only field, or null when there are several (then encodeCounts writes them).
+ * Field names are never empty.
  */
-type Counts = { only: string; value: number } | string;
-
-const NO_COUNTS = '';
-
-function countsOf(fields: Readonly<Record<string, number>>): Counts {
+function onlyField(fields: Readonly<Record<string, number>>): string | null {
   let only: string | undefined;
   for (const name in fields) {
-    if (only !== undefined) return encodeCounts(fields);
+    if (only !== undefined) return null;
     only = name;
   }
-  if (only === undefined || fields[only] === 0) return NO_COUNTS;
-  return { only, value: fields[only]! };
+  return only === undefined || fields[only] === 0 ? NO_COUNTS : only;
 }
 
-function countsLength(counts: Counts): number {
-  return typeof counts === 'string'
-    ? counts.length
-    : counts.only.length + 1 + numberLength(counts.value);
-}
-
-function writeCounts(target: Buffer, pos: number, counts: Counts): number {
-  if (typeof counts === 'string') return writeAscii(target, pos, counts);
-  pos = writeAscii(target, pos, counts.only);
-  target[pos++] = EQUALS;
-  return writeNumber(target, pos, counts.value);
-}
+const NO_COUNTS = '';
 
 /** "$<length>\r\n" */
 function writeLengthPrefix(target: Buffer, pos: number, length: number): number {
