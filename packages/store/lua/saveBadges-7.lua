@@ -253,6 +253,8 @@ if changes > 0 then
       listening = redis.call('PUBSUB', 'SHARDNUMSUB', target)[2] > 0
     else
       -- A pattern subscription may match it too (no role subscribes to patterns; tests do).
+      -- Both count this server's subscribers only: on a Redis Cluster the store publishes
+      -- with SPUBLISH (above), whose subscribers are all on the pool's shard.
       listening = redis.call('PUBSUB', 'NUMSUB', target)[2] > 0 or redis.call('PUBSUB', 'NUMPAT') > 0
     end
   end
