@@ -20,7 +20,7 @@ export class CoreMetrics {
     });
     this.sweepsSkipped = new Counter({
       name: 'bubble_core_sweeps_skipped_total',
-      help: 'Ticks that arrived while the previous sweep was still running',
+      help: 'Ticks dropped: a sweep was running and another was already due right after it',
       registers,
     });
     this.badgesWritten = new Counter({

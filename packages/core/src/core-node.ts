@@ -77,6 +77,8 @@ export class CoreNode {
   private postCursor = '0-0';
   private sharedCursor = '0-0';
   private sweeping: Promise<void> | null = null;
+  /** A tick came while a sweep was running: sweep again as soon as it ends. */
+  private sweepFollows = false;
   /** A read of the post log between sweeps (see followPosts), awaited by the next sweep. */
   private following: Promise<void> | null = null;
   private lastTickAt = 0;
@@ -187,18 +189,30 @@ export class CoreNode {
     this.log.info({ leaseMs, tickMs }, 'bubble-core started');
   }
 
-  /** Runs a sweep unless one is running (then the tick is skipped and counted). */
+  /**
+   * Runs a sweep now, or right after the one running: a tick that finds a sweep running is
+   * kept, so a change waits for the end of that sweep rather than for the tick after it (a
+   * sweep a little longer than the tick would otherwise double the badge latency). Ticks
+   * beyond that one are skipped and counted: one sweep reads everything they would have.
+   */
   requestSweep(): void {
     if (this.stopped) return;
     if (this.sweeping) {
-      this.totals.skipped++;
-      this.options.metrics?.sweepsSkipped.inc();
+      if (this.sweepFollows) {
+        this.totals.skipped++;
+        this.options.metrics?.sweepsSkipped.inc();
+      }
+      this.sweepFollows = true;
       return;
     }
     this.sweeping = this.sweep()
       .catch((err: unknown) => this.log.error({ err }, 'sweep failed'))
       .finally(() => {
         this.sweeping = null;
+        if (this.sweepFollows) {
+          this.sweepFollows = false;
+          this.requestSweep();
+        }
       });
   }
 
