@@ -6,5 +6,6 @@ export { benchIngest, INGEST_DEFAULTS, type IngestOptions } from './ingest.js';
 export { benchLatency, LATENCY_DEFAULTS, type LatencyOptions } from './latency.js';
 export { benchPoll, POLL_DEFAULTS, type PollOptions } from './poll.js';
 export { benchSweep, SWEEP_DEFAULTS, type SweepOptions } from './sweep.js';
+export { benchWsCeiling, WS_CEILING_DEFAULTS, type WsCeilingOptions } from './ws-ceiling.js';
 export { summarizeCpuProfile, type ProfileSummary } from './profile-summary.js';
 export { buildWorkload, postBatch, seededRandom, ZipfSampler, percentile } from './workload.js';

@@ -7,6 +7,7 @@ import {
   benchLatency,
   benchPoll,
   benchSweep,
+  benchWsCeiling,
 } from '@bubble/bench';
 
 type Scenario = () => Promise<Record<string, unknown>>;
@@ -30,6 +31,7 @@ export const SCENARIOS: Record<string, Scenario> = {
   connections: () => benchConnections({ log, profileDir }),
   poll: () => benchPoll({ log, profileDir }),
   ingest: () => benchIngest({ log, profileDir }),
+  'ws-ceiling': () => benchWsCeiling({ log }),
 };
 
 export async function runBench(names: string[]): Promise<void> {

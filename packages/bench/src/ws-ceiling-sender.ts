@@ -1,0 +1,102 @@
+/**
+ * The sender of `ws-ceiling` (a driver process): a bare `ws` server that writes badge frames to
+ * its clients round-robin as fast as it can — the part of a push no gateway can skip (make the
+ * badge, serialize it, one WebSocket frame to one socket), and nothing else.
+ */
+import { performance } from 'node:perf_hooks';
+import { makeBadge } from '@bubble/protocol';
+import { WebSocketServer, type WebSocket } from 'ws';
+import { serveDriver } from './driver-process.js';
+
+export interface BlastResult {
+  frames: number;
+  /** Turns at a socket that still had unsent bytes, so got no frame (never buffered). */
+  skipped: number;
+  seconds: number;
+  cpuSeconds: number;
+}
+
+/** Frames written per turn of the event loop, as the gateway does. */
+const SLICE = 512;
+
+let server: WebSocketServer | null = null;
+const peers: WebSocket[] = [];
+let version = 0;
+
+serveDriver({
+  listen: () => listen(),
+  blast: (args: { seconds: number }) => blast(args.seconds),
+  close: () => close(),
+});
+
+function listen(): Promise<number> {
+  const wss = new WebSocketServer({ port: 0, host: '127.0.0.1', perMessageDeflate: false });
+  server = wss;
+  wss.on('connection', (ws) => {
+    peers.push(ws);
+    // Clients count as connected at their first badge frame, as with the gateway.
+    ws.send(frame(peers.length - 1));
+  });
+  return new Promise((resolve, reject) => {
+    wss.once('listening', () => resolve((wss.address() as { port: number }).port));
+    wss.once('error', reject);
+  });
+}
+
+function frame(client: number): string {
+  const counts = {
+    feed: version % 1000,
+    notices: 0,
+    conversations: {},
+    conversationsTotal: 0,
+    reddots: [],
+  };
+  const badge = makeBadge(
+    `u${client}`,
+    counts,
+    { epoch: 'k3fA9zQx', version: ++version },
+    Date.now(),
+    99,
+  );
+  return JSON.stringify({ type: 'badge', badge });
+}
+
+function blast(seconds: number): Promise<BlastResult> {
+  const cpu = process.cpuUsage();
+  const started = performance.now();
+  const until = started + seconds * 1000;
+  let frames = 0;
+  let skipped = 0;
+  let next = 0;
+  return new Promise((resolve) => {
+    const slice = () => {
+      if (performance.now() >= until || peers.length === 0) {
+        const used = process.cpuUsage(cpu);
+        resolve({
+          frames,
+          skipped,
+          seconds: (performance.now() - started) / 1000,
+          cpuSeconds: (used.user + used.system) / 1e6,
+        });
+        return;
+      }
+      for (let k = 0; k < SLICE; k++) {
+        const i = next++ % peers.length;
+        const ws = peers[i]!;
+        if (ws.bufferedAmount > 0) {
+          skipped++;
+          continue;
+        }
+        ws.send(frame(i));
+        frames++;
+      }
+      setImmediate(slice);
+    };
+    slice();
+  });
+}
+
+async function close(): Promise<void> {
+  for (const ws of peers) ws.terminate();
+  await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
+}

@@ -1,0 +1,104 @@
+/**
+ * `ws-ceiling`: how many badge frames this machine can move over loopback WebSockets at all —
+ * a bare `ws` server writing to 10k clients round-robin as fast as they take them, received by
+ * the same driver processes `latency` uses. No Redis, no core, no routing: the ceiling any
+ * gateway on this machine works under, to read `latency` against (docs/benchmarks.md).
+ */
+import { forkDriver, type DriverHandle } from './driver-process.js';
+import { machineFacts, round2, sleep } from './live-stack.js';
+import type { BlastResult } from './ws-ceiling-sender.js';
+import type { WsConnectResult, WsReport } from './ws-driver.js';
+
+export interface WsCeilingOptions {
+  clients: number;
+  drivers: number;
+  perAddress: number;
+  connectConcurrency: number;
+  connectSeconds: number;
+  warmupSeconds: number;
+  seconds: number;
+  log: (line: string) => void;
+}
+
+export const WS_CEILING_DEFAULTS: WsCeilingOptions = {
+  clients: 10_000,
+  drivers: 2,
+  perAddress: 40,
+  connectConcurrency: 200,
+  connectSeconds: 120,
+  warmupSeconds: 2,
+  seconds: 10,
+  log: () => {},
+};
+
+export async function benchWsCeiling(
+  overrides: Partial<WsCeilingOptions> = {},
+): Promise<Record<string, unknown>> {
+  const options = { ...WS_CEILING_DEFAULTS, ...overrides };
+  const { log } = options;
+  const children: DriverHandle[] = [];
+  try {
+    const sender = forkDriver(new URL('./ws-ceiling-sender.js', import.meta.url), 'sender', log);
+    children.push(sender);
+    const port = await sender.call<number>('listen');
+    const per = Math.ceil(options.clients / options.drivers);
+    const connects = await Promise.all(
+      Array.from({ length: options.drivers }, (_, d) => {
+        const driver = forkDriver(new URL('./ws-driver.js', import.meta.url), `driver${d}`, log);
+        children.push(driver);
+        const from = d * per;
+        const to = Math.min(options.clients, from + per);
+        return driver.call<WsConnectResult>('connect', {
+          url: `ws://127.0.0.1:${port}/v1/ws`,
+          users: Array.from({ length: to - from }, (_, i) => `u${from + i}`),
+          firstIndex: from,
+          perAddress: options.perAddress,
+          // The bare server reads no token; the drivers send one as they do to a gateway.
+          jwtSecret: 'ws-ceiling',
+          concurrency: Math.ceil(options.connectConcurrency / options.drivers),
+          seconds: options.connectSeconds,
+        });
+      }),
+    );
+    const drivers = children.slice(1);
+    const connected = connects.reduce((sum, r) => sum + r.connected, 0);
+    log(`ws-ceiling: ${connected} clients connected; ${options.warmupSeconds} s warm-up`);
+    if (connected < options.clients * 0.99) {
+      throw new Error(`only ${connected} of ${options.clients} clients connected`);
+    }
+    await sender.call<BlastResult>('blast', { seconds: options.warmupSeconds });
+    await sleep(200);
+
+    log(`ws-ceiling: writing frames for ${options.seconds} s`);
+    await Promise.all(drivers.map((d) => d.call('measure', { on: true })));
+    const blast = await sender.call<BlastResult>('blast', { seconds: options.seconds });
+    // What was written is received within moments: nothing is buffered past one frame a socket.
+    await sleep(200);
+    await Promise.all(drivers.map((d) => d.call('measure', { on: false })));
+    const reports = await Promise.all(drivers.map((d) => d.call<WsReport>('report')));
+    const received = reports.reduce((sum, r) => sum + r.framesMeasured, 0);
+    const receiverCpu = reports.reduce((sum, r) => sum + r.cpuSeconds, 0);
+    const measured = Math.max(...reports.map((r) => r.measuredSeconds));
+    const framesPerSec = received / measured;
+    return {
+      scenario: 'ws-ceiling',
+      clients: connected,
+      framesPerSec: Math.round(framesPerSec),
+      framesWritten: blast.frames,
+      framesReceived: received,
+      skippedBusySockets: blast.skipped,
+      // One frame to every client, at this rate: the shortest a round of pushes can take.
+      msPerFrameToEveryClient: round2((connected / framesPerSec) * 1000),
+      cpuCores: {
+        sender: round2(blast.cpuSeconds / blast.seconds),
+        receivers: round2(receiverCpu / measured),
+      },
+      senderCpuUsPerFrame: round2((blast.cpuSeconds / blast.frames) * 1e6),
+      receiverCpuUsPerFrame: round2((receiverCpu / received) * 1e6),
+      measuredSeconds: round2(measured),
+      ...machineFacts(),
+    };
+  } finally {
+    for (const child of children.reverse()) await child.stop().catch(() => {});
+  }
+}
