@@ -1073,7 +1073,7 @@ for (const engine of ENGINES) {
         }
       });
 
-      it('credentials in a query string are 400, whatever else the request carries', async () => {
+      it('credentials in a query string are 401, whatever else the request carries', async () => {
         const token = await tokenFor('u1');
         await followAll('u1', ['keep']);
         for (const query of [
@@ -1084,21 +1084,21 @@ for (const engine of ENGINES) {
           'jwt=x',
           'key=x',
         ]) {
-          expectError(await call(app, 'GET', `/v1/badge?${query}`), 400, 'UB_ERR_BAD_REQUEST');
+          expectError(await call(app, 'GET', `/v1/badge?${query}`), 401, 'UB_ERR_UNAUTHORIZED');
           expectError(
             await client(app, token, 'GET', `/v1/badge?${query}`),
-            400,
-            'UB_ERR_BAD_REQUEST',
+            401,
+            'UB_ERR_UNAUTHORIZED',
           );
           expectError(
             await call(app, 'GET', `/v1/users/u1/badge?${query}`),
-            400,
-            'UB_ERR_BAD_REQUEST',
+            401,
+            'UB_ERR_UNAUTHORIZED',
           );
           expectError(
             await platform(app, 'PUT', `/v1/users/u1/follows?${query}`, { body: { authors: [] } }),
-            400,
-            'UB_ERR_BAD_REQUEST',
+            401,
+            'UB_ERR_UNAUTHORIZED',
           );
         }
         expect(await follows(app, 'u1')).toEqual(['keep']);

@@ -156,6 +156,40 @@ for (const engine of ENGINES) {
       expect(lenient.status).toBe(101);
     });
 
+    it('a token or key in the query string is refused with 401 before any 101, even beside a valid header', async () => {
+      const app = await start();
+      const valid = await tokenFor('alice', 600, AUDIENCE);
+      for (const query of [
+        `token=${valid}`,
+        `access_token=${valid}`,
+        'jwt=x',
+        'api_key=x',
+        'Key=x',
+      ]) {
+        for (const headers of [{}, { authorization: `Bearer ${valid}` }] as Record<
+          string,
+          string
+        >[]) {
+          const result = await rawUpgrade(app, headers, { path: `/v1/ws?${query}` });
+          try {
+            expectRefused(result, 401, 'UB_ERR_UNAUTHORIZED');
+          } catch (err) {
+            throw new Error(
+              `${query}, ${Object.keys(headers).length} headers: ${(err as Error).message}`,
+            );
+          }
+        }
+      }
+      await expectNoConnections(app);
+      // Other query parameters are none of our business.
+      const ok = await rawUpgrade(
+        app,
+        { authorization: `Bearer ${valid}` },
+        { path: '/v1/ws?v=2' },
+      );
+      expect(ok.status).toBe(101);
+    });
+
     it('the same bad tokens in a first auth frame close with 4401', async () => {
       const app = await start();
       // (the oversized token would not fit in a frame: that is a 1009, see frames.test.ts)

@@ -115,3 +115,24 @@ function digest(value: string): Buffer {
 function unauthorized(message: string): BubbleError {
   return new BubbleError('UB_ERR_UNAUTHORIZED', message);
 }
+
+/** Query parameters that carry credentials: never accepted, so none end up in access logs. */
+const CREDENTIAL_PARAMS = ['token', 'access_token', 'jwt', 'api_key', 'apikey', 'key'];
+
+export function hasCredentialInQuery(query: URLSearchParams): boolean {
+  for (const name of query.keys()) {
+    if (CREDENTIAL_PARAMS.includes(name.toLowerCase())) return true;
+  }
+  return false;
+}
+
+/**
+ * A request with credentials in its query string is not authenticated by them, whatever else it
+ * carries: refused as a request without valid credentials.
+ */
+export function credentialInQueryError(): BubbleError {
+  return new BubbleError(
+    'UB_ERR_UNAUTHORIZED',
+    'credentials are never accepted in a query string: send Authorization or X-Api-Key',
+  );
+}

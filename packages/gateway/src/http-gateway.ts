@@ -10,7 +10,12 @@ import type { Duplex } from 'node:stream';
 import { BubbleError } from '@bubble/protocol';
 import type { BadgeService } from '@bubble/core';
 import type { Logger } from 'pino';
-import { Authenticator, type AuthOptions } from './auth.js';
+import {
+  Authenticator,
+  credentialInQueryError,
+  hasCredentialInQuery,
+  type AuthOptions,
+} from './auth.js';
 import { addDashboardRoutes } from './dashboard/dashboard-routes.js';
 import { trackLiveGauges } from './dashboard/live-gauges.js';
 import { addDemoRoutes, type DemoOptions } from './demo/demo-routes.js';
@@ -190,12 +195,7 @@ export class HttpGateway {
     this.load.inFlight++;
     try {
       const url = new URL(req.url ?? '/', 'http://bubble.invalid');
-      if (hasCredentialInQuery(url)) {
-        throw new BubbleError(
-          'UB_ERR_BAD_REQUEST',
-          'credentials are never accepted in a query string',
-        );
-      }
+      if (hasCredentialInQuery(url.searchParams)) throw credentialInQueryError();
       const match = this.router.match(method, url.pathname);
       if (match.kind === 'not-found') {
         throw new BubbleError('UB_ERR_NOT_FOUND', `no route for ${method} ${url.pathname}`);
@@ -266,15 +266,6 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
   );
   // Let the answer drain, but keep no half-closed connection around.
   setTimeout(() => socket.destroy(), 1000).unref();
-}
-
-const CREDENTIAL_PARAMS = ['token', 'access_token', 'jwt', 'api_key', 'apikey', 'key'];
-
-function hasCredentialInQuery(url: URL): boolean {
-  for (const name of url.searchParams.keys()) {
-    if (CREDENTIAL_PARAMS.includes(name.toLowerCase())) return true;
-  }
-  return false;
 }
 
 /** ioredis gives up on a command when the connection is down: a temporary condition. */

@@ -4,7 +4,7 @@ import type { BadgeService } from '@bubble/core';
 import { BubbleError, describeIssues, readRequestSchema, type Badge } from '@bubble/protocol';
 import type { Logger } from 'pino';
 import { WebSocket, WebSocketServer, type RawData } from 'ws';
-import type { Authenticator } from '../auth.js';
+import { credentialInQueryError, hasCredentialInQuery, type Authenticator } from '../auth.js';
 import type { LoadMonitor } from '../load-monitor.js';
 import { IpRateLimiter } from './ip-rate-limiter.js';
 import type { BadgeListener, LiveUsers } from './live-users.js';
@@ -109,8 +109,19 @@ export class WsGateway {
     // (A function of the module, not a closure: a closure here would share this call's scope
     // and keep the upgrade request, token included, alive as long as the socket.)
     socket.on('error', destroySocket);
-    const path = (req.url ?? '').split('?')[0];
-    if (path !== '/v1/ws') return refuse(socket, 404, 'UB_ERR_NOT_FOUND', 'no WebSocket here');
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '/', 'http://bubble.invalid');
+    } catch {
+      return refuse(socket, 400, 'UB_ERR_BAD_REQUEST', 'the request URL cannot be parsed');
+    }
+    if (url.pathname !== '/v1/ws') {
+      return refuse(socket, 404, 'UB_ERR_NOT_FOUND', 'no WebSocket here');
+    }
+    if (hasCredentialInQuery(url.searchParams)) {
+      const error = credentialInQueryError();
+      return refuse(socket, 401, error.code, error.message);
+    }
     if (this.draining) return refuse(socket, 503, 'UB_ERR_UNAVAILABLE', 'draining');
     const ip = req.socket.remoteAddress ?? 'unknown';
     if (!this.limiter.take(ip)) {
