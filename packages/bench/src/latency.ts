@@ -54,6 +54,8 @@ export interface LatencyOptions {
   connectConcurrency: number;
   connectSeconds: number;
   seed: number;
+  /** Who posts (WorkloadOptions.activity); `popularity` is the figure of the table. */
+  activity: 'popularity' | 'independent';
   /** Write CPU profiles of the gateway, core and server children here. */
   profileDir: string | undefined;
   log: (line: string) => void;
@@ -77,6 +79,7 @@ export const LATENCY_DEFAULTS: LatencyOptions = {
   connectConcurrency: 100,
   connectSeconds: 240,
   seed: 11,
+  activity: 'popularity',
   profileDir: undefined,
   log: () => {},
 };
@@ -104,6 +107,7 @@ export async function benchLatency(partial: Partial<LatencyOptions> = {}) {
     windowPosts: options.windowPosts,
     now,
     lookbackMs: 7 * DAY_MS - 2 * HOUR_MS,
+    activity: options.activity,
   });
   const redis = await startRedisServer();
   const store = new RedisStore({ url: redis.url, keyPrefix: KEY_PREFIX, pools: options.pools });
@@ -197,6 +201,7 @@ export async function benchLatency(partial: Partial<LatencyOptions> = {}) {
       connected,
       usersHeldByCore: held,
       tickMs: options.tickMs,
+      activity: options.activity,
       pools: options.pools,
       postsPerSecTarget: options.postsPerSec,
       postsPerSec: run.postsPerSec,
@@ -380,7 +385,7 @@ async function postAndMeasure(
       const ts = Date.now();
       const authors = new Int32Array(n);
       const posts = Array.from({ length: n }, (_, i) => {
-        const a = workload.authorRank.next();
+        const a = workload.nextPoster();
         authors[i] = a;
         return { author: workload.authors[a]!, id: `l${seq++}`, ts };
       });

@@ -50,6 +50,13 @@ export interface WorkloadOptions {
   windowPosts: number;
   now: number;
   lookbackMs?: number;
+  /**
+   * Who posts: `popularity` (the default) draws posting authors by the same power law as
+   * follows, so the authors who post most are the most followed; `independent` draws them by
+   * an equal power law over a shuffled order, so how much an author posts says nothing about
+   * how many follow them.
+   */
+  activity?: 'popularity' | 'independent';
 }
 
 export interface Workload {
@@ -61,6 +68,8 @@ export interface Workload {
   readAt: (number | null)[];
   posts: { author: number; id: string; ts: number }[];
   authorRank: ZipfSampler;
+  /** The author of a new post, drawn by activity (see WorkloadOptions.activity). */
+  nextPoster: () => number;
   random: () => number;
 }
 
@@ -90,15 +99,31 @@ export function buildWorkload(options: WorkloadOptions): Workload {
     for (const a of list) chosen[a] = 0;
     follows.push(list);
   }
+  const nextPoster =
+    options.activity === 'independent'
+      ? shuffledDraw(authorRank, seededRandom(options.seed ^ 0x5bd1e995))
+      : () => authorRank.next();
   const readAt = users.map(() =>
     random() < 0.2 ? null : options.now - Math.floor(random() * lookbackMs),
   );
   const posts = Array.from({ length: options.windowPosts }, (_, i) => ({
-    author: authorRank.next(),
+    author: nextPoster(),
     id: `w${i}`,
     ts: options.now - 1 - Math.floor(random() * (lookbackMs - 2)),
   }));
-  return { users, authors, follows, readAt, posts, authorRank, random };
+  return { users, authors, follows, readAt, posts, authorRank, nextPoster, random };
+}
+
+/** Draws ranks by `rank` and maps them through a fixed shuffle of the authors. */
+function shuffledDraw(rank: ZipfSampler, random: () => number): () => number {
+  const order = Int32Array.from({ length: rank.n }, (_, i) => i);
+  for (let i = order.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    const swap = order[i]!;
+    order[i] = order[j]!;
+    order[j] = swap;
+  }
+  return () => order[rank.next()]!;
 }
 
 function followCount(shape: WorkloadOptions['follows'], random: () => number): number {

@@ -17,7 +17,8 @@ const log = (line: string) => process.stderr.write(`${line}\n`);
 /**
  * Set BUBBLE_BENCH_CPU_PROF to a directory and the live scenarios (latency, connections, poll,
  * ingest) start their bubble children with `node --cpu-prof` writing there, and list the hot
- * spots when they end.
+ * spots when they end. BUBBLE_BENCH_ACTIVITY=independent makes `latency` draw who posts
+ * independently of who is followed (docs/benchmarks.md).
  */
 const profileDir = process.env.BUBBLE_BENCH_CPU_PROF || undefined;
 
@@ -27,7 +28,15 @@ export const SCENARIOS: Record<string, Scenario> = {
   'cold-start': () => benchColdStart({ log }),
   sweep: () => benchSweep({ log }),
   fanout: () => benchFanout({ log }),
-  latency: () => benchLatency({ log, profileDir }),
+  latency: () =>
+    benchLatency({
+      log,
+      profileDir,
+      // A diagnostic: the table's figure is the default, `popularity`.
+      ...(process.env.BUBBLE_BENCH_ACTIVITY === 'independent'
+        ? { activity: 'independent' as const }
+        : {}),
+    }),
   connections: () => benchConnections({ log, profileDir }),
   poll: () => benchPoll({ log, profileDir }),
   ingest: () => benchIngest({ log, profileDir }),
