@@ -4,12 +4,11 @@
  * are repaired within a few sweeps, counted, and the stored badge is right again.
  */
 import { systemClock } from '@bubble/protocol';
-import { BadgeService, CoreNode, decodeFields, encodeFields } from '@bubble/core';
-import { MemoryPoolLocks, type BubbleStore } from '@bubble/store';
+import { BadgeService, decodeFields, encodeFields } from '@bubble/core';
 import { waitFor } from '@bubble/test-utils';
-import { pino } from 'pino';
 import { expect, it } from 'vitest';
 import { describeEachEngine } from '../support/engines.js';
+import { startSoloCore } from '../support/solo-core.js';
 
 async function truthOf(service: BadgeService, user: string) {
   const [feed, extras] = await Promise.all([
@@ -19,31 +18,11 @@ async function truthOf(service: BadgeService, user: string) {
   return decodeFields(encodeFields(feed, extras));
 }
 
-async function startCore(store: BubbleStore): Promise<CoreNode> {
-  const core = new CoreNode({
-    id: 'core-r',
-    store,
-    locks: new MemoryPoolLocks(),
-    clock: systemClock,
-    logger: pino({ level: 'silent' }),
-    lookbackDays: 7,
-    leaseMs: 60_000,
-    tickMs: 3_600_000,
-    reconcilePerSweep: 50,
-  });
-  await store.coordination.setAssignment({
-    generation: 1,
-    owners: Array.from({ length: store.pools }, () => 'core-r'),
-  });
-  await core.start();
-  return core;
-}
-
 describeEachEngine('bubble-core reconciliation', (ctx) => {
   it('repairs a feed count and a conversation count that drifted, and counts them', async () => {
     const { store } = ctx();
     const service = new BadgeService(store, systemClock);
-    const core = await startCore(store);
+    const core = await startSoloCore(store, { id: 'core-r', reconcilePerSweep: 50 });
     try {
       await service.follow('alice', 'bob');
       await service.replaceMembers('c1', ['alice', 'carol']);

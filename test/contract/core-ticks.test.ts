@@ -3,32 +3,17 @@
  * change never waits a whole extra tick); ticks beyond that one are skipped and counted.
  */
 import { systemClock } from '@bubble/protocol';
-import { BadgeService, CoreNode } from '@bubble/core';
-import { MemoryPoolLocks } from '@bubble/store';
+import { BadgeService } from '@bubble/core';
 import { waitFor } from '@bubble/test-utils';
-import { pino } from 'pino';
 import { expect, it } from 'vitest';
 import { describeEachEngine } from '../support/engines.js';
+import { startSoloCore } from '../support/solo-core.js';
 
 describeEachEngine('bubble-core ticks', (ctx) => {
   it('runs one sweep after the running one for the ticks that came meanwhile', async () => {
     const { store } = ctx();
     const service = new BadgeService(store, systemClock);
-    const core = new CoreNode({
-      id: 'core-t',
-      store,
-      locks: new MemoryPoolLocks(),
-      clock: systemClock,
-      logger: pino({ level: 'silent' }),
-      lookbackDays: 7,
-      leaseMs: 60_000,
-      tickMs: 3_600_000,
-    });
-    await store.coordination.setAssignment({
-      generation: 1,
-      owners: Array.from({ length: store.pools }, () => 'core-t'),
-    });
-    await core.start();
+    const core = await startSoloCore(store, { id: 'core-t' });
     try {
       await service.follow('alice', 'bob');
       await service.setPresence('alice', true, 3_600_000);

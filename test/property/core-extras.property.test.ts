@@ -9,9 +9,9 @@ import { systemClock } from '@bubble/protocol';
 import { BadgeService, CoreNode, decodeFields, encodeFields } from '@bubble/core';
 import { MemoryPoolLocks, type BubbleStore } from '@bubble/store';
 import fc from 'fast-check';
-import { pino } from 'pino';
 import { expect, it } from 'vitest';
 import { describeEachEngine, type EngineName } from '../support/engines.js';
+import { startSoloCore } from '../support/solo-core.js';
 
 const USERS = ['u0', 'u1', 'u2', 'u3'] as const;
 const CONVERSATIONS = ['c1', 'c2'] as const;
@@ -140,31 +140,14 @@ async function truthOf(w: World, u: string) {
 describeEachEngine('bubble-core holds every source', (ctx, engine) => {
   it('stores, for every online user, the badge the stored sources define', async () => {
     const { freshStore } = ctx();
-    const logger = pino({ level: 'silent' });
     await fc.assert(
       fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 30 }), async (steps) => {
         const store = freshStore();
         const locks = new MemoryPoolLocks();
         const service = new BadgeService(store, systemClock);
-        const core = new CoreNode({
-          id: 'core-1',
-          store,
-          locks,
-          clock: systemClock,
-          logger,
-          lookbackDays: 7,
-          leaseMs: 60_000,
-          // Sweeps happen when the test asks for them, never on their own.
-          tickMs: 3_600_000,
-          // Reconciliation would repair what this test looks for: the incremental path alone.
-          reconcilePerSweep: 0,
-        });
+        // Reconciliation would repair what this test looks for: the incremental path alone.
+        const core = await startSoloCore(store, { id: 'core-1', locks, reconcilePerSweep: 0 });
         try {
-          await store.coordination.setAssignment({
-            generation: 1,
-            owners: Array.from({ length: store.pools }, () => 'core-1'),
-          });
-          await core.start();
           for (const u of USERS) await service.follow(u, AUTHOR);
           // Most users online and in conversations from the start, so most steps matter.
           const w: World = { store, service, core, online: new Set() };
