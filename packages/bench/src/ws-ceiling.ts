@@ -66,14 +66,15 @@ export async function benchWsCeiling(
     if (connected < options.clients * 0.99) {
       throw new Error(`only ${connected} of ${options.clients} clients connected`);
     }
-    await sender.call<BlastResult>('blast', { seconds: options.warmupSeconds });
-    await sleep(200);
+    // Each client got one frame on connecting; then the warm-up's, all received before measuring.
+    const warmup = await sender.call<BlastResult>('blast', { seconds: options.warmupSeconds });
+    await allReceived(drivers, connected + warmup.frames);
 
     log(`ws-ceiling: writing frames for ${options.seconds} s`);
     await Promise.all(drivers.map((d) => d.call('measure', { on: true })));
     const blast = await sender.call<BlastResult>('blast', { seconds: options.seconds });
-    // What was written is received within moments: nothing is buffered past one frame a socket.
-    await sleep(200);
+    // Nothing is buffered past one frame a socket: the last ones arrive within moments.
+    await allReceived(drivers, connected + warmup.frames + blast.frames);
     await Promise.all(drivers.map((d) => d.call('measure', { on: false })));
     const reports = await Promise.all(drivers.map((d) => d.call<WsReport>('report')));
     const received = reports.reduce((sum, r) => sum + r.framesMeasured, 0);
@@ -100,5 +101,19 @@ export async function benchWsCeiling(
     };
   } finally {
     for (const child of children.reverse()) await child.stop().catch(() => {});
+  }
+}
+
+/** Waits (5 s at most) until the drivers have received `frames` frames in all. */
+async function allReceived(drivers: DriverHandle[], frames: number): Promise<void> {
+  const deadline = performance.now() + 5000;
+  for (;;) {
+    const reports = await Promise.all(drivers.map((d) => d.call<WsReport>('report')));
+    const received = reports.reduce((sum, r) => sum + r.frames, 0);
+    if (received >= frames) return;
+    if (performance.now() > deadline) {
+      throw new Error(`the clients received ${received} of the ${frames} frames written`);
+    }
+    await sleep(50);
   }
 }
