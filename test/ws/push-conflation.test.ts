@@ -22,19 +22,21 @@ describe('gateway push queue', () => {
   async function start() {
     const store = new MemoryStore();
     const service = new BadgeService(store, systemClock);
+    const waits: number[] = [];
     live = new LiveUsers({
       gatewayId: 'g1',
       service,
       logger: pino({ level: 'silent' }),
       presenceTtlMs: 30_000,
       pollerTtlMs: () => 30_000,
+      onPushed: (seconds) => waits.push(seconds),
     });
     await live.start();
-    return { store, live };
+    return { store, live, waits };
   }
 
   it('a burst of changes to one user reaches their socket as fewer frames, newest last, versions rising', async () => {
-    const { store, live } = await start();
+    const { store, live, waits } = await start();
     const frames: Badge[] = [];
     const first = await live.attach('u1', { onBadge: (badge) => frames.push(badge) });
     // Twenty routed changes land before the gateway's next turn.
@@ -49,6 +51,16 @@ describe('gateway push queue', () => {
     expect(versions[0]).toBe(first.version);
     for (let i = 1; i < versions.length; i++) expect(versions[i]).toBeGreaterThan(versions[i - 1]!);
     expect(frames.at(-1)!.version).toBe(first.version + 20);
+    // What the metrics are made of: each routed change (the 20, and the attach's own write)
+    // was either pushed or superseded by a newer one, one wait observed per push, nothing left.
+    const stats = live.pushStats();
+    expect(stats.routed).toBeGreaterThanOrEqual(20);
+    expect(stats.pushed + stats.superseded).toBe(stats.routed);
+    expect(stats.pushed).toBeGreaterThanOrEqual(frames.length - 1);
+    expect(stats.superseded).toBeGreaterThanOrEqual(20 - (frames.length - 1));
+    expect(stats.backlog).toBe(0);
+    expect(waits.length).toBe(stats.pushed);
+    for (const wait of waits) expect(wait).toBeGreaterThanOrEqual(0);
   });
 
   it('every held user gets the newest badge when many change at once', async () => {

@@ -91,6 +91,14 @@ for (const engine of ENGINES) {
         }
       }
       expect(app.logs.filter((l) => l.level >= 50)).toEqual([]);
+
+      // The push queue's figures on /metrics: every routed change was pushed or superseded, and
+      // each push's wait was observed. Two posts reached three followers: at least six pushes.
+      const figures = await pushFigures(app);
+      expect(figures.backlog).toBe(0);
+      expect(figures.pushed).toBeGreaterThanOrEqual(6);
+      expect(figures.routed).toBe(figures.pushed + figures.superseded);
+      expect(figures.waits).toBe(figures.pushed);
     });
 
     it('a read on one device reaches the other devices, over the socket and over HTTP', async () => {
@@ -237,4 +245,20 @@ for (const engine of ENGINES) {
       expect((await poll(etag)).status).toBe(200);
     });
   });
+}
+
+/** The gateway's push-queue metrics, as /metrics has them. */
+async function pushFigures(app: Awaited<ReturnType<ReturnType<typeof useEngine>['start']>>) {
+  const metrics = await app.gateway.metrics.registry.getMetricsAsJSON();
+  const sum = (name: string, metricName = name) =>
+    (metrics.find((m) => m.name === name)?.values ?? [])
+      .filter((v) => ((v as { metricName?: string }).metricName ?? name) === metricName)
+      .reduce((total, v) => total + v.value, 0);
+  return {
+    routed: sum('bubble_gateway_changes_routed_total'),
+    superseded: sum('bubble_gateway_changes_superseded_total'),
+    pushed: sum('bubble_gateway_pushes_total'),
+    backlog: sum('bubble_gateway_push_backlog'),
+    waits: sum('bubble_gateway_push_wait_seconds', 'bubble_gateway_push_wait_seconds_count'),
+  };
 }

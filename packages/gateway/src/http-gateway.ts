@@ -118,6 +118,7 @@ export class HttpGateway {
         presenceTtlMs,
         // Three of the intervals pollers are told to use, which grow under load.
         pollerTtlMs: () => 3 * this.load.pollIntervalSeconds() * 1000,
+        onPushed: (seconds) => this.metrics.pushWait.observe(seconds),
       });
     }
     if (serves.has('client')) {
@@ -150,10 +151,12 @@ export class HttpGateway {
         maxConnections: live.maxConnections,
       });
     }
-    if (this.liveUsers)
+    const liveUsers = this.liveUsers;
+    if (liveUsers)
       this.untrackGauges = trackLiveGauges(this.metrics.registry, {
         connections: () => this.ws?.connections ?? 0,
-        usersHeld: () => this.liveUsers?.size ?? 0,
+        usersHeld: () => liveUsers.size,
+        pushStats: () => liveUsers.pushStats(),
       });
   }
 

@@ -2,6 +2,6 @@ export { HttpGateway, type GatewayOptions, type RouteGroup } from './http-gatewa
 export { Authenticator, mintToken, type AuthOptions, type MintOptions } from './auth.js';
 export { GatewayMetrics } from './metrics.js';
 export { LoadMonitor } from './load-monitor.js';
-export { LiveUsers } from './live/live-users.js';
+export { LiveUsers, type PushStats } from './live/live-users.js';
 export { WsGateway, CLOSE } from './live/ws-gateway.js';
 export { tuneHeapForConnections } from './live/heap-tuning.js';

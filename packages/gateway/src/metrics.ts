@@ -22,6 +22,12 @@ export class GatewayMetrics {
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1],
     registers: [this.registry],
   });
+  readonly pushWait = new Histogram({
+    name: 'bubble_gateway_push_wait_seconds',
+    help: 'Time a routed change waited in the push queue before its badge went to the sockets',
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [this.registry],
+  });
   readonly postsIngested = new Counter({
     name: 'bubble_posts_ingested_total',
     help: 'Posts received by POST /v1/posts, by outcome',

@@ -1,9 +1,11 @@
-import { Gauge, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from 'prom-client';
+import type { PushStats } from '../live/live-users.js';
 
 /** What a gateway with live badges tells /metrics (and so the dashboard) about itself. */
 export interface LiveGaugeSource {
   connections(): number;
   usersHeld(): number;
+  pushStats(): PushStats;
 }
 
 const sources = new WeakMap<Registry, Set<LiveGaugeSource>>();
@@ -15,9 +17,9 @@ function sum(set: ReadonlySet<LiveGaugeSource>, read: (s: LiveGaugeSource) => nu
 }
 
 /**
- * Registers `bubble_ws_connections` and `bubble_gateway_users_held` on `registry` (once per
- * registry; several gateways sharing one registry are summed) and adds `source` to them. The
- * returned function removes it again.
+ * Registers `bubble_ws_connections`, `bubble_gateway_users_held` and the push queue's figures on
+ * `registry` (once per registry; several gateways sharing one registry are summed) and adds
+ * `source` to them. The returned function removes it again.
  */
 export function trackLiveGauges(registry: Registry, source: LiveGaugeSource): () => void {
   let set = sources.get(registry);
@@ -31,6 +33,40 @@ export function trackLiveGauges(registry: Registry, source: LiveGaugeSource): ()
       registers: [registry],
       collect() {
         this.set(sum(tracked, (s) => s.connections()));
+      },
+    });
+    const pushTotal = (name: string, help: string, read: (stats: PushStats) => number) =>
+      new Counter({
+        name,
+        help,
+        registers: [registry],
+        // Kept as plain numbers on the hot path; read at scrape time.
+        collect() {
+          this.reset();
+          this.inc(sum(tracked, (s) => read(s.pushStats())));
+        },
+      });
+    pushTotal(
+      'bubble_gateway_changes_routed_total',
+      'Badge changes routed to this gateway for users with sockets',
+      (stats) => stats.routed,
+    );
+    pushTotal(
+      'bubble_gateway_changes_superseded_total',
+      'Routed changes replaced by a newer one before their turn in the push queue (never sent)',
+      (stats) => stats.superseded,
+    );
+    pushTotal(
+      'bubble_gateway_pushes_total',
+      "Badges handed from the push queue to users' sockets",
+      (stats) => stats.pushed,
+    );
+    new Gauge({
+      name: 'bubble_gateway_push_backlog',
+      help: 'Users waiting in the push queue for their frame',
+      registers: [registry],
+      collect() {
+        this.set(sum(tracked, (s) => s.pushStats().backlog));
       },
     });
     new Gauge({

@@ -322,6 +322,7 @@ function renderMetrics(samples, now) {
     requests: total(samples, 'bubble_http_requests_total'),
     posts: total(samples, 'bubble_posts_ingested_total'),
     written: total(samples, 'bubble_core_badges_written_total'),
+    pushes: total(samples, 'bubble_gateway_pushes_total'),
   };
   const rate = (name) => {
     if (!previous || counters[name] === null || previous.counters[name] === null) return null;
@@ -333,6 +334,10 @@ function renderMetrics(samples, now) {
   $('requests-rate').textContent = fmt(rate('requests'), 1);
   $('posts-rate').textContent = fmt(rate('posts'), 1);
   $('written-rate').textContent = fmt(rate('written'), 1);
+  $('pushes-rate').textContent = fmt(rate('pushes'), 1);
+  $('push-backlog').textContent = fmt(total(samples, 'bubble_gateway_push_backlog'));
+  const wait99 = quantile(samples, 'bubble_gateway_push_wait_seconds', 0.99);
+  $('push-wait').textContent = wait99 === null ? '–' : ms(wait99 * 1000);
   const p50 = quantile(samples, 'bubble_core_sweep_seconds', 0.5);
   const p99 = quantile(samples, 'bubble_core_sweep_seconds', 0.99);
   $('sweep-quantiles').textContent = p50 === null ? '–' : ms(p50 * 1000) + ' / ' + ms(p99 * 1000);
@@ -507,6 +512,9 @@ const BODY = `
       <div><dt>HTTP requests / s</dt><dd id="requests-rate">–</dd></div>
       <div><dt>Posts ingested / s</dt><dd id="posts-rate">–</dd></div>
       <div><dt>Badges written / s</dt><dd id="written-rate">–</dd></div>
+      <div><dt>Badges pushed to sockets / s</dt><dd id="pushes-rate">–</dd></div>
+      <div><dt>Push backlog (users waiting)</dt><dd id="push-backlog">–</dd></div>
+      <div><dt>Push wait p99 (since start)</dt><dd id="push-wait">–</dd></div>
       <div><dt>Sweep p50 / p99 (since start)</dt><dd id="sweep-quantiles">–</dd></div>
       <div><dt>Resident memory</dt><dd id="rss">–</dd></div>
     </dl>

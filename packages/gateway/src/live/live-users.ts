@@ -14,6 +14,20 @@ export interface LiveUsersOptions {
    * interval the gateway advertises (three of them).
    */
   pollerTtlMs: () => number;
+  /** Told, for every badge handed to a user's sockets from the push queue, how long it waited. */
+  onPushed?: (waitedSeconds: number) => void;
+}
+
+/** How the push queue is keeping up (totals since start, and the queue now). */
+export interface PushStats {
+  /** Changes routed here for users with sockets. */
+  routed: number;
+  /** Routed changes replaced by a newer one before their turn came: never sent. */
+  superseded: number;
+  /** Badges handed to users' sockets from the queue. */
+  pushed: number;
+  /** Users waiting for their turn now. */
+  backlog: number;
 }
 
 /** Receives a held user's badge on every change (a socket of theirs). */
@@ -28,6 +42,8 @@ interface LiveUser {
   badge: Badge | null;
   /** A routed change newer than `badge`, waiting for its turn in the push queue. */
   pending: BadgeChange | null;
+  /** When the oldest change `pending` stands for arrived (performance.now()). */
+  pendingSince: number;
   /** One socket (the common case) needs no set of its own. */
   listeners: BadgeListener | Set<BadgeListener> | null;
   /** Route and presence of a newly held user, written before anything is served for them. */
@@ -49,6 +65,9 @@ export class LiveUsers {
   private pushQueue: string[] = [];
   private pushHead = 0;
   private pushScheduled = false;
+  private routed = 0;
+  private superseded = 0;
+  private pushed = 0;
 
   constructor(private readonly options: LiveUsersOptions) {
     this.log = options.logger.child({ module: 'live-users' });
@@ -56,6 +75,11 @@ export class LiveUsers {
 
   get size(): number {
     return this.users.size;
+  }
+
+  pushStats(): PushStats {
+    const { routed, superseded, pushed } = this;
+    return { routed, superseded, pushed, backlog: this.pushQueue.length - this.pushHead };
   }
 
   async start(): Promise<void> {
@@ -135,6 +159,7 @@ export class LiveUsers {
       pollerUntil: 0,
       badge: null,
       pending: null,
+      pendingSince: 0,
       listeners: null,
       ready: RESOLVED,
     };
@@ -195,7 +220,13 @@ export class LiveUsers {
         this.offer(live, this.options.service.badgeOf(change));
         continue;
       }
-      if (live.pending === null) this.pushQueue.push(change.user);
+      this.routed++;
+      if (live.pending === null) {
+        this.pushQueue.push(change.user);
+        live.pendingSince = performance.now();
+      } else {
+        this.superseded++;
+      }
       live.pending = change;
     }
     this.schedulePushes();
@@ -228,6 +259,8 @@ export class LiveUsers {
     const change = live.pending;
     if (change === null) return;
     live.pending = null;
+    this.pushed++;
+    this.options.onPushed?.((performance.now() - live.pendingSince) / 1000);
     this.offer(live, this.options.service.badgeOf(change));
   }
 
