@@ -28,6 +28,7 @@ import {
 import { ProbeReader, type ProbeRecord } from './probe-reader.js';
 import { logProfiles } from './profile-summary.js';
 import { redisCpuSeconds } from './redis-probe.js';
+import { pushFigures, readPushMetrics, type PushSnapshot } from './push-metrics.js';
 import { buildWorkload, percentile, type Workload } from './workload.js';
 import type { WsBatch, WsConnectResult, WsReport } from './ws-driver.js';
 
@@ -183,6 +184,7 @@ export async function benchLatency(partial: Partial<LatencyOptions> = {}) {
         bench: process.pid,
       },
       admin,
+      gatewayUrl: gateway.url,
     });
     const reports = await Promise.all(drivers.map((d) => d.call<WsReport>('report')));
     const merged = mergeReports(reports);
@@ -221,6 +223,7 @@ export async function benchLatency(partial: Partial<LatencyOptions> = {}) {
       closes: merged.closes,
       ingestAnswerP50Ms: run.answerP50Ms,
       ingestAnswerP99Ms: run.answerP99Ms,
+      gatewayPushQueue: run.pushQueue,
       ...sweeps,
       cpuCores: run.cpu,
       driverLag: reports.map((r) => r.lag),
@@ -332,6 +335,8 @@ interface RunFigures {
   sweeps: ProbeRecord[];
   cpu: Record<string, number | null>;
   benchLag: { p50Ms: number; p99Ms: number; maxMs: number };
+  /** The gateway's own push-queue metrics over the measured stretch. */
+  pushQueue: ReturnType<typeof pushFigures> | null;
 }
 
 /**
@@ -346,7 +351,7 @@ async function postAndMeasure(
   apiKey: string,
   drivers: DriverHandle[],
   offsets: { offsetMs: number }[],
-  probes: { probe: ProbeReader; pids: Record<string, number>; admin: Redis },
+  probes: { probe: ProbeReader; pids: Record<string, number>; admin: Redis; gatewayUrl: string },
 ): Promise<RunFigures> {
   const { log } = options;
   const period = 1000 / options.callsPerSec;
@@ -364,6 +369,7 @@ async function postAndMeasure(
   const lag = new LoopLag();
   let cpuBefore: Awaited<ReturnType<typeof cpuSnapshot>> | undefined;
   let redisBefore = 0;
+  let pushBefore: PushSnapshot | undefined;
   let lastLog = started;
   log(
     `latency: posting ${options.postsPerSec}/s in ${options.callsPerSec} calls/s; ` +
@@ -377,6 +383,7 @@ async function postAndMeasure(
       await probes.probe.drain();
       cpuBefore = await cpuSnapshot(probes.pids);
       redisBefore = await redisCpuSeconds(probes.admin);
+      pushBefore = await readPushMetrics(probes.gatewayUrl);
       lag.start();
     }
     const due = Math.floor(((callAt - started) / 1000) * options.postsPerSec);
@@ -432,6 +439,7 @@ async function postAndMeasure(
   const redisCpu = (await redisCpuSeconds(probes.admin)) - redisBefore;
   const cpu = cpuBefore ? cpuShares(cpuBefore, cpuAfter) : {};
   cpu['redis-server'] = round2(redisCpu / measuredSeconds);
+  const pushAfter = await readPushMetrics(probes.gatewayUrl);
   await Promise.all(drivers.map((d) => d.call('measure', { on: false })));
   const sweeps = await probes.probe.drain();
   // The last calls' pushes may still be on their way.
@@ -451,6 +459,7 @@ async function postAndMeasure(
     sweeps,
     cpu,
     benchLag,
+    pushQueue: pushBefore ? pushFigures(pushBefore, pushAfter) : null,
   };
 }
 

@@ -24,7 +24,7 @@ export class GatewayMetrics {
   });
   readonly pushWait = new Histogram({
     name: 'bubble_gateway_push_wait_seconds',
-    help: 'Time a routed change waited in the push queue before its badge went to the sockets',
+    help: 'Per push: time since the oldest routed change it stands for arrived (conflated changes wait together)',
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     registers: [this.registry],
   });
