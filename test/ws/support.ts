@@ -81,6 +81,8 @@ export interface LiveOptions {
    * safety net off, so a test sees only what the core's following of the change logs pushes.
    */
   reconcilePerSweep?: number;
+  /** The gateway's protocol-ping interval (its default, 30 s, when unset). */
+  heartbeatMs?: number;
 }
 
 export interface LiveApp {
@@ -175,6 +177,7 @@ async function startLive(
       presenceTtlMs: options.presenceTtlMs ?? 10_000,
       maxPayload: options.maxPayload,
       allowedOrigins: options.allowedOrigins,
+      heartbeatMs: options.heartbeatMs,
     },
   });
   const address = await gateway.listen(0, '127.0.0.1');
@@ -344,6 +347,8 @@ export interface ConnectOptions {
   localAddress?: string;
   /** Another URL of the same gateway's /v1/ws (e.g. LiveApp.unixWsUrl()). */
   url?: string;
+  /** false: never answer the server's protocol pings (a peer that died without closing). */
+  autoPong?: boolean;
 }
 
 /** One real `ws` client socket and everything it received. */
@@ -399,6 +404,7 @@ export class Client {
       headers,
       perMessageDeflate: false,
       ...(options.localAddress ? { localAddress: options.localAddress } : {}),
+      ...(options.autoPong === false ? { autoPong: false } : {}),
     });
     return new Client(ws, label);
   }

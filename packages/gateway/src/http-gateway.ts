@@ -51,6 +51,8 @@ export interface GatewayOptions {
     maxPayload?: number;
     allowedOrigins?: readonly string[];
     maxConnections?: number;
+    /** Protocol pings every this often; a socket that missed the last one is cut (30 s). */
+    heartbeatMs?: number;
   };
   /** Which route groups this server answers; default all. */
   serves?: readonly RouteGroup[];
@@ -149,6 +151,7 @@ export class HttpGateway {
         maxPayload: live.maxPayload ?? 4096,
         allowedOrigins: live.allowedOrigins,
         maxConnections: live.maxConnections,
+        heartbeatMs: live.heartbeatMs,
       });
     }
     const liveUsers = this.liveUsers;

@@ -324,9 +324,13 @@ export class WsGateway {
 function refuse(socket: Duplex, status: number, code: string, message: string): void {
   const body = JSON.stringify({ error: { code, message } });
   const reason =
-    { 401: 'Unauthorized', 404: 'Not Found', 429: 'Too Many Requests', 503: 'Service Unavailable' }[
-      status
-    ] ?? 'Error';
+    {
+      400: 'Bad Request',
+      401: 'Unauthorized',
+      404: 'Not Found',
+      429: 'Too Many Requests',
+      503: 'Service Unavailable',
+    }[status] ?? 'Error';
   socket.end(
     `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
