@@ -83,6 +83,8 @@ export interface LiveOptions {
   reconcilePerSweep?: number;
   /** The gateway's protocol-ping interval (its default, 30 s, when unset). */
   heartbeatMs?: number;
+  /** Connections the gateway accepts before it closes new ones with 1013. */
+  maxConnections?: number;
 }
 
 export interface LiveApp {
@@ -178,6 +180,7 @@ async function startLive(
       maxPayload: options.maxPayload,
       allowedOrigins: options.allowedOrigins,
       heartbeatMs: options.heartbeatMs,
+      maxConnections: options.maxConnections,
     },
   });
   const address = await gateway.listen(0, '127.0.0.1');
