@@ -1086,4 +1086,53 @@ describe('cluster store on a 3-master Redis Cluster', () => {
     );
     expect(mastersWithKeys.filter(Boolean).length).toBeGreaterThanOrEqual(2);
   });
+
+  it('routes changes to the gateway holding each user, over sharded pub/sub on every shard', async () => {
+    const keys = new RedisKeys(uniquePrefix('cluster-routes'), POOLS);
+    const badges = new RedisFencedBadges({ client: client!, keys, sharded: true });
+    const pools = Array.from({ length: POOLS }, (_, pool) => pool);
+    const usersByPool = pools.map((pool) => usersOf(pool, 2, POOLS));
+    const heard = new Map<string, string[]>([
+      ['g1', []],
+      ['g2', []],
+    ]);
+    const stops = await Promise.all(
+      ['g1', 'g2'].map((gateway) =>
+        badges.subscribeGateway(gateway, (changes) =>
+          heard.get(gateway)!.push(...changes.map((c) => `${c.user}=${c.fields.feed}`)),
+        ),
+      ),
+    );
+    // g1 holds the first user of every pool, g2 the second; nobody is told of anyone else.
+    const firsts = usersByPool.map((users) => users[0]!);
+    const seconds = usersByPool.map((users) => users[1]!);
+    await badges.route('g1', firsts, 10_000, T0);
+    await badges.route('g2', seconds, 10_000, T0);
+    await Promise.all(pools.map((pool) => client!.set(keys.fence(pool), 1)));
+    const unrouted = pools.map((pool) => usersOf(pool, 1, POOLS, 'nobody')[0]!);
+    const saved = await Promise.all(
+      pools.map((pool) =>
+        badges.saveFenced(
+          pool,
+          1,
+          [...usersByPool[pool]!, unrouted[pool]!].map((user) => ({
+            user,
+            fields: { feed: pool + 1 },
+          })),
+          T0,
+        ),
+      ),
+    );
+    expect(saved.every((result) => result.accepted)).toBe(true);
+    await waitFor(() => heard.get('g1')!.length === POOLS && heard.get('g2')!.length === POOLS, {
+      message: 'each gateway heard of its users in every pool',
+    });
+    expect(heard.get('g1')!.sort()).toEqual(
+      firsts.map((user, pool) => `${user}=${pool + 1}`).sort(),
+    );
+    expect(heard.get('g2')!.sort()).toEqual(
+      seconds.map((user, pool) => `${user}=${pool + 1}`).sort(),
+    );
+    for (const stop of stops) await stop();
+  });
 });
