@@ -86,6 +86,19 @@ function usersOf(pool: number, count: number, pools = TEST_POOLS, tag = 'u'): st
   return users;
 }
 
+/** Subscribes as each gateway; what each hears, as "user=<field's count>" strings. */
+async function listenAsGateways(badges: FencedBadges, gateways: string[], field: string) {
+  const heard = new Map<string, string[]>(gateways.map((gateway) => [gateway, []]));
+  const stops = await Promise.all(
+    gateways.map((gateway) =>
+      badges.subscribeGateway(gateway, (changes) =>
+        heard.get(gateway)!.push(...changes.map((c) => `${c.user}=${c.fields[field]}`)),
+      ),
+    ),
+  );
+  return { heard, stops };
+}
+
 async function allPoolEvents(log: ChangeLog, pool: number): Promise<PoolEvent[]> {
   const read = (await log.readPoolEvents([{ pool, after: LOG_START }], 10_000)).get(pool)!;
   return read.entries.map((entry) => entry.event);
@@ -134,17 +147,7 @@ describeEachEngine('cluster store contract', (ctx) => {
   it('routes: changes reach the gateways holding the user; unroute tells who nobody holds', async () => {
     const { badges } = partsOf(ctx());
     const [u, v] = usersOf(9, 2);
-    const heard = new Map<string, string[]>([
-      ['g1', []],
-      ['g2', []],
-    ]);
-    const stops = await Promise.all(
-      ['g1', 'g2'].map((gateway) =>
-        badges.subscribeGateway(gateway, (changes) =>
-          heard.get(gateway)!.push(...changes.map((change) => `${change.user}=${change.fields.f}`)),
-        ),
-      ),
-    );
+    const { heard, stops } = await listenAsGateways(badges, ['g1', 'g2'], 'f');
     await badges.route('g1', [u!, v!], 10_000, T0);
     await badges.route('g2', [u!], 10_000, T0);
     await badges.saveUnfenced(u!, { f: 1 }, T0 + 1);
@@ -1092,17 +1095,7 @@ describe('cluster store on a 3-master Redis Cluster', () => {
     const badges = new RedisFencedBadges({ client: client!, keys, sharded: true });
     const pools = Array.from({ length: POOLS }, (_, pool) => pool);
     const usersByPool = pools.map((pool) => usersOf(pool, 2, POOLS));
-    const heard = new Map<string, string[]>([
-      ['g1', []],
-      ['g2', []],
-    ]);
-    const stops = await Promise.all(
-      ['g1', 'g2'].map((gateway) =>
-        badges.subscribeGateway(gateway, (changes) =>
-          heard.get(gateway)!.push(...changes.map((c) => `${c.user}=${c.fields.feed}`)),
-        ),
-      ),
-    );
+    const { heard, stops } = await listenAsGateways(badges, ['g1', 'g2'], 'feed');
     // g1 holds the first user of every pool, g2 the second; nobody is told of anyone else.
     const firsts = usersByPool.map((users) => users[0]!);
     const seconds = usersByPool.map((users) => users[1]!);
