@@ -67,6 +67,9 @@ export class WsGateway {
   private readonly log: Logger;
   private heartbeat: NodeJS.Timeout | undefined;
   private draining = false;
+  /** The last badge sent and its frame (badges are never changed once made). */
+  private framedBadge: Badge | null = null;
+  private frame = '';
 
   constructor(
     server: Server,
@@ -287,7 +290,12 @@ export class WsGateway {
     }
     ws.epoch = badge.epoch;
     ws.version = badge.version;
-    this.sendText(ws, JSON.stringify({ type: 'badge', badge }));
+    // A user's devices are handed the same badge object one after another: serialize it once.
+    if (badge !== this.framedBadge) {
+      this.framedBadge = badge;
+      this.frame = JSON.stringify({ type: 'badge', badge });
+    }
+    this.sendText(ws, this.frame);
   }
 
   /**
