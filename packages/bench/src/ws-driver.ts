@@ -77,6 +77,7 @@ const log = serveDriver({
   measure: (args: { on: boolean }) => setMeasuring(args.on),
   report: () => report(),
   pending: () => undelivered(),
+  frames: () => frames,
   close: () => closeAll(),
 });
 
