@@ -1,16 +1,5 @@
-import {
-  benchColdStart,
-  benchCompute,
-  benchConnections,
-  benchFanout,
-  benchIngest,
-  benchLatency,
-  benchPoll,
-  benchSweep,
-  benchWsCeiling,
-} from '@bubble/bench';
-
-type Scenario = () => Promise<Record<string, unknown>>;
+type Bench = typeof import('@bubble/bench');
+type Scenario = (bench: Bench) => Promise<Record<string, unknown>>;
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
@@ -24,12 +13,12 @@ const profileDir = process.env.BUBBLE_BENCH_CPU_PROF || undefined;
 
 /** bench.md's scenarios by id; each prints progress on stderr and one JSON line on stdout. */
 export const SCENARIOS: Record<string, Scenario> = {
-  compute: () => benchCompute({ log }),
-  'cold-start': () => benchColdStart({ log }),
-  sweep: () => benchSweep({ log }),
-  fanout: () => benchFanout({ log }),
-  latency: () =>
-    benchLatency({
+  compute: (bench) => bench.benchCompute({ log }),
+  'cold-start': (bench) => bench.benchColdStart({ log }),
+  sweep: (bench) => bench.benchSweep({ log }),
+  fanout: (bench) => bench.benchFanout({ log }),
+  latency: (bench) =>
+    bench.benchLatency({
       log,
       profileDir,
       // A diagnostic: the table's figure is the default, `popularity`.
@@ -37,10 +26,10 @@ export const SCENARIOS: Record<string, Scenario> = {
         ? { activity: 'independent' as const }
         : {}),
     }),
-  connections: () => benchConnections({ log, profileDir }),
-  poll: () => benchPoll({ log, profileDir }),
-  ingest: () => benchIngest({ log, profileDir }),
-  'ws-ceiling': () => benchWsCeiling({ log }),
+  connections: (bench) => bench.benchConnections({ log, profileDir }),
+  poll: (bench) => bench.benchPoll({ log, profileDir }),
+  ingest: (bench) => bench.benchIngest({ log, profileDir }),
+  'ws-ceiling': (bench) => bench.benchWsCeiling({ log }),
 };
 
 export async function runBench(names: string[]): Promise<void> {
@@ -50,8 +39,11 @@ export async function runBench(names: string[]): Promise<void> {
       `unknown scenario ${unknown.join(', ')}; choose from ${Object.keys(SCENARIOS).join(', ')}`,
     );
   }
+  // Loaded only here: the bench package (and the test utilities it starts redis-servers with)
+  // is a development tool, absent from a production install.
+  const bench = await import('@bubble/bench');
   for (const name of names.length > 0 ? names : Object.keys(SCENARIOS)) {
-    const figures = await SCENARIOS[name]!();
+    const figures = await SCENARIOS[name]!(bench);
     process.stdout.write(`${JSON.stringify({ ...figures, machine: machine(figures.machine) })}\n`);
   }
 }
