@@ -208,8 +208,8 @@ describe.skipIf(!HAS_CHROMIUM)(
 
     it('with configured secrets mints no token and signs in with a given one', async () => {
       const secrets = {
-        BUBBLE_API_KEY: 'demo-test-api-key',
-        BUBBLE_JWT_SECRET: 'demo-test-secret',
+        BUBBLE_API_KEY: 'demo-test-api-key-0d4c7e19b2a85f63',
+        BUBBLE_JWT_SECRET: 'demo-test-jwt-secret-6a1f93e0c4d7b258',
       };
       const prod = await startBubble(cwd, secrets);
       try {

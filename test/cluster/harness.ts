@@ -37,8 +37,8 @@ import { SignJWT } from 'jose';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const BIN = path.join(ROOT, 'packages/cli/bin/bubble.js');
-export const API_KEY = 'cluster-test-api-key-4e21';
-export const JWT_SECRET = 'cluster-test-jwt-secret-8c3f0a9d71';
+export const API_KEY = 'cluster-test-api-key-4e21a9c07f3b5d86';
+export const JWT_SECRET = 'cluster-test-jwt-secret-8c3f0a9d71e2b546';
 const START_DEADLINE_MS = 20_000;
 const EXIT_DEADLINE_MS = 15_000;
 

@@ -20,8 +20,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const BIN = path.join(ROOT, 'packages/cli/bin/bubble.js');
-const API_KEY = 'cli-test-api-key-93c1';
-const JWT_SECRET = 'cli-test-jwt-secret-1b7e5a90d2';
+const API_KEY = 'cli-test-api-key-93c1e08f5a2d7b64c9';
+const JWT_SECRET = 'cli-test-jwt-secret-1b7e5a90d2c43f86';
 const EXIT_DEADLINE_MS = 15_000;
 
 interface Run {

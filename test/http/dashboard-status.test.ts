@@ -329,13 +329,13 @@ describe('dashboard, bubble status and bubble simulate against bubble all', () =
 
     it('exits non-zero with a clear message when the key is refused or nothing answers', async () => {
       const wrong = await complete(['status', '--url', url], {
-        BUBBLE_API_KEY: 'wrong-key-3f9a1c',
+        BUBBLE_API_KEY: 'wrong-key-3f9a1c5e7b20d8164a9ce3f07b',
       });
       expect(wrong.code).not.toBe(0);
       expect(wrong.stdout).toBe('');
       expect(wrong.stderr).toContain('unauthorized');
       expect(wrong.stderr).toContain('BUBBLE_API_KEY');
-      expect(wrong.stderr).not.toContain('wrong-key-3f9a1c');
+      expect(wrong.stderr).not.toContain('wrong-key-3f9a1c5e7b20d8164a9ce3f07b');
 
       const nobody = `http://127.0.0.1:${await freePort()}`;
       const down = await complete(['status', '--url', nobody]);
@@ -452,7 +452,7 @@ describe('dashboard, bubble status and bubble simulate against bubble all', () =
 });
 
 describe('with BUBBLE_INTERNAL_PORT, the dashboard is on the operator port', () => {
-  const API_KEY = 'dash-test-api-key-5d2e';
+  const API_KEY = 'dash-test-api-key-5d2e8a0c3f71b946e2';
   let run: Run | undefined;
 
   beforeAll(() => {
@@ -472,7 +472,7 @@ describe('with BUBBLE_INTERNAL_PORT, the dashboard is on the operator port', () 
       PORT: String(publicPort),
       BUBBLE_INTERNAL_PORT: String(internalPort),
       BUBBLE_API_KEY: API_KEY,
-      BUBBLE_JWT_SECRET: 'dash-test-jwt-secret-8c41e0',
+      BUBBLE_JWT_SECRET: 'dash-test-jwt-secret-8c41e0b75d29a3f6',
     });
     const internal = `http://127.0.0.1:${internalPort}`;
     const publicUrl = `http://127.0.0.1:${publicPort}`;

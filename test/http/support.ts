@@ -12,7 +12,7 @@ import { waitFor } from '@bubble/test-utils';
 import { pino } from 'pino';
 import { expect } from 'vitest';
 
-export const API_KEY = 'test-api-key-5d0b1c3e';
+export const API_KEY = 'test-api-key-5d0b1c3e9a7f2046d81be35c';
 export const JWT_SECRET = 'test-jwt-secret-7f9a2c41e8b3d6a0';
 export const MIB = 1024 * 1024;
 

@@ -27,8 +27,8 @@ import { ROOT } from '../cluster/harness.js';
 export { buildOnce } from '../cluster/harness.js';
 
 const BIN = path.join(ROOT, 'packages/cli/bin/bubble.js');
-export const API_KEY = 'sdk-test-api-key-71c2';
-const JWT_SECRET = 'sdk-test-jwt-secret-5d09e3b8a4';
+export const API_KEY = 'sdk-test-api-key-71c2e9b05a3d8f4c16';
+const JWT_SECRET = 'sdk-test-jwt-secret-5d09e3b8a4f17c62';
 const START_DEADLINE_MS = 30_000;
 
 /** setpriv --pdeathsig: a child dies with the test process even if that one is SIGKILLed. */

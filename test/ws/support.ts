@@ -34,8 +34,8 @@ import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import { WebSocket, type RawData } from 'ws';
 
-export const API_KEY = 'ws-test-api-key-3b7e91';
-export const JWT_SECRET = 'ws-test-jwt-secret-0c8d4f2a6e19';
+export const API_KEY = 'ws-test-api-key-3b7e91c05d4a28f6e1b3';
+export const JWT_SECRET = 'ws-test-jwt-secret-0c8d4f2a6e19b73c58';
 export const ENGINES = ['memory', 'redis'] as const;
 export type Engine = (typeof ENGINES)[number];
 
