@@ -158,6 +158,7 @@ export class HttpGateway {
     if (liveUsers)
       this.untrackGauges = trackLiveGauges(this.metrics.registry, {
         connections: () => this.ws?.connections ?? 0,
+        connectionLimit: () => (this.ws ? (options.live?.maxConnections ?? 100_000) : 0),
         usersHeld: () => liveUsers.size,
         pushStats: () => liveUsers.pushStats(),
       });

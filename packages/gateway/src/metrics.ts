@@ -1,4 +1,5 @@
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { trackSchedulerGauges, type SchedulerGaugeSource } from './process-gauges.js';
 
 /** One registry per process role, so several roles can live in one process (`bubble all`). */
 export class GatewayMetrics {
@@ -38,5 +39,10 @@ export class GatewayMetrics {
   constructor(options: { defaultMetrics?: boolean } = {}) {
     if (options.defaultMetrics ?? true)
       collectDefaultMetrics({ register: this.registry, prefix: 'bubble_' });
+  }
+
+  /** A bubble-server of this process: `bubble_server_leading` and `bubble_pools_unowned`. */
+  trackScheduler(scheduler: SchedulerGaugeSource): void {
+    trackSchedulerGauges(this.registry, scheduler);
   }
 }

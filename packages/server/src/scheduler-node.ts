@@ -26,6 +26,7 @@ export interface SchedulerNodeOptions {
 export class SchedulerNode {
   private readonly log: Logger;
   private leading = false;
+  private unowned = 0;
   private tickSeq = 0;
   private timer: NodeJS.Timeout | undefined;
   private stopTicker: (() => Promise<void>) | undefined;
@@ -41,6 +42,11 @@ export class SchedulerNode {
 
   get isLeader(): boolean {
     return this.leading;
+  }
+
+  /** Pools left without a live core by the latest rebalance (all of them while none runs). */
+  get poolsUnowned(): number {
+    return this.leading ? this.unowned : 0;
   }
 
   async start(): Promise<void> {
@@ -106,6 +112,7 @@ export class SchedulerNode {
     const current = await store.coordination.assignment();
     const previous = current?.owners ?? [];
     const owners = assignPools(previous, cores, store.pools);
+    this.unowned = owners.filter((owner) => owner === null).length;
     if (current && samePlan(previous, owners)) return;
     const moved = owners.filter((owner, pool) => owner !== (previous[pool] ?? null)).length;
     await store.coordination.setAssignment({ generation: (current?.generation ?? 0) + 1, owners });

@@ -131,6 +131,7 @@ export async function startRole(
         },
       });
       await scheduler.start();
+      metrics.trackScheduler(scheduler);
       stops.push(() => scheduler.close());
     }
     logger.info({ role, url, engine: store.engine }, `bubble ${role} is listening`);

@@ -4,6 +4,8 @@ import type { PushStats } from '../live/live-users.js';
 /** What a gateway with live badges tells /metrics (and so the dashboard) about itself. */
 export interface LiveGaugeSource {
   connections(): number;
+  /** The most sockets the gateway accepts; past it new ones are closed with 1013. */
+  connectionLimit(): number;
   usersHeld(): number;
   pushStats(): PushStats;
 }
@@ -17,7 +19,7 @@ function sum(set: ReadonlySet<LiveGaugeSource>, read: (s: LiveGaugeSource) => nu
 }
 
 /**
- * Registers `bubble_ws_connections`, `bubble_gateway_users_held` and the push queue's figures on
+ * Registers `bubble_ws_connections`, `bubble_ws_connections_max`, `bubble_gateway_users_held` and the push queue's figures on
  * `registry` (once per registry; several gateways sharing one registry are summed) and adds
  * `source` to them. The returned function removes it again.
  */
@@ -33,6 +35,14 @@ export function trackLiveGauges(registry: Registry, source: LiveGaugeSource): ()
       registers: [registry],
       collect() {
         this.set(sum(tracked, (s) => s.connections()));
+      },
+    });
+    new Gauge({
+      name: 'bubble_ws_connections_max',
+      help: 'WebSocket connections the gateway of this process accepts at most (then closes new ones with 1013)',
+      registers: [registry],
+      collect() {
+        this.set(sum(tracked, (s) => s.connectionLimit()));
       },
     });
     const pushTotal = (name: string, help: string, read: (stats: PushStats) => number) =>

@@ -2,6 +2,7 @@ import { BubbleError } from '@bubble/protocol';
 import { sendJson } from '../http/respond.js';
 import type { Router } from '../http/router.js';
 import type { GatewayMetrics } from '../metrics.js';
+import { trackStoreUp } from '../process-gauges.js';
 
 export interface OperatorDeps {
   metrics: GatewayMetrics;
@@ -13,6 +14,7 @@ export interface OperatorDeps {
 
 /** Liveness, readiness and metrics, served by every role. */
 export function addOperatorRoutes(router: Router, deps: OperatorDeps): void {
+  trackStoreUp(deps.metrics.registry, () => deps.checkDependencies());
   router
     .add('GET', '/healthz', async ({ res }) => {
       sendJson(res, 200, { status: 'ok' });
