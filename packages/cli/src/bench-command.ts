@@ -30,6 +30,7 @@ export const SCENARIOS: Record<string, Scenario> = {
   poll: (bench) => bench.benchPoll({ log, profileDir }),
   ingest: (bench) => bench.benchIngest({ log, profileDir }),
   'ws-ceiling': (bench) => bench.benchWsCeiling({ log }),
+  memory: (bench) => bench.benchMemory({ log }),
 };
 
 export async function runBench(names: string[]): Promise<void> {
@@ -41,7 +42,13 @@ export async function runBench(names: string[]): Promise<void> {
   }
   // Loaded only here: the bench package (and the test utilities it starts redis-servers with)
   // is a development tool, absent from a production install.
-  const bench = await import('@bubble/bench');
+  const bench = await import('@bubble/bench').catch((err: NodeJS.ErrnoException) => {
+    if (err.code !== 'ERR_MODULE_NOT_FOUND' || !/bubble\/bench|packages\/bench/.test(err.message))
+      throw err;
+    throw new Error(
+      'bubble bench is not installed in this image (a production install leaves the bench package out); run it from a clone: npm ci && npm run bench',
+    );
+  });
   for (const name of names.length > 0 ? names : Object.keys(SCENARIOS)) {
     const figures = await SCENARIOS[name]!(bench);
     process.stdout.write(`${JSON.stringify({ ...figures, machine: machine(figures.machine) })}\n`);
