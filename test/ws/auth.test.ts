@@ -2,7 +2,8 @@
  * Authentication of GET /v1/ws (docs/protocol.md "Connecting", shared spec api.md
  * "Authentication" and "WebSocket"): a bad token in the upgrade's header is answered HTTP 401
  * and never 101; the same tokens in a first `auth` frame, any other first frame, or silence for
- * 5 s close with 4401. Also the per-IP new-connection limit (429) and the origin allowlist (4403).
+ * 5 s close with 4401. Also the per-IP new-connection limit (429 with Retry-After) and the origin
+ * allowlist (403 at the upgrade, before any 101).
  */
 import type net from 'node:net';
 import { SignJWT } from 'jose';
@@ -292,12 +293,17 @@ for (const engine of ENGINES) {
         expect(client.closed?.code).toBe(CLOSE.policy);
       });
 
-      it('a browser origin outside BUBBLE_ALLOWED_ORIGINS is closed with 4403', async () => {
+      it('a browser origin outside BUBBLE_ALLOWED_ORIGINS is refused 403 before any 101', async () => {
         const app = await rig.start({ core: false, allowedOrigins: ['https://app.example'] });
         const token = await tokenFor('carol');
-        const foreign = Client.open(app, { token, headers: { origin: 'https://evil.example' } });
-        expect((await foreign.waitClose()).code).toBe(CLOSE.originNotAllowed);
-        expect(foreign.badges).toEqual([]);
+        const foreign = await rawUpgrade(app, {
+          authorization: `Bearer ${token}`,
+          origin: 'https://evil.example',
+        });
+        expectRefused(foreign, 403, 'UB_ERR_FORBIDDEN');
+        // nor by the first-frame route
+        const unauthenticated = await rawUpgrade(app, { origin: 'https://evil.example' });
+        expectRefused(unauthenticated, 403, 'UB_ERR_FORBIDDEN');
         const allowed = Client.open(app, { token, headers: { origin: 'https://app.example' } });
         await allowed.waitBadge((b) => b.user === 'carol');
         // no Origin header: not a browser, not checked
@@ -320,6 +326,8 @@ for (const engine of ENGINES) {
           statuses.push(result.status);
           if (result.status === 429) {
             expectRefused(result, 429, 'UB_ERR_RATE_LIMITED');
+            // the default rate is 20/s: the next token is at most a second away
+            expect(result.headers['retry-after']).toBe('1');
             break;
           }
         }

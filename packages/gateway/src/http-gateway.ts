@@ -19,6 +19,7 @@ import {
 import { addDashboardRoutes } from './dashboard/dashboard-routes.js';
 import { trackLiveGauges } from './dashboard/live-gauges.js';
 import { addDemoRoutes, type DemoOptions } from './demo/demo-routes.js';
+import { ClientAddressResolver, type Cidr } from './http/client-address.js';
 import { sendError } from './http/respond.js';
 import { Router } from './http/router.js';
 import { LoadMonitor } from './load-monitor.js';
@@ -53,6 +54,10 @@ export interface GatewayOptions {
     maxConnections?: number;
     /** Protocol pings every this often; a socket that missed the last one is cut (30 s). */
     heartbeatMs?: number;
+    /** New WebSocket connections per client address (default 20/s, burst 50). */
+    connectLimit?: { perSecond: number; burst: number };
+    /** Proxies whose X-Forwarded-For names the client (BUBBLE_TRUSTED_PROXIES). */
+    trustedProxies?: readonly Cidr[];
   };
   /** Which route groups this server answers; default all. */
   serves?: readonly RouteGroup[];
@@ -74,6 +79,7 @@ export class HttpGateway {
   readonly ws: WsGateway | undefined;
   private closing: Promise<void> | undefined;
   private untrackGauges: (() => void) | undefined;
+  private stopDashboard: (() => void) | undefined;
 
   constructor(private readonly options: GatewayOptions) {
     this.logger = options.logger.child({ module: 'http-gateway' });
@@ -96,10 +102,12 @@ export class HttpGateway {
       });
       // The dashboard, where the cluster can be read (the gateway and `all`, not server or core).
       if (options.auth && options.clusterStatus)
-        addDashboardRoutes(this.router, {
+        this.stopDashboard = addDashboardRoutes(this.router, {
           auth,
           clusterStatus: options.clusterStatus,
           serveCluster: !serves.has('platform'),
+          store: service.store,
+          registry: this.metrics.registry,
         });
     }
     if (serves.has('platform'))
@@ -152,6 +160,8 @@ export class HttpGateway {
         allowedOrigins: live.allowedOrigins,
         maxConnections: live.maxConnections,
         heartbeatMs: live.heartbeatMs,
+        connectLimit: live.connectLimit,
+        clientAddresses: new ClientAddressResolver(live.trustedProxies ?? []),
       });
     }
     const liveUsers = this.liveUsers;
@@ -191,6 +201,7 @@ export class HttpGateway {
       this.server.closeAllConnections();
       this.load.close();
       this.untrackGauges?.();
+      this.stopDashboard?.();
     })();
     return this.closing;
   }

@@ -3,5 +3,12 @@ export { Authenticator, mintToken, type AuthOptions, type MintOptions } from './
 export { GatewayMetrics } from './metrics.js';
 export { LoadMonitor } from './load-monitor.js';
 export { LiveUsers, type PushStats } from './live/live-users.js';
-export { WsGateway, CLOSE } from './live/ws-gateway.js';
+export { WsGateway, CLOSE, DEFAULT_CONNECT_LIMIT } from './live/ws-gateway.js';
+export {
+  ClientAddressResolver,
+  parseCidr,
+  parseCidrList,
+  type Cidr,
+  type ClientAddress,
+} from './http/client-address.js';
 export { tuneHeapForConnections } from './live/heap-tuning.js';

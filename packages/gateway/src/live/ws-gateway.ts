@@ -5,6 +5,7 @@ import { BubbleError, describeIssues, readRequestSchema, type Badge } from '@bub
 import type { Logger } from 'pino';
 import { WebSocket, WebSocketServer, type RawData } from 'ws';
 import { credentialInQueryError, hasCredentialInQuery, type Authenticator } from '../auth.js';
+import { ClientAddressResolver } from '../http/client-address.js';
 import type { LoadMonitor } from '../load-monitor.js';
 import { IpRateLimiter } from './ip-rate-limiter.js';
 import type { BadgeListener, LiveUsers } from './live-users.js';
@@ -15,8 +16,12 @@ export const CLOSE = {
   tooLarge: 1009,
   overloaded: 1013,
   authFailed: 4401,
-  originNotAllowed: 4403,
+  /** Reserved by the contract; a disallowed Origin is refused earlier, 403 at the upgrade. */
+  forbidden: 4403,
 } as const;
+
+/** The per-address limit of new connections (BUBBLE_WS_CONNECT_RATE and _BURST). */
+export const DEFAULT_CONNECT_LIMIT = { perSecond: 20, burst: 50 } as const;
 
 export interface WsGatewayOptions {
   service: BadgeService;
@@ -31,7 +36,10 @@ export interface WsGatewayOptions {
   maxBufferedBytes?: number;
   authTimeoutMs?: number;
   heartbeatMs?: number;
-  newConnectionsPerSecondPerIp?: number;
+  /** New connections per client address: a token bucket (default DEFAULT_CONNECT_LIMIT). */
+  connectLimit?: { perSecond: number; burst: number };
+  /** Who a request comes from (trusted proxies and X-Forwarded-For); default the socket peer. */
+  clientAddresses?: ClientAddressResolver;
 }
 
 /**
@@ -64,6 +72,7 @@ export class WsGateway {
   private readonly wss: WebSocketServer;
   private readonly peers = new Set<Peer>();
   private readonly limiter: IpRateLimiter;
+  private readonly clientAddresses: ClientAddressResolver;
   private readonly log: Logger;
   private heartbeat: NodeJS.Timeout | undefined;
   private draining = false;
@@ -76,7 +85,8 @@ export class WsGateway {
     private readonly options: WsGatewayOptions,
   ) {
     this.log = options.logger.child({ module: 'ws-gateway' });
-    this.limiter = new IpRateLimiter(options.newConnectionsPerSecondPerIp ?? 20, 50);
+    this.limiter = new IpRateLimiter(options.connectLimit ?? DEFAULT_CONNECT_LIMIT);
+    this.clientAddresses = options.clientAddresses ?? new ClientAddressResolver();
     this.wss = new WebSocketServer({
       noServer: true,
       maxPayload: options.maxPayload,
@@ -126,13 +136,24 @@ export class WsGateway {
       return refuse(socket, 401, error.code, error.message);
     }
     if (this.draining) return refuse(socket, 503, 'UB_ERR_UNAVAILABLE', 'draining');
-    const ip = req.socket.remoteAddress ?? 'unknown';
-    if (!this.limiter.take(ip)) {
+    // Browsers send Origin; a page of another site is refused before anything else is spent.
+    const origin = req.headers.origin;
+    const allowed = this.options.allowedOrigins;
+    if (origin !== undefined && allowed && allowed.length > 0 && !allowed.includes(origin)) {
+      return refuse(socket, 403, 'UB_ERR_FORBIDDEN', 'this Origin is not allowed');
+    }
+    const client = this.clientAddresses.resolve(
+      req.socket.remoteAddress,
+      req.headers['x-forwarded-for'],
+    );
+    const taken = this.limiter.take(client.bucket);
+    if (!taken.allowed) {
       return refuse(
         socket,
         429,
         'UB_ERR_RATE_LIMITED',
         'too many new connections from this address',
+        { 'Retry-After': String(taken.retryAfterSeconds) },
       );
     }
     let user: string | null = null;
@@ -147,20 +168,14 @@ export class WsGateway {
         return refuse(socket, 401, error.code, error.message);
       }
     }
-    const origin = req.headers.origin;
     this.wss.handleUpgrade(req, socket, head, (ws) => {
       // The WebSocket now listens for the socket's errors itself.
       socket.removeListener('error', destroySocket);
-      this.accept(ws as Peer, origin, user);
+      this.accept(ws as Peer, user);
     });
   }
 
-  private accept(ws: Peer, origin: string | undefined, user: string | null): void {
-    const allowed = this.options.allowedOrigins;
-    if (origin !== undefined && allowed && allowed.length > 0 && !allowed.includes(origin)) {
-      ws.close(CLOSE.originNotAllowed, 'origin not allowed');
-      return;
-    }
+  private accept(ws: Peer, user: string | null): void {
     const max = this.options.maxConnections ?? 100_000;
     if (this.peers.size >= max || this.options.load.overloaded()) {
       ws.close(CLOSE.overloaded, 'overloaded');
@@ -329,18 +344,28 @@ export class WsGateway {
   }
 }
 
-function refuse(socket: Duplex, status: number, code: string, message: string): void {
+function refuse(
+  socket: Duplex,
+  status: number,
+  code: string,
+  message: string,
+  headers: Record<string, string> = {},
+): void {
   const body = JSON.stringify({ error: { code, message } });
   const reason =
     {
       400: 'Bad Request',
       401: 'Unauthorized',
+      403: 'Forbidden',
       404: 'Not Found',
       429: 'Too Many Requests',
       503: 'Service Unavailable',
     }[status] ?? 'Error';
+  const extra = Object.entries(headers)
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('');
   socket.end(
-    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extra}Connection: close\r\n\r\n${body}`,
   );
 }
 
