@@ -3,6 +3,7 @@ export { benchColdStart, COLD_START_DEFAULTS, type ColdStartOptions } from './co
 export { benchConnections, CONNECTIONS_DEFAULTS, type ConnectionsOptions } from './connections.js';
 export { benchFanout, FANOUT_DEFAULTS, type FanoutOptions } from './fanout.js';
 export { benchIngest, INGEST_DEFAULTS, type IngestOptions } from './ingest.js';
+export { benchMemory, MEMORY_DEFAULTS, type MemoryOptions } from './memory.js';
 export { benchLatency, LATENCY_DEFAULTS, type LatencyOptions } from './latency.js';
 export { benchPoll, POLL_DEFAULTS, type PollOptions } from './poll.js';
 export { benchSweep, SWEEP_DEFAULTS, type SweepOptions } from './sweep.js';

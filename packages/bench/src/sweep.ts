@@ -150,6 +150,8 @@ function phaseJson(f: PhaseFigures) {
     sweepIntervalP50Ms: f.intervalP50Ms,
     coreCpuMsPerSweep: f.coreCpuMsPerSweep,
     redisCpuMsPerSweep: f.redisCpuMsPerSweep,
+    redisCpuUsPerChangedBadge: f.redisCpuUsPerChangedBadge,
+    coreCpuUsPerChangedBadge: f.coreCpuUsPerChangedBadge,
     driftRepaired: f.driftRepaired,
     minUsersHeld: f.minUsers,
     minPoolsHeld: f.minPools,
@@ -351,6 +353,9 @@ interface PhaseFigures {
   intervalP50Ms: number;
   coreCpuMsPerSweep: number | null;
   redisCpuMsPerSweep: number;
+  /** Over the phase, CPU ÷ badges the sweeps changed; Redis's includes the post driver's ingest. */
+  redisCpuUsPerChangedBadge: number;
+  coreCpuUsPerChangedBadge: number | null;
   /** Badges the core's reconciliation reported repaired during the phase. */
   driftRepaired: number;
   /** Fewest users and pools a measured sweep held (all of them unless leases were lost). */
@@ -395,6 +400,10 @@ async function measurePhase(
     .slice(1)
     .map((r, i) => r.report.at - records[i]!.report.at)
     .sort((a, b) => a - b);
+  const changedTotal = Math.max(
+    1,
+    records.reduce((sum, r) => sum + r.report.changed, 0),
+  );
   const byName: Record<string, number> = {};
   for (const r of records) {
     for (const [cmd, count] of Object.entries(r.byName)) byName[cmd] = (byName[cmd] ?? 0) + count;
@@ -435,6 +444,11 @@ async function measurePhase(
         ? null
         : Math.round(((coreCpuAfter - coreCpuBefore) * 1000) / records.length),
     redisCpuMsPerSweep: Math.round((redisCpu * 1000) / records.length),
+    redisCpuUsPerChangedBadge: round2((redisCpu * 1e6) / changedTotal),
+    coreCpuUsPerChangedBadge:
+      coreCpuBefore === null || coreCpuAfter === null
+        ? null
+        : round2(((coreCpuAfter - coreCpuBefore) * 1e6) / changedTotal),
     driftRepaired:
       records[records.length - 1]!.report.driftRepaired - records[0]!.report.driftRepaired,
     minUsers: Math.min(...records.map((r) => r.report.users)),

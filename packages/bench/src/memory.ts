@@ -1,0 +1,330 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { BadgeService } from '@bubble/core';
+import { DAY_MS, systemClock, type Clock } from '@bubble/protocol';
+import { RedisStore, type SweepReport } from '@bubble/store';
+import { freePort, startRedisServer, waitFor } from '@bubble/test-utils';
+import { Redis } from 'ioredis';
+import { spawnRole, type RoleChild } from './children.js';
+import { forkDriver, type DriverHandle } from './driver-process.js';
+import {
+  KEY_PREFIX,
+  benchSecrets,
+  machineFacts,
+  roleEnv,
+  round2,
+  seedStore,
+  startGateway,
+  type GatewayChild,
+} from './live-stack.js';
+import { sampleProcessMemory, type ProcessMemorySample } from './process-memory.js';
+import {
+  perUser,
+  redisMemory,
+  USER_KEY_CLASSES,
+  type RedisMemorySnapshot,
+} from './redis-memory.js';
+import { buildWorkload } from './workload.js';
+import type { WsConnectResult } from './ws-driver.js';
+
+export interface MemoryOptions {
+  /** Users with a WebSocket each, brought online in two halves. */
+  users: number;
+  /** Of them, connected and closed first so the gateway's and core's code is warm. */
+  warmupUsers: number;
+  authors: number;
+  windowPosts: number;
+  followMedian: number;
+  followCap: number;
+  /**
+   * Few enough that each pool holds over 128 users: Redis then keeps the per-pool hashes and
+   * sorted sets in the encodings a production pool has (hashtable, skiplist), not listpacks.
+   */
+  pools: number;
+  perAddress: number;
+  connectConcurrency: number;
+  /** Bound on each wait (users held, connections opened, presence gone). */
+  waitSeconds: number;
+  inactiveDays: number;
+  seed: number;
+  log: (line: string) => void;
+}
+
+export const MEMORY_DEFAULTS: MemoryOptions = {
+  users: 10_000,
+  warmupUsers: 500,
+  authors: 50_000,
+  windowPosts: 400_000,
+  followMedian: 150,
+  followCap: 2000,
+  pools: 10,
+  perAddress: 40,
+  connectConcurrency: 200,
+  waitSeconds: 180,
+  inactiveDays: 30,
+  seed: 7,
+  log: () => {},
+};
+
+const TICK_MS = 1000;
+const INACTIVE_JOB_LIMIT = 1000;
+
+/**
+ * bench.md "memory": Redis bytes per user by kind, core heap per held user, gateway bytes per
+ * connection, on a real redis-server with real `bubble server`, `core` and `gateway` children.
+ * The same users go through their lifecycle: sources stored; online (a WebSocket each: sight,
+ * presence, route, badge state, held by the core); offline (sockets closed, presence and route
+ * gone); inactive (the leader's inactive-user job, run as the code has it, with a clock
+ * `inactiveDays` + 1 days ahead). Redis is measured after each step by MEMORY USAGE over every
+ * key, by what the key holds (redis-memory.ts); the core and the gateway by
+ * process.memoryUsage() after a forced GC (gateway-probe.ts), before and after their users.
+ */
+export async function benchMemory(partial: Partial<MemoryOptions> = {}) {
+  const options = { ...MEMORY_DEFAULTS, ...partial };
+  const { log } = options;
+  if (options.warmupUsers >= options.users / 2) {
+    throw new Error('memory: warmupUsers must be under half of users');
+  }
+  log(`memory: building ${options.users} users, ${options.authors} authors`);
+  const workload = buildWorkload({
+    seed: options.seed,
+    users: options.users,
+    authors: options.authors,
+    follows: { median: options.followMedian, cap: options.followCap },
+    windowPosts: options.windowPosts,
+    now: Date.now(),
+  });
+  const redis = await startRedisServer();
+  const store = new RedisStore({ url: redis.url, keyPrefix: KEY_PREFIX, pools: options.pools });
+  const service = new BadgeService(store, systemClock, { followCap: options.followCap });
+  const admin = new Redis(redis.url);
+  const dir = await mkdtemp(path.join(tmpdir(), 'bubble-memory-'));
+  const children: RoleChild[] = [];
+  const drivers: DriverHandle[] = [];
+  let gateway: GatewayChild | undefined;
+  const n = options.users;
+  try {
+    const empty = await redisMemory(admin, KEY_PREFIX);
+    const seeded = await seedStore(store, service, workload, log, 'memory');
+    const sources = await redisMemory(admin, KEY_PREFIX);
+    log(`memory: sources stored: ${describeRedis(sources, n)}`);
+
+    const env = { ...roleEnv(redis.url, options.pools), BUBBLE_TICK: String(TICK_MS) };
+    const probe = (name: string) => ({
+      file: path.join(dir, `${name}.jsonl`),
+      nodeArgs: ['--expose-gc', '--import', new URL('./gateway-probe.js', import.meta.url).href],
+    });
+    const coreProbe = probe('core');
+    const gatewayProbe = probe('gateway');
+    children.push(
+      spawnRole({ role: 'server', env: { ...env, PORT: String(await freePort()) }, log }),
+    );
+    const core = spawnRole({
+      role: 'core',
+      env: { ...env, PORT: String(await freePort()), BUBBLE_BENCH_MEMORY_PROBE: coreProbe.file },
+      nodeArgs: coreProbe.nodeArgs,
+      log,
+    });
+    children.push(core);
+    const secrets = benchSecrets();
+    gateway = await startGateway({
+      redisUrl: redis.url,
+      pools: options.pools,
+      secrets,
+      env: { BUBBLE_BENCH_MEMORY_PROBE: gatewayProbe.file },
+      nodeArgs: gatewayProbe.nodeArgs,
+      log,
+    });
+    const held = (users: number) => waitHeld(admin, core, options, users);
+    await held(0);
+
+    const url = `ws://127.0.0.1:${gateway.port}/v1/ws`;
+    // `addressOffset` keeps the warm-up's source addresses apart (the limiter's buckets stay full).
+    const connect = async (name: string, from: number, to: number, addressOffset = 0) => {
+      const driver = forkDriver(new URL('./ws-driver.js', import.meta.url), name, log);
+      drivers.push(driver);
+      const result = await driver.call<WsConnectResult>('connect', {
+        url,
+        perAddress: options.perAddress,
+        jwtSecret: secrets.jwtSecret,
+        users: workload.users.slice(from, to),
+        firstIndex: from + addressOffset,
+        concurrency: options.connectConcurrency,
+        seconds: options.waitSeconds,
+      });
+      if (result.connected !== to - from) {
+        throw new Error(
+          `memory: ${name} connected ${result.connected} of ${to - from} (${JSON.stringify(result.errors)})`,
+        );
+      }
+      return driver;
+    };
+
+    log(`memory: warm-up: ${options.warmupUsers} users connect and leave`);
+    const warm = await connect('warm-up', 0, options.warmupUsers, n);
+    await held(options.warmupUsers);
+    await warm.call('close');
+    await held(0);
+    const coreBefore = await sampleProcessMemory(core.pid, coreProbe.file);
+    const gatewayBefore = await sampleProcessMemory(gateway.pid, gatewayProbe.file);
+
+    const half = Math.floor(n / 2);
+    await connect('first-half', 0, half);
+    await held(half);
+    const coreHalf = await sampleProcessMemory(core.pid, coreProbe.file);
+    await connect('second-half', half, n);
+    const report = await held(n);
+    await waitFor(async () => (await sumOver(admin, options.pools, 'hlen', 'badges')) >= n, {
+      timeoutMs: options.waitSeconds * 1000,
+      message: 'memory: every online user has a stored badge state',
+    });
+    const coreAfter = await sampleProcessMemory(core.pid, coreProbe.file);
+    const gatewayAfter = await sampleProcessMemory(gateway.pid, gatewayProbe.file);
+    const online = await redisMemory(admin, KEY_PREFIX);
+    log(`memory: ${n} online: ${describeRedis(online, n)}`);
+    log(`memory: core ${describeProcess(coreBefore)} → ${describeProcess(coreAfter)}`);
+    log(`memory: gateway ${describeProcess(gatewayBefore)} → ${describeProcess(gatewayAfter)}`);
+
+    for (const driver of drivers) await driver.call('close').catch(() => {});
+    await waitFor(
+      async () =>
+        (await sumOver(admin, options.pools, 'zcard', 'online')) === 0 &&
+        (await sumOver(admin, options.pools, 'hlen', 'routes')) === 0,
+      { timeoutMs: options.waitSeconds * 1000, message: 'memory: presence and routes gone' },
+    );
+    await held(0);
+    const offline = await redisMemory(admin, KEY_PREFIX);
+    log(`memory: ${n} offline: ${describeRedis(offline, n)}`);
+
+    // The leader's job as it runs today, `inactiveDays` + 1 days later.
+    const later: Clock = { now: () => Date.now() + (options.inactiveDays + 1) * DAY_MS };
+    const job = new BadgeService(store, later, {
+      followCap: options.followCap,
+      inactiveDays: options.inactiveDays,
+    });
+    let dropped = 0;
+    for (let run = 0; run <= Math.ceil(n / INACTIVE_JOB_LIMIT) + 1; run++) {
+      const batch = await job.dropInactiveUsers(INACTIVE_JOB_LIMIT);
+      dropped += batch.length;
+      if (batch.length < INACTIVE_JOB_LIMIT) break;
+    }
+    const inactive = await redisMemory(admin, KEY_PREFIX);
+    log(`memory: ${dropped} dropped as inactive: ${describeRedis(inactive, n)}`);
+
+    const activeUser = perUser(online, n);
+    const offlineUser = perUser(offline, n);
+    const inactiveUser = perUser(inactive, n);
+    const sourceClasses = ['follows', 'cursors', 'conversations'] as const;
+    const sourceBytes = (s: RedisMemorySnapshot) =>
+      sourceClasses.reduce((sum, name) => sum + s.bytes[name], 0);
+    const userBytes = (s: RedisMemorySnapshot) =>
+      USER_KEY_CLASSES.reduce((sum, name) => sum + s.bytes[name], 0);
+    const heapPlusExternal = (m: ProcessMemorySample) => m.heapUsed + m.external;
+    const per = (bytes: number, users: number) => Math.round(bytes / Math.max(1, users));
+    return {
+      scenario: 'memory',
+      users: n,
+      pools: options.pools,
+      authors: options.authors,
+      windowPosts: options.windowPosts,
+      meanFollows: round2(seeded.edges / n),
+      method:
+        'Redis: MEMORY USAGE key SAMPLES 0 summed over SCANned keys by what they hold; ' +
+        'processes: process.memoryUsage() after a forced GC',
+      redisBytesPerActiveUser: activeUser.total,
+      redisBytesPerOfflineUser: offlineUser.total,
+      redisBytesPerInactiveUser: inactiveUser.total,
+      redisBytesPerInactiveUserBeyondSources: per(userBytes(inactive) - sourceBytes(inactive), n),
+      redisBytesPerFollow: round2(inactive.bytes.follows / seeded.edges),
+      redisBytesPerWindowPost: round2(sources.bytes.posts / options.windowPosts),
+      activeUserByKind: activeUser.byClass,
+      offlineUserByKind: offlineUser.byClass,
+      inactiveUserByKind: inactiveUser.byClass,
+      redisLogBytes: online.bytes.logs,
+      redisClusterBytes: online.bytes.cluster,
+      // A cross-check that includes what MEMORY USAGE leaves out (client buffers, the logs).
+      usedMemoryBytesPerActiveUser: per(online.usedMemory - sources.usedMemory, n),
+      usedMemoryEmpty: empty.usedMemory,
+      usedMemoryOnline: online.usedMemory,
+      inactiveDropped: dropped,
+      coreHeapBytesPerUser: per(heapPlusExternal(coreAfter) - heapPlusExternal(coreBefore), n),
+      coreHeapBytesPerUserSecondHalf: per(
+        heapPlusExternal(coreAfter) - heapPlusExternal(coreHalf),
+        n - half,
+      ),
+      coreHeapUsedBytesPerUser: per(coreAfter.heapUsed - coreBefore.heapUsed, n),
+      coreExternalBytesPerUser: per(coreAfter.external - coreBefore.external, n),
+      coreRssBytesPerUser: per(coreAfter.rss - coreBefore.rss, n),
+      coreUsersHeld: report.users,
+      coreBaseline: { heapUsed: coreBefore.heapUsed, rss: coreBefore.rss },
+      gatewayBytesPerConn: per(gatewayAfter.rss - gatewayBefore.rss, n),
+      gatewayHeapBytesPerConn: per(gatewayAfter.heapUsed - gatewayBefore.heapUsed, n),
+      gatewayBaseline: { heapUsed: gatewayBefore.heapUsed, rss: gatewayBefore.rss },
+      forcedGc: coreAfter.gc && gatewayAfter.gc,
+      machine: { ...machineFacts(), redis: await redisVersion(admin) },
+    };
+  } finally {
+    await Promise.all(drivers.map((d) => d.stop().catch(() => {})));
+    await gateway?.stop().catch(() => {});
+    for (const child of children.reverse()) await child.stop().catch(() => {});
+    await store.close().catch(() => {});
+    admin.disconnect();
+    await redis.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** The core's latest sweep report once it holds every pool and exactly `users` users. */
+async function waitHeld(
+  admin: Redis,
+  core: RoleChild,
+  options: MemoryOptions,
+  users: number,
+): Promise<SweepReport> {
+  const report = await waitFor(
+    async () => {
+      const exit = core.exited();
+      if (exit !== null) throw new Error(`the core exited (${exit}):\n${core.tail()}`);
+      const reports = Object.values(await admin.hgetall(`${KEY_PREFIX}:{g}:sweeps`)).map(
+        (json) => JSON.parse(json) as SweepReport,
+      );
+      return reports.find((r) => r.pools === options.pools && r.users === users) ?? null;
+    },
+    {
+      timeoutMs: options.waitSeconds * 1000,
+      intervalMs: 200,
+      message: `memory: the core holds ${options.pools} pools and ${users} users`,
+    },
+  );
+  // waitFor returns only a truthy value.
+  return report!;
+}
+
+async function sumOver(
+  admin: Redis,
+  pools: number,
+  command: 'hlen' | 'zcard',
+  suffix: string,
+): Promise<number> {
+  let total = 0;
+  for (let pool = 0; pool < pools; pool++) {
+    total += await admin[command](`${KEY_PREFIX}:{p:${pool}}:${suffix}`);
+  }
+  return total;
+}
+
+async function redisVersion(admin: Redis): Promise<string> {
+  const info = await admin.info('server');
+  return /^redis_version:(\S+)/m.exec(info)?.[1] ?? 'unknown';
+}
+
+function describeRedis(s: RedisMemorySnapshot, users: number): string {
+  const { total, byClass } = perUser(s, users);
+  return `${total} B per user ${JSON.stringify(byClass)}, posts ${s.bytes.posts} B`;
+}
+
+function describeProcess(m: ProcessMemorySample): string {
+  const mib = (b: number) => `${(b / 1048576).toFixed(1)} MiB`;
+  return `rss ${mib(m.rss)}, heap ${mib(m.heapUsed)}, external ${mib(m.external)}`;
+}
