@@ -20,4 +20,9 @@ export default defineConfig(
       ],
     },
   },
+  {
+    // The dashboard's browser code (bundled by packages/gateway/scripts/build-dashboard.mjs).
+    files: ['packages/gateway/src/dashboard/browser/**/*.ts'],
+    languageOptions: { globals: { ...globals.browser } },
+  },
 );

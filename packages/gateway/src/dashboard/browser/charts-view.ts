@@ -1,0 +1,142 @@
+import type { HistorySample } from '../history-wire.js';
+import { byId } from './dom.js';
+import { compact, fmt, ms } from './format.js';
+import { WINDOW_MS } from './history-store.js';
+import { drawLineChart, type ChartSpec, type Series } from './line-chart.js';
+
+const perSecond = (v: number) => `${v < 10 ? v.toFixed(1) : compact(v)}/s`;
+const count = (v: number) => fmt(Math.round(v));
+
+function series(
+  samples: HistorySample[],
+  name: string,
+  read: (s: HistorySample) => number | null | undefined,
+): Series {
+  return { name, points: samples.map((s) => [s.at, read(s) ?? null]) };
+}
+
+/** One series per node id found under `pick` in any sample, ids in order. */
+function perNode<T>(
+  samples: HistorySample[],
+  pick: (s: HistorySample) => Record<string, T>,
+  read: (figures: T) => number | null,
+): Series[] {
+  const ids = new Set<string>();
+  for (const s of samples) for (const id of Object.keys(pick(s))) ids.add(id);
+  return [...ids].sort().map((id) =>
+    series(samples, id, (s) => {
+      const figures = pick(s)[id];
+      return figures === undefined ? null : read(figures);
+    }),
+  );
+}
+
+/** Gateways that put their figures in their heartbeats; else the one serving this page. */
+function gatewaySeries(
+  samples: HistorySample[],
+  read: (g: { connections: number; pushesPerSecond: number | null }) => number | null,
+  readLocal: (s: HistorySample) => number | null,
+): Series[] {
+  const cluster = perNode(samples, (s) => s.gateways, read);
+  return cluster.length > 0 ? cluster : [series(samples, 'this gateway', readLocal)];
+}
+
+function gatewayScope(samples: HistorySample[]): string {
+  return samples.some((s) => Object.keys(s.gateways).length > 0) ? 'per gateway' : 'this gateway';
+}
+
+export function chartSpecs(
+  samples: HistorySample[],
+  intervalMs: number,
+): Record<string, ChartSpec> {
+  const every = `${intervalMs / 1000} s`;
+  const waiting = `collecting: a sample every ${every}`;
+  return {
+    'chart-sweep': {
+      title: 'Sweep duration, all cores',
+      format: ms,
+      empty: 'no sweep reported yet',
+      series: [
+        series(samples, 'p99', (s) => s.sweepP99Ms),
+        series(samples, 'p50', (s) => s.sweepP50Ms),
+      ],
+    },
+    'chart-changed': {
+      title: 'Changed badges / s, all cores',
+      format: perSecond,
+      empty: waiting,
+      series: [series(samples, 'all cores', (s) => s.changedPerSecond)],
+    },
+    'chart-pushes': {
+      title: `Pushes to sockets / s, ${gatewayScope(samples)}`,
+      format: perSecond,
+      empty: waiting,
+      series: gatewaySeries(
+        samples,
+        (g) => g.pushesPerSecond,
+        (s) => s.local.pushesPerSecond,
+      ),
+    },
+    'chart-connections': {
+      title: `WebSocket connections, ${gatewayScope(samples)}`,
+      format: count,
+      empty: waiting,
+      series: gatewaySeries(
+        samples,
+        (g) => g.connections,
+        (s) => s.local.connections,
+      ),
+    },
+    'chart-online': {
+      title: 'Online users',
+      format: count,
+      empty: waiting,
+      series: [series(samples, 'all pools', (s) => s.online)],
+    },
+    'chart-drift': {
+      title: `Drift repaired (per ${every})`,
+      format: count,
+      empty: waiting,
+      series: [series(samples, 'all cores', (s) => s.driftRepaired)],
+    },
+    'chart-stale': {
+      title: `Stale writes refused (per ${every})`,
+      format: count,
+      empty: waiting,
+      series: [series(samples, 'all cores', (s) => s.staleWritesRefused)],
+    },
+    'chart-core-sweep': {
+      title: 'Longest sweep, per core',
+      format: ms,
+      empty: 'no core has reported',
+      series: perNode(
+        samples,
+        (s) => s.cores,
+        (c) => c.sweepMs,
+      ),
+    },
+    'chart-core-changed': {
+      title: 'Changed badges / s, per core',
+      format: perSecond,
+      empty: 'no core has reported',
+      series: perNode(
+        samples,
+        (s) => s.cores,
+        (c) => c.changedPerSecond,
+      ),
+    },
+  };
+}
+
+/** Draws every chart of the page from the samples (the 15 minutes up to the newest). */
+export function renderCharts(samples: HistorySample[], intervalMs: number): void {
+  const to = samples.at(-1)?.at ?? Date.now();
+  const window = { from: to - WINDOW_MS, to, maxGapMs: intervalMs * 2.5 };
+  for (const [id, spec] of Object.entries(chartSpecs(samples, intervalMs))) {
+    drawLineChart(byId(id), spec, window);
+  }
+  byId('charts-note').textContent =
+    samples.length === 0
+      ? `No sample yet: this gateway takes one every ${intervalMs / 1000} s and keeps 15 minutes.`
+      : `${samples.length} samples, one every ${intervalMs / 1000} s, kept by this gateway.`;
+}

@@ -1,0 +1,19 @@
+/** The parts of GET /v1/cluster the page reads. */
+export interface ClusterStatus {
+  leader: string | null;
+  generation: number;
+  online: number;
+  pools: Array<{ pool: number; owner: string | null; online: number }>;
+  nodes: Array<{ id: string; role: string; url?: string; startedAt: number; seenAt: number }>;
+  sweeps: Array<{
+    node: string;
+    at: number;
+    durationMs: number;
+    pools: number;
+    users: number;
+    changed: number;
+    redisCommands: number;
+    staleWritesRejected: number;
+    driftRepaired: number;
+  }>;
+}
