@@ -6,6 +6,7 @@ export { benchIngest, INGEST_DEFAULTS, type IngestOptions } from './ingest.js';
 export { benchMemory, MEMORY_DEFAULTS, type MemoryOptions } from './memory.js';
 export { benchLatency, LATENCY_DEFAULTS, type LatencyOptions } from './latency.js';
 export { benchPoll, POLL_DEFAULTS, type PollOptions } from './poll.js';
+export { benchScale, SCALE_DEFAULTS, type ScaleOptions } from './scale.js';
 export { benchSweep, SWEEP_DEFAULTS, type SweepOptions } from './sweep.js';
 export { benchWsCeiling, WS_CEILING_DEFAULTS, type WsCeilingOptions } from './ws-ceiling.js';
 export { summarizeCpuProfile, type ProfileSummary } from './profile-summary.js';

@@ -31,6 +31,7 @@ export const SCENARIOS: Record<string, Scenario> = {
   ingest: (bench) => bench.benchIngest({ log, profileDir }),
   'ws-ceiling': (bench) => bench.benchWsCeiling({ log }),
   memory: (bench) => bench.benchMemory({ log }),
+  scale: (bench) => bench.benchScale({ log }),
 };
 
 export async function runBench(names: string[]): Promise<void> {
