@@ -225,6 +225,11 @@ describe('bubble CLI processes', () => {
     ['PORT', '70000'],
     ['BUBBLE_FOLLOW_CAP', '0'],
     ['LOG_LEVEL', 'loud'],
+    ['BUBBLE_TRUSTED_PROXIES', '10.0.0.0/8,10.0.0.0/33'],
+    ['BUBBLE_TRUSTED_PROXIES', 'proxy.internal'],
+    ['BUBBLE_WS_CONNECT_RATE', '0'],
+    ['BUBBLE_WS_CONNECT_BURST', '0.5'],
+    ['BUBBLE_DEV', 'yes'],
   ])('a bad %s stops bubble all with a message naming it', async (name, value) => {
     const port = await freePort();
     const run = bubble(['all'], {

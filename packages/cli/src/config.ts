@@ -1,3 +1,4 @@
+import { parseCidrList } from '@bubble/gateway';
 import { z } from 'zod';
 
 const MS_OR_CRON = /^(\d+|(\S+\s+){4,5}\S+)$/;
@@ -9,6 +10,15 @@ const ID_LIST = z.string().transform((value) =>
 );
 
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+
+const CIDR_LIST = z.string().transform((value, ctx) => {
+  try {
+    return parseCidrList(value);
+  } catch (err) {
+    ctx.addIssue({ code: 'custom', message: (err as Error).message });
+    return z.NEVER;
+  }
+});
 
 /**
  * Every environment variable bubble reads, with its default and meaning (docs/operations.md).
@@ -72,6 +82,23 @@ export const configSchema = z.object({
   BUBBLE_JWT_AUDIENCE: z.string().min(1).optional().describe('required `aud` of end-user tokens'),
   BUBBLE_API_KEY: z.string().min(1).optional().describe('platform API key (X-Api-Key)'),
   BUBBLE_ALLOWED_ORIGINS: ID_LIST.optional().describe('WebSocket Origin allowlist'),
+  BUBBLE_TRUSTED_PROXIES: CIDR_LIST.optional().describe(
+    'comma CIDRs of proxies whose X-Forwarded-For names the client',
+  ),
+  BUBBLE_WS_CONNECT_RATE: z.coerce
+    .number()
+    .positive()
+    .max(1_000_000)
+    .default(20)
+    .describe('new WebSocket connections per second per client address'),
+  BUBBLE_WS_CONNECT_BURST: int(1, 1_000_000)
+    .default(50)
+    .describe('burst of new WebSocket connections per client address'),
+  BUBBLE_DEV: z
+    .enum(['0', '1'])
+    .default('0')
+    .transform((value) => value === '1')
+    .describe('1: development mode (generated secrets, /demo/token) on Redis or beyond loopback'),
   BUBBLE_PRESENCE_TTL_MS: int(1000, 3_600_000)
     .default(30_000)
     .describe('presence of users held by a gateway lapses this long after the gateway dies'),

@@ -1,8 +1,16 @@
-import { pino, type Logger } from 'pino';
+import { pino, type Logger, type LoggerOptions } from 'pino';
+import PinoPretty from 'pino-pretty';
 
-/** JSON logs on stdout; credentials are redacted wherever they might appear. */
-export function createLogger(level: string, name: string): Logger {
-  return pino({
+/**
+ * Logs on stdout: JSON lines for machines (a file, a pipe, a log collector), readable lines
+ * when stdout is a terminal. Credentials are redacted wherever they might appear, either way.
+ */
+export function createLogger(
+  level: string,
+  name: string,
+  terminal: boolean = process.stdout.isTTY === true,
+): Logger {
+  const options: LoggerOptions = {
     name,
     level,
     redact: {
@@ -17,5 +25,8 @@ export function createLogger(level: string, name: string): Logger {
       ],
       censor: '[redacted]',
     },
-  });
+  };
+  if (!terminal) return pino(options);
+  // In this thread and synchronous: nothing is lost when the process exits right after a line.
+  return pino(options, PinoPretty({ colorize: true, sync: true, translateTime: 'SYS:HH:MM:ss.l' }));
 }

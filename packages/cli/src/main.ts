@@ -5,7 +5,7 @@ import { loadConfig } from './config.js';
 import { createLogger } from './logger.js';
 import { urlOption } from './remote.js';
 import { startRole, type Role } from './roles/roles.js';
-import { resolveSecrets, tokenSecret } from './secrets.js';
+import { developmentSecrets, resolveStartSecrets, tokenSecret } from './secrets.js';
 import { exitOnSignals } from './shutdown.js';
 import {
   LIMITS,
@@ -37,15 +37,22 @@ export async function main(argv: string[]): Promise<void> {
       .description(description)
       .action(async () => {
         const config = loadConfig();
-        const logger = createLogger(config.LOG_LEVEL, `bubble-${role}`);
         if (role !== 'all' && !hasRedis(config)) {
           throw new Error(`bubble ${role} needs REDIS_URL or REDIS_CLUSTER_NODES`);
         }
-        const usesSecrets = role === 'all' || role === 'gateway';
-        const secrets = usesSecrets ? resolveSecrets(config, role === 'all') : null;
-        const running = await startRole(role, config, secrets, logger);
+        // Decided before the logger exists and before anything listens.
+        const start = resolveStartSecrets(role, config);
+        const logger = createLogger(config.LOG_LEVEL, `bubble-${role}`);
+        const running = await startRole(role, config, start, logger);
         exitOnSignals(() => running.close(), logger);
-        if (secrets?.generated) printDevelopmentBanner(running.url, secrets.auth.apiKey);
+        if (start.development && start.secrets?.generated) {
+          const generatedKey = config.BUBBLE_API_KEY === undefined;
+          printDevelopmentBanner(
+            running.url,
+            generatedKey ? start.secrets.auth.apiKey : null,
+            start.host,
+          );
+        }
       });
   }
 
@@ -70,8 +77,7 @@ export async function main(argv: string[]): Promise<void> {
     .description('print shell exports of the development API key and JWT secret')
     .action(() => {
       const config = loadConfig();
-      const { auth, generated } = resolveSecrets(config, true);
-      if (!generated) throw new Error('secrets are configured; dev-env only prints generated ones');
+      const { auth } = developmentSecrets(config);
       process.stdout.write(
         `export BUBBLE_API_KEY='${auth.apiKey}'\nexport BUBBLE_JWT_SECRET='${auth.jwtSecret}'\n`,
       );
@@ -147,18 +153,21 @@ export async function main(argv: string[]): Promise<void> {
   await program.parseAsync(argv);
 }
 
-function printDevelopmentBanner(url: string, apiKey: string): void {
-  process.stderr.write(
-    [
-      '',
-      `  bubble is running at ${url} (development mode: generated secrets in .bubble-dev/)`,
-      `  API key:        ${apiKey}`,
-      '  mint a token:   npx bubble token <user>',
-      '  load both:      eval "$(npx bubble dev-env)"',
-      '',
-      '',
-    ].join('\n'),
-  );
+/** Shows only generated secrets: a configured one never reaches the terminal or a log. */
+function printDevelopmentBanner(url: string, apiKey: string | null, host: string): void {
+  const where =
+    host === '127.0.0.1'
+      ? 'loopback only; configure the secrets, or set BUBBLE_DEV=1, to listen beyond it'
+      : 'BUBBLE_DEV=1: on every interface';
+  const lines = [
+    '',
+    `  bubble is running at ${url} (development mode, ${where})`,
+    `  API key:        ${apiKey ?? '(BUBBLE_API_KEY, as configured)'}`,
+    '  mint a token:   npx bubble token <user>',
+    '  load both:      eval "$(npx bubble dev-env)"',
+    '  (generated secrets are kept in .bubble-dev/)',
+  ];
+  process.stderr.write(`${[...lines, '', ''].join('\n')}`);
 }
 
 export function parseDuration(text: string): number {

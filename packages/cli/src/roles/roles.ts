@@ -1,11 +1,17 @@
 import { BadgeService, CoreMetrics, CoreNode } from '@bubble/core';
-import { GatewayMetrics, HttpGateway, tuneHeapForConnections } from '@bubble/gateway';
+import {
+  GatewayMetrics,
+  HttpGateway,
+  heartbeatFigures,
+  tuneHeapForConnections,
+} from '@bubble/gateway';
 import { systemClock } from '@bubble/protocol';
 import { SchedulerNode, readClusterStatus, tickPeriodMs } from '@bubble/server';
-import type { BubbleStore } from '@bubble/store';
+import { RedisStore, type BubbleStore } from '@bubble/store';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
-import type { ResolvedSecrets } from '../secrets.js';
+import { checkRedisSettings } from '../redis-settings-check.js';
+import type { StartSecrets } from '../secrets.js';
 import { createLocks, createStore, nodeId } from './runtime.js';
 
 export type Role = 'all' | 'server' | 'core' | 'gateway';
@@ -15,11 +21,12 @@ function announce(
   store: BubbleStore,
   node: { id: string; role: 'gateway'; url: string },
   leaseMs: number,
+  figures: () => object = () => ({}),
 ): () => Promise<void> {
   const startedAt = Date.now();
   const beat = () =>
     store.coordination
-      .heartbeat({ ...node, startedAt, seenAt: Date.now() }, leaseMs)
+      .heartbeat({ ...node, ...figures(), startedAt, seenAt: Date.now() }, leaseMs)
       .catch(() => {});
   void beat();
   const timer = setInterval(beat, Math.max(100, Math.floor(leaseMs / 3)));
@@ -43,9 +50,10 @@ export interface RunningRole {
 export async function startRole(
   role: Role,
   config: Config,
-  secrets: ResolvedSecrets | null,
+  start: StartSecrets,
   logger: Logger,
 ): Promise<RunningRole> {
+  const { secrets, host } = start;
   const store = createStore(config);
   const lockRuntime = role === 'core' || role === 'all' ? createLocks(config, store, logger) : null;
   const service = new BadgeService(store, systemClock, {
@@ -68,6 +76,10 @@ export async function startRole(
   const gateways: HttpGateway[] = [];
   try {
     await store.ping();
+    // Advice only: it never holds up or fails the start (and /readyz is about reachability).
+    if (store instanceof RedisStore) void checkRedisSettings(store.redis, logger);
+    for (const client of lockRuntime?.quorumClients ?? [])
+      void checkRedisSettings(client, logger, 'lock quorum');
     let url = '';
     if (servesPublic) {
       if (!secrets) throw new Error('the gateway needs BUBBLE_API_KEY and BUBBLE_JWT_SECRET');
@@ -84,13 +96,22 @@ export async function startRole(
           presenceTtlMs: config.BUBBLE_PRESENCE_TTL_MS,
           maxPayload: config.BUBBLE_WS_MAX_PAYLOAD,
           allowedOrigins: config.BUBBLE_ALLOWED_ORIGINS,
+          connectLimit: {
+            perSecond: config.BUBBLE_WS_CONNECT_RATE,
+            burst: config.BUBBLE_WS_CONNECT_BURST,
+          },
+          trustedProxies: config.BUBBLE_TRUSTED_PROXIES,
         },
         // Minting tokens for anyone only with a generated (never a configured) JWT secret.
         demo: { devTokens: secrets.generated && config.BUBBLE_JWT_SECRET === undefined },
       });
       gateways.push(gateway);
-      url = `http://localhost:${(await gateway.listen(config.PORT)).port}`;
-      stops.push(announce(store, { id: gatewayId, role: 'gateway', url }, config.BUBBLE_LEASE_MS));
+      url = `http://localhost:${(await gateway.listen(config.PORT, host)).port}`;
+      stops.push(
+        announce(store, { id: gatewayId, role: 'gateway', url }, config.BUBBLE_LEASE_MS, () =>
+          heartbeatFigures(gateway),
+        ),
+      );
     }
     if (!servesPublic || internal) {
       // A gateway's own operator port also serves the dashboard (which reads the cluster there).
@@ -98,7 +119,7 @@ export async function startRole(
       const operator = new HttpGateway({ ...common, auth, serves: ['operator'] });
       gateways.push(operator);
       const port = internal ? config.BUBBLE_INTERNAL_PORT! : config.PORT;
-      const address = await operator.listen(port);
+      const address = await operator.listen(port, host);
       if (!servesPublic) url = `http://localhost:${address.port}`;
     }
     if (lockRuntime) {
@@ -134,7 +155,10 @@ export async function startRole(
       metrics.trackScheduler(scheduler);
       stops.push(() => scheduler.close());
     }
-    logger.info({ role, url, engine: store.engine }, `bubble ${role} is listening`);
+    logger.info(
+      { role, url, host, engine: store.engine, development: start.development },
+      `bubble ${role} is listening`,
+    );
     return {
       url,
       async close() {

@@ -19,6 +19,8 @@ export function nodeId(role: string): string {
 
 export interface LockRuntime {
   locks: PoolLocks;
+  /** The lock quorum's own masters (BUBBLE_LOCK_REDIS_URLS), when it is not the main Redis. */
+  quorumClients: Redis[];
   close(): Promise<void>;
 }
 
@@ -29,7 +31,7 @@ export interface LockRuntime {
 export function createLocks(config: Config, store: BubbleStore, logger: Logger): LockRuntime {
   if (!(store instanceof RedisStore)) {
     const locks = new MemoryPoolLocks();
-    return { locks, close: () => locks.close() };
+    return { locks, quorumClients: [], close: () => locks.close() };
   }
   const urls = config.BUBBLE_LOCK_REDIS_URLS ?? (config.REDIS_URL ? [config.REDIS_URL] : []);
   const keys = new RedisKeys(config.BUBBLE_KEY_PREFIX, config.BUBBLE_POOLS);
@@ -40,7 +42,7 @@ export function createLocks(config: Config, store: BubbleStore, logger: Logger):
       keys,
       logger: logger.child({ module: 'pool-locks' }),
     });
-    return { locks, close: () => locks.close() };
+    return { locks, quorumClients: [], close: () => locks.close() };
   }
   const clients = urls.map(
     (url) =>
@@ -57,6 +59,7 @@ export function createLocks(config: Config, store: BubbleStore, logger: Logger):
   });
   return {
     locks,
+    quorumClients: config.BUBBLE_LOCK_REDIS_URLS ? clients : [],
     async close() {
       await locks.close();
       for (const client of clients) client.disconnect();

@@ -1,0 +1,171 @@
+/**
+ * Development mode stays local (shared spec api.md, "Configuration"; docs/api.md): the generated
+ * secrets and POST /demo/token only for `bubble all` on the embedded engine on loopback, unless
+ * BUBBLE_DEV=1; on Redis without secrets `bubble all` stops naming them; outside development
+ * mode a secret shorter than 32 bytes stops every role before it listens. Real processes of the
+ * built CLI on a real redis-server.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import {
+  freePort,
+  startRedisServer,
+  uniquePrefix,
+  type RedisServerHandle,
+} from '@bubble/test-utils';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { CliRun, accepts, buildOnce, runProbingPort } from './cli-run.js';
+
+const API_KEY = 'dev-mode-test-api-key-8e41c0b7d2a95f36';
+/** Exactly the floor: 32 bytes. */
+const JWT_SECRET = 'dev-mode-jwt-secret-4c2e9a7b1d5f';
+const SHORT = 'x'.repeat(31);
+
+describe('development mode and secrets', () => {
+  let redis: RedisServerHandle;
+  let cwd: string;
+  const runs: CliRun[] = [];
+
+  beforeAll(async () => {
+    await buildOnce();
+    redis = await startRedisServer();
+    cwd = mkdtempSync(path.join(tmpdir(), 'bubble-dev-mode-'));
+  }, 300_000);
+
+  afterAll(async () => {
+    await redis?.stop();
+    rmSync(cwd, { recursive: true, force: true });
+  });
+
+  afterEach(() => {
+    for (const run of runs.splice(0)) run.kill();
+  });
+
+  function start(args: string[], env: Record<string, string>): CliRun {
+    const run = new CliRun(args, env, cwd);
+    runs.push(run);
+    return run;
+  }
+
+  const onRedis = () => ({ REDIS_URL: redis.url, BUBBLE_KEY_PREFIX: uniquePrefix('dev') });
+
+  async function demoToken(port: number, host = '127.0.0.1'): Promise<number> {
+    const res = await fetch(`http://${host}:${port}/demo/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ user: 'alice' }),
+    });
+    if (res.status === 200) expect(await res.json()).toMatchObject({ token: expect.any(String) });
+    return res.status;
+  }
+
+  it('bubble all on Redis without secrets and without BUBBLE_DEV stops before it listens, naming them', async () => {
+    const port = await freePort();
+    const { run, exit, accepted } = await runProbingPort(
+      ['all'],
+      { ...onRedis(), PORT: String(port) },
+      cwd,
+      port,
+    );
+    expect(exit, run.describe()).toEqual({ code: 1, signal: null });
+    expect(accepted).toBe(false);
+    expect(run.stderr).toContain('BUBBLE_API_KEY');
+    expect(run.stderr).toContain('BUBBLE_JWT_SECRET');
+    expect(run.stderr).toContain('BUBBLE_DEV=1');
+    expect(run.stderr).not.toContain('API key:');
+  });
+
+  it('bubble all on Redis with secrets serves, on every interface, without /demo/token', async () => {
+    const port = await freePort();
+    const run = start(['all'], {
+      ...onRedis(),
+      PORT: String(port),
+      BUBBLE_API_KEY: API_KEY,
+      BUBBLE_JWT_SECRET: JWT_SECRET,
+    });
+    const line = await run.listening('all');
+    expect(line).toMatchObject({ host: '0.0.0.0', development: false });
+    expect(await demoToken(port)).toBe(404);
+    // 0.0.0.0 also answers on another loopback address
+    expect(await accepts(port, '127.0.0.2')).toBe(true);
+    expect(run.stderr).not.toContain('development mode');
+  });
+
+  it('bubble all on Redis with BUBBLE_DEV=1 is in development mode: generated secrets, /demo/token', async () => {
+    const port = await freePort();
+    const run = start(['all'], { ...onRedis(), PORT: String(port), BUBBLE_DEV: '1' });
+    const line = await run.listening('all');
+    expect(line).toMatchObject({ host: '0.0.0.0', development: true });
+    expect(await demoToken(port)).toBe(200);
+    expect(run.stderr).toContain('development mode');
+    expect(run.stderr).toMatch(/API key:\s+dev_/);
+  });
+
+  it('bubble all on the embedded engine without secrets serves /demo/token on loopback only', async () => {
+    const port = await freePort();
+    const run = start(['all'], { PORT: String(port) });
+    const line = await run.listening('all');
+    expect(line).toMatchObject({ host: '127.0.0.1', engine: 'memory', development: true });
+    expect(await demoToken(port)).toBe(200);
+    // bound to 127.0.0.1 itself: another address, even of lo, is refused
+    expect(await accepts(port, '127.0.0.2')).toBe(false);
+    expect(run.stderr).toContain(`http://localhost:${port}`);
+    expect(run.stderr).toContain('loopback only');
+  });
+
+  it('bubble all on the embedded engine with configured secrets is not development mode', async () => {
+    const port = await freePort();
+    const run = start(['all'], {
+      PORT: String(port),
+      BUBBLE_API_KEY: API_KEY,
+      BUBBLE_JWT_SECRET: JWT_SECRET,
+    });
+    expect(await run.listening('all')).toMatchObject({ host: '0.0.0.0', development: false });
+    expect(await demoToken(port)).toBe(404);
+  });
+
+  it('bubble server and bubble core need no secrets', async () => {
+    for (const role of ['server', 'core']) {
+      const run = start([role], { ...onRedis(), PORT: String(await freePort()) });
+      await run.listening(role);
+    }
+  });
+
+  const cases = ['server', 'core', 'gateway', 'all'].flatMap((role) =>
+    (['BUBBLE_API_KEY', 'BUBBLE_JWT_SECRET'] as const).map((name) => ({ role, name })),
+  );
+  it.each(cases)(
+    'a $name of 31 bytes stops bubble $role before it listens, naming it',
+    async ({ role, name }) => {
+      const port = await freePort();
+      const env: Record<string, string> = {
+        ...onRedis(),
+        PORT: String(port),
+        BUBBLE_API_KEY: API_KEY,
+        BUBBLE_JWT_SECRET: JWT_SECRET,
+        [name]: SHORT,
+      };
+      const { run, exit, accepted } = await runProbingPort([role], env, cwd, port);
+      expect(exit, run.describe()).toEqual({ code: 1, signal: null });
+      expect(accepted).toBe(false);
+      expect(run.stderr).toContain(`${name} is 31 bytes; it must be at least 32`);
+      expect(run.lines.some((line) => String(line.msg).includes('listening'))).toBe(false);
+      expect(run.stderr).not.toContain(SHORT);
+    },
+  );
+
+  it('BUBBLE_DEV=1 with NODE_ENV=production stops, naming both', async () => {
+    const port = await freePort();
+    const { run, exit, accepted } = await runProbingPort(
+      ['all'],
+      { PORT: String(port), BUBBLE_DEV: '1', NODE_ENV: 'production' },
+      cwd,
+      port,
+    );
+    expect(exit.code).toBe(1);
+    expect(accepted).toBe(false);
+    expect(run.stderr).toContain('BUBBLE_DEV');
+    expect(run.stderr).toContain('NODE_ENV=production');
+  });
+});
