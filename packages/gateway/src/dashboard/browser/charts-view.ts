@@ -1,6 +1,6 @@
 import type { HistorySample } from '../history-wire.js';
 import { byId } from './dom.js';
-import { compact, fmt, ms } from './format.js';
+import { compact, fmt, ms, msTick } from './format.js';
 import { WINDOW_MS } from './history-store.js';
 import { drawLineChart, type ChartSpec, type Series } from './line-chart.js';
 
@@ -55,6 +55,7 @@ export function chartSpecs(
     'chart-sweep': {
       title: 'Sweep duration, all cores',
       format: ms,
+      tick: msTick,
       empty: 'no sweep reported yet',
       series: [
         series(samples, 'p99', (s) => s.sweepP99Ms),
@@ -108,6 +109,7 @@ export function chartSpecs(
     'chart-core-sweep': {
       title: 'Longest sweep, per core',
       format: ms,
+      tick: msTick,
       empty: 'no core has reported',
       series: perNode(
         samples,

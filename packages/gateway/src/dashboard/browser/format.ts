@@ -11,6 +11,11 @@ export function ms(n: number | null | undefined): string {
   return n < 1000 ? `${n.toFixed(0)} ms` : `${(n / 1000).toFixed(2)} s`;
 }
 
+/** An axis label for milliseconds: "500 ms", "1.5 s". */
+export function msTick(n: number): string {
+  return n >= 1000 ? `${compact(n / 1000)} s` : `${compact(n)} ms`;
+}
+
 /** 1234 → "1.2k": short enough for an axis label. */
 export function compact(n: number): string {
   const abs = Math.abs(n);

@@ -22,6 +22,8 @@ export interface ChartSpec {
   title: string;
   /** Formats a value for the legend (the current value) and the tooltip. */
   format: (value: number) => string;
+  /** Formats the y axis's ticks (short); default 1.2k style. */
+  tick?: (value: number) => string;
   series: Series[];
   /** Shown when no series has a point. */
   empty: string;
@@ -113,7 +115,7 @@ export function drawLineChart(figure: HTMLElement, spec: ChartSpec, window: Time
       class: 'tick',
       'text-anchor': 'end',
     });
-    label.textContent = compact(v);
+    label.textContent = (spec.tick ?? compact)(v);
     root.append(label);
   }
   // Time axis: a tick every 5 minutes of the clock, and the 15-minute span itself.
