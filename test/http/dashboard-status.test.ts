@@ -206,7 +206,7 @@ describe('dashboard, bubble status and bubble simulate against bubble all', () =
       }
       expect(html).toContain('id="api-key" name="api-key" type="password"');
       expect(html).toContain('sessionStorage');
-      expect(html).toContain("'x-api-key': key");
+      expect(html).toContain('"x-api-key": key');
       // Exactly one inline script and one inline style, each allowed by its hash and nothing else.
       const scripts = [...html.matchAll(/<script([^>]*)>([\s\S]*?)<\/script>/g)];
       const styles = [...html.matchAll(/<style>([\s\S]*?)<\/style>/g)];

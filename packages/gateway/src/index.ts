@@ -12,3 +12,4 @@ export {
   type ClientAddress,
 } from './http/client-address.js';
 export { tuneHeapForConnections } from './live/heap-tuning.js';
+export { heartbeatFigures, liveFiguresOf, type LiveFigures } from './dashboard/live-figures.js';
