@@ -19,7 +19,7 @@ export interface DashboardDeps {
    */
   serveCluster: boolean;
   /** Where the history's cluster-wide figures are read. */
-  store: Pick<BubbleStore, 'coordination' | 'presence'>;
+  store: Pick<BubbleStore, 'coordination'>;
   /** This process's metrics, for the history's figures of the serving gateway. */
   registry: Registry;
 }

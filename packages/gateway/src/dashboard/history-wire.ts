@@ -28,7 +28,7 @@ export interface LocalFigures {
 export interface HistorySample {
   /** The end of the interval this sample covers, ms since the epoch. */
   at: number;
-  /** Online users in all pools; null when the store did not answer. */
+  /** Users the live cores hold (the online users of owned pools), from their latest sweeps. */
   online: number | null;
   /** Sweep reports seen in the interval, all cores together. */
   sweeps: number;

@@ -5,7 +5,7 @@ import { liveFiguresOf } from './live-figures.js';
 import { RingBuffer } from './ring-buffer.js';
 
 export interface HistorySources {
-  store: Pick<BubbleStore, 'coordination' | 'presence'>;
+  store: Pick<BubbleStore, 'coordination'>;
   /** This process's metrics (connections, pushes, posts of the gateway serving the page). */
   registry: Registry;
   now?: () => number;
@@ -42,7 +42,7 @@ const emptyAccumulator = (): SweepAccumulator => ({
 /**
  * The dashboard's memory: a bounded rolling history of the cluster, sampled by the process that
  * serves the page, so a page opened now shows the last 15 minutes. Cluster-wide figures come from
- * the store (every core's sweep reports, every gateway's heartbeat, the pools' sizes); the serving
+ * the store (every core's sweep reports, every gateway's heartbeat); the serving
  * process adds its own from its metrics registry. A fixed ring: nothing grows.
  */
 export class ClusterHistory {
@@ -52,6 +52,8 @@ export class ClusterHistory {
   private readonly ring: RingBuffer<HistorySample>;
   private readonly now: () => number;
   private readonly lastSweepAt = new Map<string, number>();
+  /** Each core's latest report, as of the last poll. */
+  private latestReports: SweepReport[] = [];
   private readonly lastHeartbeat = new Map<
     string,
     { seenAt: number; pushed: number; rate: number | null }
@@ -104,6 +106,7 @@ export class ClusterHistory {
     this.pollingSweeps = true;
     try {
       const reports = await this.sources.store.coordination.sweepReports();
+      this.latestReports = reports;
       for (const report of reports) this.count(report);
       // Bounded by the store's list of reports, which holds one per node.
       const reported = new Set(reports.map((r) => r.node));
@@ -145,11 +148,14 @@ export class ClusterHistory {
       this.pending = emptyAccumulator();
       this.intervalStart = at;
 
-      const [online, { gateways, live }, local] = await Promise.all([
-        this.readOnline(at),
+      const [{ gateways, live }, local] = await Promise.all([
         this.readGateways(at),
         this.readLocal(at),
       ]);
+      // The users the live cores hold: the online users of the owned pools, read from the
+      // reports already fetched rather than by counting every pool (thousands of commands).
+      const holding = this.latestReports.filter((r) => live?.has(r.node));
+      const online = holding.length > 0 ? holding.reduce((sum, r) => sum + r.users, 0) : null;
       const durations = [...acc.durations].sort((a, b) => a - b);
       const cores: Record<string, CoreFigures> = {};
       for (const node of this.lastSweepAt.keys()) {
@@ -178,15 +184,6 @@ export class ClusterHistory {
       return sample;
     } finally {
       this.sampling = false;
-    }
-  }
-
-  private async readOnline(at: number): Promise<number | null> {
-    try {
-      const sizes = await this.sources.store.presence.poolSizes(at);
-      return sizes.reduce((a, b) => a + b, 0);
-    } catch {
-      return null;
     }
   }
 

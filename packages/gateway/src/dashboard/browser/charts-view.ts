@@ -92,7 +92,7 @@ export function chartSpecs(
       title: 'Online users',
       format: count,
       empty: waiting,
-      series: [series(samples, 'all pools', (s) => s.online)],
+      series: [series(samples, 'held by the cores', (s) => s.online)],
     },
     'chart-drift': {
       title: `Drift repaired (per ${every})`,
