@@ -26,8 +26,8 @@ export function assessRedisSettings(settings: RedisSettings): string[] {
     risks.push(
       policy.startsWith('volatile-')
         ? `maxmemory-policy is ${policy}: at maxmemory Redis evicts keys that carry a TTL, and ` +
-            "bubble's presence and push routes do, so online users would silently stop " +
-            'getting pushes; set maxmemory-policy noeviction'
+            "bubble's presence, push routes and pool locks do, so online users would silently " +
+            'stop getting pushes and two cores could hold one pool; set maxmemory-policy noeviction'
         : `maxmemory-policy is ${policy}: at maxmemory Redis evicts any key (follows, read ` +
             'cursors, badges, presence, pool leases), so badges would silently go wrong; set ' +
             'maxmemory-policy noeviction',
@@ -97,9 +97,12 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
-/** Clients without an offline queue (the lock quorum's) refuse commands until they are ready. */
+/**
+ * Clients without an offline queue (the lock quorum's) refuse commands until they are ready;
+ * the others queue them (and a cluster's lazily connected nodes connect on the first).
+ */
 async function ready(node: Redis): Promise<void> {
-  if (node.status === 'ready') return;
+  if (node.status === 'ready' || node.options.enableOfflineQueue !== false) return;
   await new Promise<void>((resolve) => node.once('ready', () => resolve()));
 }
 
@@ -115,7 +118,7 @@ async function checkNode(node: Redis, purpose: string, logger: Logger): Promise<
     logger.info(
       { redis, purpose, reason: (err as Error).message },
       `could not check the eviction and persistence settings of Redis at ${redis} ` +
-        '(CONFIG GET and INFO refused); see docs/operations.md, "Redis as bubble needs it"',
+        `(${(err as Error).message}); see docs/operations.md, "Redis as bubble needs it"`,
     );
     return;
   }

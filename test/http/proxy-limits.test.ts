@@ -1,0 +1,135 @@
+/**
+ * Behind a proxy, and the limits (shared spec api.md; docs/api.md "Behind a load balancer"): a
+ * real `bubble gateway` process whose BUBBLE_WS_CONNECT_RATE/BURST come from the environment.
+ * With BUBBLE_TRUSTED_PROXIES naming loopback (the tests connect from it), clients with
+ * different X-Forwarded-For get separate buckets; with a list that does not name loopback the
+ * header is ignored and everyone shares loopback's bucket. A disallowed Origin is answered 403
+ * at the upgrade, never 101.
+ */
+import { randomBytes } from 'node:crypto';
+import http from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Deployment, buildOnce, type BubbleProcess } from '../ws/processes.js';
+
+interface Upgrade {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+/** One raw WebSocket upgrade request: the status line the gateway answered with, and its body. */
+function upgrade(gateway: BubbleProcess, headers: Record<string, string>): Promise<Upgrade> {
+  return new Promise<Upgrade>((resolve, reject) => {
+    const req = http.request({
+      host: '127.0.0.1',
+      port: gateway.port,
+      path: '/v1/ws',
+      agent: false,
+      headers: {
+        connection: 'Upgrade',
+        upgrade: 'websocket',
+        'sec-websocket-version': '13',
+        'sec-websocket-key': randomBytes(16).toString('base64'),
+        ...headers,
+      },
+    });
+    req.setTimeout(10_000, () => req.destroy(new Error('the upgrade was not answered')));
+    req.on('upgrade', (res, socket) => {
+      socket.destroy();
+      resolve({ status: res.statusCode ?? 0, headers: res.headers, body: '' });
+    });
+    req.on('response', (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (body += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+function expectRateLimited(result: Upgrade): void {
+  expect(result.status, result.body).toBe(429);
+  expect(JSON.parse(result.body)).toMatchObject({ error: { code: 'UB_ERR_RATE_LIMITED' } });
+  // One token per 100 s, just spent: the next one is between 1 and 100 s away.
+  const retryAfter = Number(result.headers['retry-after']);
+  expect(Number.isInteger(retryAfter)).toBe(true);
+  expect(retryAfter).toBeGreaterThan(1);
+  expect(retryAfter).toBeLessThanOrEqual(100);
+}
+
+describe('a bubble gateway behind a proxy', () => {
+  let deployment: Deployment;
+  const BURST = 3;
+  // A token per 100 s: nothing refills while a test runs, however slow the machine.
+  const limits = { BUBBLE_WS_CONNECT_RATE: '0.01', BUBBLE_WS_CONNECT_BURST: String(BURST) };
+
+  beforeAll(async () => {
+    await buildOnce();
+    deployment = await Deployment.start();
+  }, 300_000);
+
+  afterAll(async () => {
+    await deployment?.close();
+  });
+
+  it('trusting loopback, each X-Forwarded-For client has its own bucket', async () => {
+    const gateway = await deployment.spawn('gateway', {
+      ...limits,
+      BUBBLE_TRUSTED_PROXIES: '127.0.0.1/32,10.0.0.0/8',
+    });
+    const auth = { authorization: `Bearer ${await deployment.token('pat')}` };
+    const first = { ...auth, 'x-forwarded-for': '198.51.100.7, 10.1.2.3' };
+    for (let i = 0; i < BURST; i++) expect((await upgrade(gateway, first)).status).toBe(101);
+    expectRateLimited(await upgrade(gateway, first));
+    // The spoofed left part is not the client: the same right-most untrusted address, refused.
+    expectRateLimited(
+      await upgrade(gateway, { ...auth, 'x-forwarded-for': '203.0.113.99, 198.51.100.7' }),
+    );
+    // Another client behind the same proxy still upgrades, and so does one over IPv6.
+    const second = { ...auth, 'x-forwarded-for': '198.51.100.8' };
+    expect((await upgrade(gateway, second)).status).toBe(101);
+    expect((await upgrade(gateway, { ...auth, 'x-forwarded-for': '2001:db8::8' })).status).toBe(
+      101,
+    );
+    // Without the header the proxy itself is the client, with a bucket of its own.
+    expect((await upgrade(gateway, auth)).status).toBe(101);
+  });
+
+  it('trusting other proxies only, X-Forwarded-For is ignored: one bucket for loopback', async () => {
+    const gateway = await deployment.spawn('gateway', {
+      ...limits,
+      BUBBLE_TRUSTED_PROXIES: '10.0.0.0/8,fd00::/8',
+    });
+    const auth = { authorization: `Bearer ${await deployment.token('quinn')}` };
+    const statuses: number[] = [];
+    for (let i = 0; i < BURST; i++) {
+      const forwarded = { ...auth, 'x-forwarded-for': `198.51.100.${10 + i}` };
+      statuses.push((await upgrade(gateway, forwarded)).status);
+    }
+    expect(statuses).toEqual([101, 101, 101]);
+    expectRateLimited(await upgrade(gateway, { ...auth, 'x-forwarded-for': '198.51.100.99' }));
+    expectRateLimited(await upgrade(gateway, auth));
+  });
+
+  it('an Origin outside BUBBLE_ALLOWED_ORIGINS is refused 403 at the upgrade, never 101', async () => {
+    const gateway = await deployment.spawn('gateway', {
+      BUBBLE_ALLOWED_ORIGINS: 'https://app.example,https://admin.example',
+    });
+    const auth = { authorization: `Bearer ${await deployment.token('rue')}` };
+    for (const headers of [
+      { ...auth, origin: 'https://evil.example' },
+      { origin: 'https://app.example.evil.example' },
+      { ...auth, origin: 'null' },
+    ]) {
+      const refused = await upgrade(gateway, headers);
+      expect(refused.status, refused.body).toBe(403);
+      expect(refused.headers['content-type']).toMatch(/^application\/json/);
+      expect(JSON.parse(refused.body)).toMatchObject({ error: { code: 'UB_ERR_FORBIDDEN' } });
+    }
+    expect((await upgrade(gateway, { ...auth, origin: 'https://app.example' })).status).toBe(101);
+    // no Origin: not a browser, not checked
+    expect((await upgrade(gateway, auth)).status).toBe(101);
+  });
+});
