@@ -243,8 +243,9 @@ export async function benchMemory(partial: Partial<MemoryOptions> = {}) {
       inactiveUserByKind: inactiveUser.byClass,
       redisLogBytes: online.bytes.logs,
       redisClusterBytes: online.bytes.cluster,
+      redisBytesPerActiveUserBeyondSources: per(userBytes(online) - sourceBytes(online), n),
       // A cross-check that includes what MEMORY USAGE leaves out (client buffers, the logs).
-      usedMemoryBytesPerActiveUser: per(online.usedMemory - sources.usedMemory, n),
+      usedMemoryBytesPerActiveUserBeyondSources: per(online.usedMemory - sources.usedMemory, n),
       usedMemoryEmpty: empty.usedMemory,
       usedMemoryOnline: online.usedMemory,
       inactiveDropped: dropped,
@@ -252,6 +253,13 @@ export async function benchMemory(partial: Partial<MemoryOptions> = {}) {
       coreHeapBytesPerUserSecondHalf: per(
         heapPlusExternal(coreAfter) - heapPlusExternal(coreHalf),
         n - half,
+      ),
+      // The first users also bring the windows of the authors they follow (typed arrays per
+      // author and per post): what the first half cost beyond the second half's per-user rate.
+      coreWindowBytesEstimate: Math.round(
+        heapPlusExternal(coreHalf) -
+          heapPlusExternal(coreBefore) -
+          ((heapPlusExternal(coreAfter) - heapPlusExternal(coreHalf)) / (n - half)) * half,
       ),
       coreHeapUsedBytesPerUser: per(coreAfter.heapUsed - coreBefore.heapUsed, n),
       coreExternalBytesPerUser: per(coreAfter.external - coreBefore.external, n),
