@@ -26,8 +26,9 @@ export function assessRedisSettings(settings: RedisSettings): string[] {
     risks.push(
       policy.startsWith('volatile-')
         ? `maxmemory-policy is ${policy}: at maxmemory Redis evicts keys that carry a TTL, and ` +
-            "bubble's presence, push routes and pool locks do, so online users would silently " +
-            'stop getting pushes and two cores could hold one pool; set maxmemory-policy noeviction'
+            "bubble's pool locks and leader key do: an evicted lock lets a second core take a " +
+            'pool another still holds, an evicted leader key a second leader; set maxmemory-policy ' +
+            'noeviction'
         : `maxmemory-policy is ${policy}: at maxmemory Redis evicts any key (follows, read ` +
             'cursors, badges, presence, pool leases), so badges would silently go wrong; set ' +
             'maxmemory-policy noeviction',
