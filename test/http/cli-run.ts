@@ -11,7 +11,7 @@ import { ROOT } from '../cluster/harness.js';
 
 export { buildOnce } from '../cluster/harness.js';
 
-const BIN = path.join(ROOT, 'packages/cli/bin/bubble.js');
+export const BIN = path.join(ROOT, 'packages/cli/bin/bubble.js');
 
 export interface LogLine {
   level: number;

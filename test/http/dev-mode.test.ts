@@ -5,7 +5,8 @@
  * mode a secret shorter than 32 bytes stops every role before it listens. Real processes of the
  * built CLI on a real redis-server.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { accessSync, constants as fsConstants, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import {
@@ -15,7 +16,8 @@ import {
   type RedisServerHandle,
 } from '@bubble/test-utils';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { CliRun, accepts, buildOnce, runProbingPort } from './cli-run.js';
+import { waitFor } from '@bubble/test-utils';
+import { BIN, CliRun, accepts, buildOnce, cleanEnv, runProbingPort } from './cli-run.js';
 
 const API_KEY = 'dev-mode-test-api-key-8e41c0b7d2a95f36';
 /** Exactly the floor: 32 bytes. */
@@ -154,6 +156,39 @@ describe('development mode and secrets', () => {
       expect(run.stderr).not.toContain(SHORT);
     },
   );
+
+  // util-linux's script(1) gives the process a pseudo-terminal as stdout.
+  const script = ['/usr/bin/script', '/bin/script'].find((candidate) => {
+    try {
+      accessSync(candidate, fsConstants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+  it.skipIf(!script)('on a terminal the logs are readable lines, not JSON', async () => {
+    const port = await freePort();
+    const child = spawn(script!, ['-qfec', `${process.execPath} ${BIN} all`, '/dev/null'], {
+      cwd,
+      env: cleanEnv({ PORT: String(port), NO_COLOR: '1' }),
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+    try {
+      await waitFor(() => output.includes('bubble all is listening'), {
+        timeoutMs: 30_000,
+        message: `never listened on a terminal:\n${output}`,
+      });
+      const plain = output.replace(new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, 'g'), '');
+      expect(plain).toMatch(
+        /^\[\d{2}:\d{2}:\d{2}\.\d{3}\] INFO \(bubble-all\/\d+\): bubble all is listening/m,
+      );
+      expect(plain).not.toMatch(/^\{"level"/m);
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
 
   it('BUBBLE_DEV=1 with NODE_ENV=production stops, naming both', async () => {
     const port = await freePort();

@@ -28,5 +28,6 @@ export function createLogger(
   };
   if (!terminal) return pino(options);
   // In this thread and synchronous: nothing is lost when the process exits right after a line.
-  return pino(options, PinoPretty({ colorize: true, sync: true, translateTime: 'SYS:HH:MM:ss.l' }));
+  // Colours as the terminal supports them (NO_COLOR turns them off).
+  return pino(options, PinoPretty({ sync: true, translateTime: 'SYS:HH:MM:ss.l' }));
 }
