@@ -230,6 +230,20 @@ describe.skipIf(!HAS_CHROMIUM)('the dashboard draws the last minutes of a runnin
     expect(byId.get('chart-connections')!.legend).toContain(gatewayIds[1]);
     expect(byId.get('chart-sweep')!.legend).toMatch(/p99.*p50/);
 
+    // Under the pointer, a chart reads out the sample there (time in the caption, values in the
+    // legend). It redraws every few seconds, so hover again until one reading is seen whole.
+    const chart = page.locator('#chart-changed');
+    await waitFor(
+      async () => {
+        await chart.locator('svg').hover({ position: { x: 200, y: 60 } });
+        const caption = (await chart.locator('figcaption').textContent()) ?? '';
+        const cursor = await chart.locator('line.cursor').getAttribute('visibility');
+        return /· \d\d:\d\d:\d\d$/.test(caption) && cursor === 'visible';
+      },
+      { timeoutMs: 15_000, intervalMs: 200, message: 'hovering a chart read out nothing' },
+    );
+    await page.mouse.move(0, 0);
+
     await page.screenshot({ path: SCREENSHOT, fullPage: true });
     expect(statSync(SCREENSHOT).size).toBeGreaterThan(10_000);
 

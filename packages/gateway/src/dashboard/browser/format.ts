@@ -45,8 +45,10 @@ export function ago(at: number, now: number): string {
   return d < 10000 ? `${(Math.max(0, d) / 1000).toFixed(1)} s ago` : `${span(d)} ago`;
 }
 
-/** "14:05" in the browser's time zone. */
-export function clock(at: number): string {
+/** "14:05" (or "14:05:30" with seconds) in the browser's time zone. */
+export function clock(at: number, seconds = false): string {
   const d = new Date(at);
-  return `${String(d.getHours()).padStart(2, '0')}:${String(d.getMinutes()).padStart(2, '0')}`;
+  const two = (n: number) => String(n).padStart(2, '0');
+  const time = `${two(d.getHours())}:${two(d.getMinutes())}`;
+  return seconds ? `${time}:${two(d.getSeconds())}` : time;
 }

@@ -149,6 +149,7 @@ export function drawLineChart(figure: HTMLElement, spec: ChartSpec, window: Time
   legend.replaceChildren();
   const caption = figure.querySelector('figcaption');
   if (caption) caption.textContent = spec.title;
+  const values: HTMLElement[] = [];
   visible.forEach((s, index) => {
     const { colour, dash } = seriesStyle(index);
     const d = pathOf(s.points, x, y, window.maxGapMs);
@@ -170,6 +171,7 @@ export function drawLineChart(figure: HTMLElement, spec: ChartSpec, window: Time
     const value = document.createElement('span');
     value.className = 'value';
     value.textContent = formatOrDash(spec, latest(s));
+    values.push(value);
     li.append(swatch, name, value);
     legend.append(li);
   });
@@ -184,7 +186,62 @@ export function drawLineChart(figure: HTMLElement, spec: ChartSpec, window: Time
     root.append(note);
   }
 
+  followPointer(root, { visible, values, spec, width, x, window, caption });
   slot.replaceChildren(root);
+}
+
+/**
+ * Under the pointer: a vertical line at the nearest sample, the legend showing that sample's
+ * values and the caption its time; back to the current values when the pointer leaves.
+ */
+function followPointer(
+  root: SVGSVGElement,
+  chart: {
+    visible: Series[];
+    values: HTMLElement[];
+    spec: ChartSpec;
+    width: number;
+    x: (t: number) => number;
+    window: TimeWindow;
+    caption: Element | null;
+  },
+): void {
+  const { visible, values, spec, width, x, window, caption } = chart;
+  const times = [...new Set(visible.flatMap((s) => s.points.map(([t]) => t)))].sort(
+    (a, b) => a - b,
+  );
+  if (times.length === 0) return;
+  const cursor = svg('line', {
+    y1: MARGIN.top,
+    y2: HEIGHT - MARGIN.bottom,
+    class: 'cursor',
+    visibility: 'hidden',
+  });
+  root.append(cursor);
+  const show = (t: number | null) => {
+    visible.forEach((s, i) => {
+      const value = t === null ? latest(s) : (s.points.find(([pt]) => pt === t)?.[1] ?? null);
+      values[i]!.textContent = formatOrDash(spec, value);
+    });
+    if (caption)
+      caption.textContent = t === null ? spec.title : `${spec.title} · ${clock(t, true)}`;
+    cursor.setAttribute('visibility', t === null ? 'hidden' : 'visible');
+    if (t !== null) {
+      cursor.setAttribute('x1', x(t).toFixed(1));
+      cursor.setAttribute('x2', x(t).toFixed(1));
+    }
+  };
+  root.addEventListener('pointermove', (event) => {
+    const box = root.getBoundingClientRect();
+    const px = ((event.clientX - box.left) * width) / Math.max(box.width, 1);
+    const plotW = width - MARGIN.left - MARGIN.right;
+    const t = window.from + ((px - MARGIN.left) / plotW) * (window.to - window.from);
+    let nearest = times[0]!;
+    for (const candidate of times)
+      if (Math.abs(candidate - t) < Math.abs(nearest - t)) nearest = candidate;
+    show(nearest);
+  });
+  root.addEventListener('pointerleave', () => show(null));
 }
 
 function formatOrDash(spec: ChartSpec, value: number | null): string {
