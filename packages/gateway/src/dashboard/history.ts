@@ -164,7 +164,7 @@ export class ClusterHistory {
         if (!core && live && !live.has(node)) continue;
         cores[node] = {
           sweepMs: core ? core.sweepMs : null,
-          changedPerSecond: core ? core.changed / seconds : 0,
+          changedPerSecond: core ? hundredths(core.changed / seconds) : 0,
         };
       }
       const sample: HistorySample = {
@@ -173,7 +173,7 @@ export class ClusterHistory {
         sweeps: durations.length,
         sweepP50Ms: quantile(durations, 0.5),
         sweepP99Ms: quantile(durations, 0.99),
-        changedPerSecond: acc.changed / seconds,
+        changedPerSecond: hundredths(acc.changed / seconds),
         staleWritesRefused: acc.staleWritesRefused,
         driftRepaired: acc.driftRepaired,
         cores,
@@ -206,7 +206,8 @@ export class ClusterHistory {
       const before = this.lastHeartbeat.get(node.id);
       let rate = before?.rate ?? null;
       if (before && node.seenAt > before.seenAt) {
-        rate = Math.max(0, figures.pushed - before.pushed) / ((node.seenAt - before.seenAt) / 1000);
+        const seconds = (node.seenAt - before.seenAt) / 1000;
+        rate = hundredths(Math.max(0, figures.pushed - before.pushed) / seconds);
       }
       if (!before || node.seenAt > before.seenAt) {
         this.lastHeartbeat.set(node.id, { seenAt: node.seenAt, pushed: figures.pushed, rate });
@@ -228,7 +229,7 @@ export class ClusterHistory {
     this.lastLocal = { at, pushed, posts };
     const rate = (now: number | null, then: number | null | undefined) =>
       before && now !== null && then !== null && then !== undefined && at > before.at
-        ? Math.max(0, now - then) / ((at - before.at) / 1000)
+        ? hundredths(Math.max(0, now - then) / ((at - before.at) / 1000))
         : null;
     return {
       connections,
@@ -237,6 +238,11 @@ export class ClusterHistory {
       pushBacklog,
     };
   }
+}
+
+/** Rates to 0.01/s: enough for a chart, and the history's JSON stays small. */
+function hundredths(n: number): number {
+  return Math.round(n * 100) / 100;
 }
 
 /** The nearest-rank quantile of sorted values. */
