@@ -15,11 +15,21 @@ export interface RedisSettings {
 
 const CHECK_TIMEOUT_MS = 5000;
 
+/** What a Redis server is to bubble: the store, or one master of the pool-lock quorum. */
+export type RedisPurpose = 'store' | 'lock quorum';
+
+function isEphemeral(settings: RedisSettings): boolean {
+  return settings.appendonly === false && settings.save === '';
+}
+
 /**
  * The risks of running bubble on these settings, each a sentence an operator can act on
  * (docs/operations.md, "Redis as bubble needs it"). Empty when they fit.
  */
-export function assessRedisSettings(settings: RedisSettings): string[] {
+export function assessRedisSettings(
+  settings: RedisSettings,
+  purpose: RedisPurpose = 'store',
+): string[] {
   const risks: string[] = [];
   const policy = settings.maxmemoryPolicy;
   if (policy !== null && policy !== 'noeviction') {
@@ -34,7 +44,9 @@ export function assessRedisSettings(settings: RedisSettings): string[] {
             'maxmemory-policy noeviction',
     );
   }
-  if (settings.appendonly === false && settings.save === '') {
+  // A lock master may run without persistence by design: a restarted one has forgotten its
+  // leases, and the store's fencing tokens refuse the writes of a core whose lease moved on.
+  if (purpose === 'store' && isEphemeral(settings)) {
     risks.push(
       'nothing is persisted (appendonly no and no RDB save points): a restart of this Redis ' +
         'loses every follow, read cursor and badge; set appendonly yes with appendfsync everysec',
@@ -107,7 +119,7 @@ async function ready(node: Redis): Promise<void> {
   await new Promise<void>((resolve) => node.once('ready', () => resolve()));
 }
 
-async function checkNode(node: Redis, purpose: string, logger: Logger): Promise<void> {
+async function checkNode(node: Redis, purpose: RedisPurpose, logger: Logger): Promise<void> {
   const redis = describeNode(node);
   let settings: RedisSettings;
   try {
@@ -123,12 +135,20 @@ async function checkNode(node: Redis, purpose: string, logger: Logger): Promise<
     );
     return;
   }
-  const risks = assessRedisSettings(settings);
+  const risks = assessRedisSettings(settings, purpose);
   const fields = { redis, purpose, ...settings };
   if (risks.length > 0) {
     logger.warn(
       { ...fields, risks },
       `Redis at ${redis} can lose bubble's state: ${risks.join('; ')}`,
+    );
+    return;
+  }
+  if (purpose === 'lock quorum' && isEphemeral(settings)) {
+    logger.info(
+      fields,
+      `Redis lock master at ${redis} keeps nothing on disk: after a restart it has forgotten ` +
+        "the leases it granted, and the store's fencing tokens keep the writes exact",
     );
     return;
   }
@@ -147,7 +167,7 @@ async function checkNode(node: Redis, purpose: string, logger: Logger): Promise<
 export async function checkRedisSettings(
   client: RedisClient,
   logger: Logger,
-  purpose = 'store',
+  purpose: RedisPurpose = 'store',
 ): Promise<void> {
   const log = logger.child({ module: 'redis-settings' });
   try {
