@@ -65,14 +65,6 @@ export function niceScale(max: number): { top: number; step: number } {
   return { top: Math.ceil(max / step) * step, step };
 }
 
-function latest(series: Series): number | null {
-  for (let i = series.points.length - 1; i >= 0; i--) {
-    const value = series.points[i]![1];
-    if (value !== null) return value;
-  }
-  return null;
-}
-
 /**
  * Draws `spec` into `figure` (a <figure> with a <figcaption>, an <svg> slot and a legend list):
  * a time axis over `window`, a y axis from 0 with round ticks, one line per series, the current
@@ -100,7 +92,7 @@ export function drawLineChart(figure: HTMLElement, spec: ChartSpec, window: Time
     role: 'img',
     class: 'plot',
   });
-  const current = visible.map((s) => `${s.name} ${formatOrDash(spec, latest(s))}`).join(', ');
+  const current = visible.map((s) => `${s.name} ${currentText(spec, s, window)}`).join(', ');
   root.setAttribute('aria-label', `${spec.title}, last 15 minutes: ${current || spec.empty}`);
 
   // Y grid and labels.
@@ -170,7 +162,7 @@ export function drawLineChart(figure: HTMLElement, spec: ChartSpec, window: Time
     name.textContent = s.name;
     const value = document.createElement('span');
     value.className = 'value';
-    value.textContent = formatOrDash(spec, latest(s));
+    value.textContent = currentText(spec, s, window);
     values.push(value);
     li.append(swatch, name, value);
     legend.append(li);
@@ -220,8 +212,10 @@ function followPointer(
   root.append(cursor);
   const show = (t: number | null) => {
     visible.forEach((s, i) => {
-      const value = t === null ? latest(s) : (s.points.find(([pt]) => pt === t)?.[1] ?? null);
-      values[i]!.textContent = formatOrDash(spec, value);
+      values[i]!.textContent =
+        t === null
+          ? currentText(spec, s, window)
+          : formatOrDash(spec, s.points.find(([pt]) => pt === t)?.[1] ?? null);
     });
     if (caption)
       caption.textContent = t === null ? spec.title : `${spec.title} · ${clock(t, true)}`;
@@ -242,6 +236,14 @@ function followPointer(
     show(nearest);
   });
   root.addEventListener('pointerleave', () => show(null));
+}
+
+/** The latest value, or when the line has ended (a node that left) since when. */
+function currentText(spec: ChartSpec, series: Series, window: TimeWindow): string {
+  const last = lastPoint(series.points);
+  if (!last) return '–';
+  if (last[0] < window.to - window.maxGapMs) return `– since ${clock(last[0])}`;
+  return spec.format(last[1]);
 }
 
 function formatOrDash(spec: ChartSpec, value: number | null): string {
