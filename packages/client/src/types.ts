@@ -122,7 +122,8 @@ export interface ClientEvents {
 }
 
 /**
- * Codes: `auth-failed` (the token was refused and no other one came), `origin-refused` (4403),
+ * Codes: `auth-failed` (the token was refused and no other one came), `origin-refused` (a 4403 close;
+ * a disallowed Origin is refused earlier, with HTTP 403 at the upgrade, seen as an abnormal close),
  * `policy-violation` (1008), `frame-too-large` (1009), `token` (getToken threw), `network`
  * (fetch failed), `http` (an unexpected status), `unavailable` (no fetch), `bad-response`,
  * or the server's `UB_ERR_…` code. `fatal` errors have stopped the client.
