@@ -249,6 +249,7 @@ class ClusterWatch {
    * holds its pools, and all of them together every online user.
    */
   async settled(cores: number): Promise<void> {
+    let state = 'nothing read yet';
     await waitFor(
       async () => {
         const assignment = await this.assignment();
@@ -258,6 +259,7 @@ class ClusterWatch {
         }
         if (owners.size !== cores || assignment.owners.includes(null)) return false;
         const raw = await this.admin.hgetall(`${KEY_PREFIX}:{g}:sweeps`);
+        state = `assigned ${JSON.stringify(Object.fromEntries(owners))}; reports ${Object.values(raw).join(' ')}`;
         let users = 0;
         for (const [owner, pools] of owners) {
           const report = raw[owner] ? (JSON.parse(raw[owner]) as SweepReport) : undefined;
@@ -273,7 +275,9 @@ class ClusterWatch {
         intervalMs: 20,
         message: `scale: ${cores} cores hold every pool and user`,
       },
-    );
+    ).catch((err: unknown) => {
+      throw new Error(`${String(err)}; last seen: ${state}`);
+    });
   }
 }
 
