@@ -74,6 +74,9 @@ function killLiveOnExit(): void {
   process.on('exit', () => {
     for (const child of live) child.kill('SIGKILL');
   });
+  // A bench stopped by a signal exits through 'exit' too, so its role children go with it.
+  process.once('SIGINT', () => process.exit(130));
+  process.once('SIGTERM', () => process.exit(143));
 }
 
 /** Kills `child` with SIGKILL if this process exits while it still runs. */
