@@ -165,6 +165,9 @@ function baseEnv(): Record<string, string> {
 
 export class Instance {
   output = '';
+  /** The JSON log lines at level warn (40) or above, every one (the output keeps a tail). */
+  readonly warnings: Array<{ level: number; msg: string }> = [];
+  private partial = '';
   exit: { code: number | null; signal: NodeJS.Signals | null } | null = null;
   readonly exited: Promise<void>;
   startedAt = 0;
@@ -185,6 +188,7 @@ export class Instance {
     };
     child.stdout?.on('data', keep);
     child.stderr?.on('data', keep);
+    child.stdout?.on('data', (chunk: Buffer) => this.readWarnings(chunk.toString('utf8')));
     this.exited = new Promise((resolve) => {
       child.once('exit', (code, signal) => {
         this.exit = { code, signal };
@@ -202,6 +206,21 @@ export class Instance {
 
   get name(): string {
     return `${this.service}#${this.index}`;
+  }
+
+  private readWarnings(text: string): void {
+    const lines = (this.partial + text).split('\n');
+    this.partial = lines.pop()!;
+    for (const line of lines) {
+      if (!line.startsWith('{')) continue;
+      try {
+        const parsed = JSON.parse(line) as { level?: unknown; msg?: unknown };
+        if (typeof parsed.level === 'number' && parsed.level >= 40)
+          this.warnings.push({ level: parsed.level, msg: String(parsed.msg) });
+      } catch {
+        // not a log line
+      }
+    }
   }
 
   port(containerPort: number): number {
@@ -348,17 +367,16 @@ export class ComposeRun {
         if (instance.exit!.code !== 0)
           throw new Error(`${instance.name} did not complete successfully\n${instance.describe()}`);
       } else {
-        await waitFor(
-          () => {
-            if (instance.exit) throw new Error(`${instance.name} exited\n${instance.describe()}`);
-            return this.healthcheck(instance) === 0;
-          },
+        const outcome = await waitFor(
+          () => (instance.exit ? 'exited' : this.healthcheck(instance) === 0 && 'healthy'),
           {
             timeoutMs: START_DEADLINE_MS,
             intervalMs: 200,
-            message: `${instance.name} never became healthy`,
+            message: `${instance.name} never became healthy\n${instance.describe()}`,
           },
         );
+        if (outcome === 'exited')
+          throw new Error(`${instance.name} exited before it was healthy\n${instance.describe()}`);
       }
       instance.readyAt = Date.now();
     }
@@ -451,13 +469,20 @@ export class ComposeRun {
     this.instances.push(new Instance(name, index, ports, env, child, dir));
   }
 
-  /** SIGTERM to everything, latest first; SIGKILL after a deadline; temp dirs removed. */
+  /**
+   * As `docker compose down`: services in reverse start order (the gateways drain while Redis
+   * still answers), each one's instances SIGTERMed together, SIGKILL after a deadline; temp
+   * dirs removed.
+   */
   async down(): Promise<void> {
-    for (const instance of [...this.instances].reverse()) {
-      if (!instance.exit) instance.child.kill('SIGTERM');
-    }
+    const services = [...new Set(this.instances.map((i) => i.service))].reverse();
+    for (const service of services) await this.stop(this.of(service));
+  }
+
+  private async stop(instances: Instance[]): Promise<void> {
+    for (const instance of instances) if (!instance.exit) instance.child.kill('SIGTERM');
     await Promise.all(
-      this.instances.map(async (instance) => {
+      instances.map(async (instance) => {
         let timer: NodeJS.Timeout | undefined;
         await Promise.race([
           instance.exited,

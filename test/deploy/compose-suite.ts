@@ -108,6 +108,18 @@ export function describeComposeFile(file: string, store: 'standalone' | 'cluster
       }
     });
 
+    it("runs Redis as bubble needs it: no role warns that Redis can lose bubble's state", () => {
+      const bubbleServices = ['server', 'core', 'gateway-1', 'gateway-2'];
+      const warned = bubbleServices.flatMap((name) =>
+        run
+          .of(name)
+          .flatMap((i) =>
+            i.warnings.filter((w) => /Redis/.test(w.msg)).map((w) => `${i.name}: ${w.msg}`),
+          ),
+      );
+      expect(warned).toEqual([]);
+    });
+
     it('spreads the 100 pools over the 3 cores', async () => {
       const base = gateway(8080);
       const status = (await waitFor(

@@ -179,6 +179,9 @@ describe('the image (Dockerfile runtime stage), run as processes', () => {
     expect(execForm(lastArgs(runtime, 'CMD')!, 'CMD')).toEqual(['all']);
     expect(healthcheckCommand(runtime)).toContain('/healthz');
     expect(stageEnv(runtime).NODE_ENV).toBe('production');
+    const ignored = readFileSync(path.join(ROOT, '.dockerignore'), 'utf8').split('\n');
+    for (const pattern of ['**/node_modules', '**/dist', '.git', '.env', '.env.*'])
+      expect(ignored, `.dockerignore leaves out ${pattern}`).toContain(pattern);
   });
 
   it('holds production dependencies only, and no built bench or test utilities', () => {
