@@ -1,10 +1,11 @@
 /**
- * The suite of compose.test.ts and compose-cluster.test.ts: a compose file run as local processes by compose-runner
- * (no Docker engine here): every service with its own command and environment, core scaled to
+ * The suite of compose.test.ts and compose-cluster.test.ts: a compose file run as local
+ * processes by compose-runner (no Docker engine here): every service with its own command and environment, core scaled to
  * 3, depends_on honoured. The cluster then has to serve exact badges (on demand, and from the
  * cores' sweeps for a user made online through the presence API) and spread the 100 pools over
  * the 3 cores. Debian's docker-compose (v1.29) has to accept each file.
  */
+import { spawnSync } from 'node:child_process';
 import { RedisKeys } from '@bubble/store';
 import { waitFor } from '@bubble/test-utils';
 import { Cluster as RedisCluster, Redis } from 'ioredis';
@@ -183,6 +184,30 @@ export function describeComposeFile(file: string, store: 'standalone' | 'cluster
       expect(
         ((await ok(second, 'GET', '/v1/users/u-on/badge', undefined, 200)) as Badge).feed,
       ).toBe(4);
+    });
+
+    it('runs the operator commands of docs/deployment.md in a gateway container', async () => {
+      const gatewayEnv = run.of('gateway-1')[0]!.env;
+      const bubble = (...args: string[]) =>
+        spawnSync(process.execPath, ['packages/cli/bin/bubble.js', ...args], {
+          cwd: ROOT,
+          env: gatewayEnv,
+          encoding: 'utf8',
+          timeout: 30_000,
+        });
+      // `docker compose run --rm gateway-1 token u1`: a JWT the gateways accept.
+      const token = bubble('token', 'u-token');
+      expect(token.status, token.stderr).toBe(0);
+      const res = await fetch(`${gateway(8081)}/v1/badge`, {
+        headers: { authorization: `Bearer ${token.stdout.trim()}` },
+      });
+      expect(res.status).toBe(200);
+      expect(((await res.json()) as { user: string }).user).toBe('u-token');
+      // `docker compose exec gateway-1 node packages/cli/bin/bubble.js status`
+      const status = bubble('status', '--json');
+      expect(status.status, status.stderr).toBe(0);
+      const cluster = JSON.parse(status.stdout) as ClusterStatus;
+      expect(cluster.nodes.filter((n) => n.role === 'core')).toHaveLength(CORES);
     });
 
     it.skipIf(!dockerCompose)(
