@@ -193,6 +193,41 @@ describe('bubble CLI processes', () => {
     });
   }
 
+  it('bubble all lists itself in the cluster under BUBBLE_ADVERTISE_URL, every role it runs', async () => {
+    const port = await freePort();
+    const advertised = 'http://10.1.2.3:8080';
+    const run = bubble(['all'], {
+      PORT: String(port),
+      BUBBLE_API_KEY: API_KEY,
+      BUBBLE_JWT_SECRET: JWT_SECRET,
+      REDIS_URL: redis!.url,
+      BUBBLE_KEY_PREFIX: uniquePrefix('cli-advertise'),
+      BUBBLE_ADVERTISE_URL: advertised,
+    });
+    const url = `http://127.0.0.1:${port}`;
+    await waitHealthy(run, url);
+    const nodes = await waitFor(
+      async () => {
+        const res = await fetch(`${url}/v1/cluster`, { headers: { 'x-api-key': API_KEY } });
+        const status = (await res.json()) as { nodes: Array<{ role: string; url?: string }> };
+        const roles = new Set(status.nodes.map((n) => n.role));
+        return ['server', 'core', 'gateway'].every((r) => roles.has(r)) ? status.nodes : null;
+      },
+      { timeoutMs: 15_000, message: `every role in the node list\n${run.stderr()}` },
+    );
+    expect(nodes!.map((n) => n.url)).toEqual(nodes!.map(() => advertised));
+  });
+
+  it('a BUBBLE_ADVERTISE_URL that is not an http(s) URL stops the process naming it', async () => {
+    const run = bubble(['all'], {
+      PORT: String(await freePort()),
+      BUBBLE_ADVERTISE_URL: 'ftp://x',
+    });
+    const exit = await exitWithin(run);
+    expect(exit.code).toBe(1);
+    expect(run.stderr()).toContain('BUBBLE_ADVERTISE_URL');
+  });
+
   it('bubble all in development generates secrets, prints them, and bubble token uses them', async () => {
     const port = await freePort();
     const run = bubble(['all'], { PORT: String(port) });

@@ -78,6 +78,12 @@ export const configSchema = z.object({
   BUBBLE_INTERNAL_PORT: int(0, 65535)
     .optional()
     .describe('port for /healthz, /readyz, /metrics when set'),
+  BUBBLE_ADVERTISE_URL: z
+    .string()
+    .url()
+    .regex(/^https?:\/\//, 'an http:// or https:// URL')
+    .optional()
+    .describe("this node's URL in the cluster's node list (dashboard, bubble status)"),
   BUBBLE_JWT_SECRET: z.string().min(1).optional().describe('HS256 secret for end-user tokens'),
   BUBBLE_JWT_AUDIENCE: z.string().min(1).optional().describe('required `aud` of end-user tokens'),
   BUBBLE_API_KEY: z.string().min(1).optional().describe('platform API key (X-Api-Key)'),

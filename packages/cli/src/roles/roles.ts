@@ -108,8 +108,11 @@ export async function startRole(
       gateways.push(gateway);
       url = `http://localhost:${(await gateway.listen(config.PORT, host)).port}`;
       stops.push(
-        announce(store, { id: gatewayId, role: 'gateway', url }, config.BUBBLE_LEASE_MS, () =>
-          heartbeatFigures(gateway),
+        announce(
+          store,
+          { id: gatewayId, role: 'gateway', url: config.BUBBLE_ADVERTISE_URL ?? url },
+          config.BUBBLE_LEASE_MS,
+          () => heartbeatFigures(gateway),
         ),
       );
     }
@@ -122,6 +125,8 @@ export async function startRole(
       const address = await operator.listen(port, host);
       if (!servesPublic) url = `http://localhost:${address.port}`;
     }
+    // `url` reaches this process from its own host; the node list shows what others reach.
+    const advertisedUrl = config.BUBBLE_ADVERTISE_URL ?? url;
     if (lockRuntime) {
       const core = new CoreNode({
         id: nodeId('core'),
@@ -133,7 +138,7 @@ export async function startRole(
         lookbackDays: config.BUBBLE_LOOKBACK_DAYS,
         leaseMs: config.BUBBLE_LEASE_MS,
         tickMs: tickPeriodMs(config.BUBBLE_TICK),
-        url,
+        url: advertisedUrl,
       });
       await core.start();
       stops.unshift(() => core.close());
@@ -145,7 +150,7 @@ export async function startRole(
         logger,
         leaseMs: config.BUBBLE_LEASE_MS,
         tick: config.BUBBLE_TICK,
-        url,
+        url: advertisedUrl,
         inactiveJob: {
           schedule: config.BUBBLE_INACTIVE_SCHEDULE,
           run: async () => (await service.dropInactiveUsers(config.BUBBLE_INACTIVE_BATCH)).length,
