@@ -86,6 +86,11 @@ export function killOnExit(child: ChildProcess): void {
   child.once('exit', () => live.delete(child));
 }
 
+/** Stops `children` last started first (a core before the server that assigns it pools). */
+export async function stopAll(children: RoleChild[]): Promise<void> {
+  for (const child of [...children].reverse()) await child.stop().catch(() => {});
+}
+
 /**
  * Runs `bubble <role>` as a child process of its own. Lines at warn level or above go to `log`.
  */

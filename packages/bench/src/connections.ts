@@ -1,10 +1,7 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { BadgeService } from '@bubble/core';
-import { systemClock } from '@bubble/protocol';
-import { RedisStore } from '@bubble/store';
-import { startRedisServer } from '@bubble/test-utils';
+import { startBenchRedis } from './bench-redis.js';
 import {
   openFilesHardLimit,
   processCpuSeconds,
@@ -14,7 +11,6 @@ import {
 import { forkDriver, type DriverHandle } from './driver-process.js';
 import { logProfiles } from './profile-summary.js';
 import {
-  KEY_PREFIX,
   benchSecrets,
   cpuProfileArgs,
   machineFacts,
@@ -24,7 +20,8 @@ import {
   startGateway,
   type GatewayChild,
 } from './live-stack.js';
-import { buildWorkload, type Workload } from './workload.js';
+import { sampleProcessMemory, type ProcessMemorySample } from './process-memory.js';
+import { buildScenarioWorkload, type Workload } from './workload.js';
 import type { WsConnectResult, WsReport } from './ws-driver.js';
 
 export interface ConnectionsOptions {
@@ -66,17 +63,6 @@ export const CONNECTIONS_DEFAULTS: ConnectionsOptions = {
   log: () => {},
 };
 
-interface MemorySample {
-  rss: number;
-  heapUsed: number;
-  heapTotal: number;
-  external: number;
-  arrayBuffers: number;
-  gc: boolean;
-  /** After V8's last-resort collection, which compacts every page. */
-  thorough: { rss: number; heapUsed: number; heapTotal: number } | null;
-}
-
 /** File descriptors the gateway keeps for itself besides client sockets (Redis, logs, slack). */
 const FD_MARGIN = 64;
 
@@ -90,18 +76,9 @@ export async function benchConnections(partial: Partial<ConnectionsOptions> = {}
   const { log } = options;
   const stamp = `${Date.now()}-connections`;
   const total = options.connections + options.warmupConnections;
-  log(`connections: building ${total} users, ${options.authors} authors`);
-  const workload = buildWorkload({
-    seed: options.seed,
-    users: total,
-    authors: options.authors,
-    follows: { median: options.followMedian, cap: options.followCap },
-    windowPosts: options.windowPosts,
-    now: Date.now(),
-  });
-  const redis = await startRedisServer();
-  const store = new RedisStore({ url: redis.url, keyPrefix: KEY_PREFIX, pools: options.pools });
-  const service = new BadgeService(store, systemClock, { followCap: options.followCap });
+  const workload = buildScenarioWorkload('connections', { ...options, users: total });
+  const redis = await startBenchRedis(options);
+  const { store, service } = redis;
   const dir = await mkdtemp(path.join(tmpdir(), 'bubble-connections-'));
   const memoryFile = path.join(dir, 'memory.jsonl');
   let gateway: GatewayChild | undefined;
@@ -153,7 +130,7 @@ export async function benchConnections(partial: Partial<ConnectionsOptions> = {}
       await warm.stop();
     }
     await sleep(3000);
-    const before = await memory(gateway, memoryFile);
+    const before = await sampleProcessMemory(gateway.pid, memoryFile);
     log(`connections: gateway before: ${describe(before)}`);
 
     const cpuBefore = await processCpuSeconds(gateway.pid);
@@ -174,14 +151,14 @@ export async function benchConnections(partial: Partial<ConnectionsOptions> = {}
     );
     await sleep(options.idleSeconds * 1000);
     const rssNoGc = await processRssBytes(gateway.pid);
-    const after = await memory(gateway, memoryFile);
+    const after = await sampleProcessMemory(gateway.pid, memoryFile);
     const reports = await Promise.all(drivers.map((d) => d.call<WsReport>('report')));
     const open = reports.reduce((sum, r) => sum + r.open, 0);
     const fds = await processFdCount(gateway.pid);
     log(`connections: gateway after: ${describe(after)}; ${open} still open, ${fds} descriptors`);
     for (const driver of drivers) await driver.call('close');
     await sleep(3000);
-    const closed = await memory(gateway, memoryFile);
+    const closed = await sampleProcessMemory(gateway.pid, memoryFile);
     const per = (key: 'rss' | 'heapUsed' | 'heapTotal' | 'external' | 'arrayBuffers') =>
       Math.round((after[key] - before[key]) / Math.max(1, open));
     figures = {
@@ -231,7 +208,6 @@ export async function benchConnections(partial: Partial<ConnectionsOptions> = {}
   } finally {
     await Promise.all(drivers.map((d) => d.stop().catch(() => {})));
     await gateway?.stop().catch(() => {});
-    await store.close().catch(() => {});
     await redis.stop();
     await rm(dir, { recursive: true, force: true });
   }
@@ -267,22 +243,7 @@ async function connect(
   );
 }
 
-/** The gateway's memory after a forced GC (its probe answers SIGUSR2). */
-async function memory(gateway: GatewayChild, file: string): Promise<MemorySample> {
-  const lines = async () =>
-    (await readFile(file, 'utf8').catch(() => '')).split('\n').filter((l) => l !== '');
-  const known = (await lines()).length;
-  process.kill(gateway.pid, 'SIGUSR2');
-  const deadline = performance.now() + 10_000;
-  while (performance.now() < deadline) {
-    await sleep(100);
-    const all = await lines();
-    if (all.length > known) return JSON.parse(all[all.length - 1]!) as MemorySample;
-  }
-  throw new Error('the gateway did not report its memory');
-}
-
-function describe(m: MemorySample): string {
+function describe(m: ProcessMemorySample): string {
   const mib = (b: number) => `${(b / 1048576).toFixed(1)} MiB`;
   return `rss ${mib(m.rss)}, heap used ${mib(m.heapUsed)}, external ${mib(m.external)}`;
 }

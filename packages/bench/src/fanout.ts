@@ -12,7 +12,7 @@ import {
   sum,
   writeCommands,
 } from './redis-probe.js';
-import { buildWorkload, type Workload } from './workload.js';
+import { buildScenarioWorkload, type Workload } from './workload.js';
 
 export interface FanoutOptions {
   users: number;
@@ -98,15 +98,7 @@ interface Cost {
 export async function benchFanout(partial: Partial<FanoutOptions> = {}) {
   const options = { ...FANOUT_DEFAULTS, ...partial };
   const { log } = options;
-  log(`fanout: building ${options.users} users, ${options.authors} authors`);
-  const workload = buildWorkload({
-    seed: options.seed,
-    users: options.users,
-    authors: options.authors,
-    follows: { median: options.followMedian, cap: options.followCap },
-    windowPosts: options.windowPosts,
-    now: Date.now(),
-  });
+  const workload = buildScenarioWorkload('fanout', options);
   const followers = reverseIndex(workload);
   const redis = await startRedisServer();
   const admin = new Redis(redis.url);

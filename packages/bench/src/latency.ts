@@ -1,12 +1,11 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os, { tmpdir } from 'node:os';
 import path from 'node:path';
-import { BadgeService } from '@bubble/core';
-import { DAY_MS, HOUR_MS, poolOf, systemClock } from '@bubble/protocol';
-import { RedisStore } from '@bubble/store';
-import { freePort, startRedisServer } from '@bubble/test-utils';
-import { Redis } from 'ioredis';
-import { spawnRole, type RoleChild } from './children.js';
+import { DAY_MS, HOUR_MS, poolOf } from '@bubble/protocol';
+import { freePort } from '@bubble/test-utils';
+import type { Redis } from 'ioredis';
+import { startBenchRedis } from './bench-redis.js';
+import { spawnRole, stopAll, type RoleChild } from './children.js';
 import { forkDriver, type DriverHandle } from './driver-process.js';
 import { RawHttpConnection, httpRequest } from './http-client.js';
 import {
@@ -29,7 +28,7 @@ import { ProbeReader, type ProbeRecord } from './probe-reader.js';
 import { logProfiles } from './profile-summary.js';
 import { redisCpuSeconds } from './redis-probe.js';
 import { pushFigures, readPushMetrics, type PushSnapshot } from './push-metrics.js';
-import { buildWorkload, percentile, type Workload } from './workload.js';
+import { buildScenarioWorkload, percentile, type Workload } from './workload.js';
 import type { WsBatch, WsConnectResult, WsReport } from './ws-driver.js';
 
 export interface LatencyOptions {
@@ -97,23 +96,15 @@ export async function benchLatency(partial: Partial<LatencyOptions> = {}) {
   const { log } = options;
   const now = Date.now();
   const stamp = `${now}-latency`;
-  log(`latency: building ${options.users} users, ${options.authors} authors`);
   // Posts and read cursors stay 2 h clear of the lookback's edge: no count goes down by a post
   // leaving the window during the run, so every change a client sees is a live post.
-  const workload = buildWorkload({
-    seed: options.seed,
-    users: options.users,
-    authors: options.authors,
-    follows: { median: options.followMedian, cap: options.followCap },
-    windowPosts: options.windowPosts,
+  const workload = buildScenarioWorkload('latency', options, {
     now,
     lookbackMs: 7 * DAY_MS - 2 * HOUR_MS,
     activity: options.activity,
   });
-  const redis = await startRedisServer();
-  const store = new RedisStore({ url: redis.url, keyPrefix: KEY_PREFIX, pools: options.pools });
-  const service = new BadgeService(store, systemClock, { followCap: options.followCap });
-  const admin = new Redis(redis.url);
+  const redis = await startBenchRedis(options);
+  const { store, service, admin } = redis;
   const dir = await mkdtemp(path.join(tmpdir(), 'bubble-latency-'));
   const children: RoleChild[] = [];
   const drivers: DriverHandle[] = [];
@@ -239,9 +230,7 @@ export async function benchLatency(partial: Partial<LatencyOptions> = {}) {
   } finally {
     poster?.close();
     await Promise.all(drivers.map((d) => d.stop().catch(() => {})));
-    for (const child of children.reverse()) await child.stop().catch(() => {});
-    await store.close().catch(() => {});
-    admin.disconnect();
+    await stopAll(children);
     await redis.stop();
     await rm(dir, { recursive: true, force: true });
   }

@@ -2,11 +2,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { BadgeService } from '@bubble/core';
-import { DAY_MS, systemClock, type Clock } from '@bubble/protocol';
-import { RedisStore, type SweepReport } from '@bubble/store';
-import { freePort, startRedisServer, waitFor } from '@bubble/test-utils';
-import { Redis } from 'ioredis';
-import { spawnRole, type RoleChild } from './children.js';
+import { DAY_MS, type Clock } from '@bubble/protocol';
+import type { SweepReport } from '@bubble/store';
+import { freePort, waitFor } from '@bubble/test-utils';
+import type { Redis } from 'ioredis';
+import { startBenchRedis } from './bench-redis.js';
+import { spawnRole, stopAll, type RoleChild } from './children.js';
 import { forkDriver, type DriverHandle } from './driver-process.js';
 import {
   KEY_PREFIX,
@@ -25,18 +26,14 @@ import {
   USER_KEY_CLASSES,
   type RedisMemorySnapshot,
 } from './redis-memory.js';
-import { buildWorkload } from './workload.js';
+import { buildScenarioWorkload, type ScenarioWorkloadOptions } from './workload.js';
 import type { WsConnectResult } from './ws-driver.js';
 
-export interface MemoryOptions {
+export interface MemoryOptions extends ScenarioWorkloadOptions {
   /** Users with a WebSocket each, brought online in two halves. */
   users: number;
   /** Of them, connected and closed first so the gateway's and core's code is warm. */
   warmupUsers: number;
-  authors: number;
-  windowPosts: number;
-  followMedian: number;
-  followCap: number;
   /**
    * Few enough that each pool holds over 128 users: Redis then keeps the per-pool hashes and
    * sorted sets in the encodings a production pool has (hashtable, skiplist), not listpacks.
@@ -47,8 +44,6 @@ export interface MemoryOptions {
   /** Bound on each wait (users held, connections opened, presence gone). */
   waitSeconds: number;
   inactiveDays: number;
-  seed: number;
-  log: (line: string) => void;
 }
 
 export const MEMORY_DEFAULTS: MemoryOptions = {
@@ -86,19 +81,9 @@ export async function benchMemory(partial: Partial<MemoryOptions> = {}) {
   if (options.warmupUsers >= options.users / 2) {
     throw new Error('memory: warmupUsers must be under half of users');
   }
-  log(`memory: building ${options.users} users, ${options.authors} authors`);
-  const workload = buildWorkload({
-    seed: options.seed,
-    users: options.users,
-    authors: options.authors,
-    follows: { median: options.followMedian, cap: options.followCap },
-    windowPosts: options.windowPosts,
-    now: Date.now(),
-  });
-  const redis = await startRedisServer();
-  const store = new RedisStore({ url: redis.url, keyPrefix: KEY_PREFIX, pools: options.pools });
-  const service = new BadgeService(store, systemClock, { followCap: options.followCap });
-  const admin = new Redis(redis.url);
+  const workload = buildScenarioWorkload('memory', options);
+  const redis = await startBenchRedis(options);
+  const { store, service, admin } = redis;
   const dir = await mkdtemp(path.join(tmpdir(), 'bubble-memory-'));
   const children: RoleChild[] = [];
   const drivers: DriverHandle[] = [];
@@ -275,9 +260,7 @@ export async function benchMemory(partial: Partial<MemoryOptions> = {}) {
   } finally {
     await Promise.all(drivers.map((d) => d.stop().catch(() => {})));
     await gateway?.stop().catch(() => {});
-    for (const child of children.reverse()) await child.stop().catch(() => {});
-    await store.close().catch(() => {});
-    admin.disconnect();
+    await stopAll(children);
     await redis.stop();
     await rm(dir, { recursive: true, force: true });
   }

@@ -1,12 +1,8 @@
-import { BadgeService } from '@bubble/core';
-import { systemClock } from '@bubble/protocol';
-import { RedisStore } from '@bubble/store';
-import { startRedisServer } from '@bubble/test-utils';
+import { startBenchRedis } from './bench-redis.js';
 import { benchColdStart } from './cold-start.js';
 import { forkDriver, type DriverHandle } from './driver-process.js';
 import { logProfiles } from './profile-summary.js';
 import {
-  KEY_PREFIX,
   benchSecrets,
   cpuProfileArgs,
   cpuShares,
@@ -18,7 +14,7 @@ import {
   type GatewayChild,
 } from './live-stack.js';
 import type { PollRunResult } from './poll-driver.js';
-import { buildWorkload } from './workload.js';
+import { buildScenarioWorkload } from './workload.js';
 
 export interface PollOptions {
   users: number;
@@ -71,18 +67,9 @@ export async function benchPoll(partial: Partial<PollOptions> = {}) {
   const options = { ...POLL_DEFAULTS, ...partial };
   const { log } = options;
   const stamp = `${Date.now()}-poll`;
-  log(`poll: building ${options.users} users, ${options.authors} authors`);
-  const workload = buildWorkload({
-    seed: options.seed,
-    users: options.users,
-    authors: options.authors,
-    follows: { median: options.followMedian, cap: options.followCap },
-    windowPosts: options.windowPosts,
-    now: Date.now(),
-  });
-  const redis = await startRedisServer();
-  const store = new RedisStore({ url: redis.url, keyPrefix: KEY_PREFIX, pools: options.pools });
-  const service = new BadgeService(store, systemClock, { followCap: options.followCap });
+  const workload = buildScenarioWorkload('poll', options);
+  const redis = await startBenchRedis(options);
+  const { store, service } = redis;
   let gateway: GatewayChild | undefined;
   const drivers: DriverHandle[] = [];
   let figures: Record<string, unknown>;
@@ -181,7 +168,6 @@ export async function benchPoll(partial: Partial<PollOptions> = {}) {
   } finally {
     await Promise.all(drivers.map((d) => d.stop().catch(() => {})));
     await gateway?.stop().catch(() => {});
-    await store.close().catch(() => {});
     await redis.stop();
   }
   if (options.profileDir) figures.profiles = await logProfiles(options.profileDir, stamp, log);

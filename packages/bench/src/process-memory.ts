@@ -8,6 +8,7 @@ export interface ProcessMemorySample {
   external: number;
   arrayBuffers: number;
   gc: boolean;
+  /** After V8's last-resort collection, which compacts every page. */
   thorough: { rss: number; heapUsed: number; heapTotal: number } | null;
 }
 

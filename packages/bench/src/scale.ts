@@ -1,19 +1,15 @@
 import os from 'node:os';
-import { BadgeService } from '@bubble/core';
-import { HOUR_MS, systemClock } from '@bubble/protocol';
-import { RedisStore, type Assignment, type SweepReport } from '@bubble/store';
-import { freePort, startRedisServer, waitFor } from '@bubble/test-utils';
+import { HOUR_MS } from '@bubble/protocol';
+import type { Assignment, SweepReport } from '@bubble/store';
+import { freePort, waitFor } from '@bubble/test-utils';
 import { Redis } from 'ioredis';
-import { spawnRole, type RoleChild } from './children.js';
+import { startBenchRedis } from './bench-redis.js';
+import { spawnRole, stopAll, type RoleChild } from './children.js';
+import { LivePosts } from './live-posts.js';
 import { KEY_PREFIX, machineFacts, roleEnv, round2, seedStore } from './live-stack.js';
-import { buildWorkload, percentile, type Workload } from './workload.js';
+import { buildScenarioWorkload, percentile, type ScenarioWorkloadOptions } from './workload.js';
 
-export interface ScaleOptions {
-  users: number;
-  authors: number;
-  windowPosts: number;
-  followMedian: number;
-  followCap: number;
+export interface ScaleOptions extends ScenarioWorkloadOptions {
   pools: number;
   postsPerSec: number;
   /** Join, leave and crash, this many times each. */
@@ -22,8 +18,6 @@ export interface ScaleOptions {
   leaseMs: number;
   /** Bound on each wait for the cluster to settle. */
   settleSeconds: number;
-  seed: number;
-  log: (line: string) => void;
 }
 
 export const SCALE_DEFAULTS: ScaleOptions = {
@@ -70,22 +64,12 @@ interface MoveFigures {
 export async function benchScale(partial: Partial<ScaleOptions> = {}) {
   const options = { ...SCALE_DEFAULTS, ...partial };
   const { log } = options;
-  log(`scale: building ${options.users} users, ${options.authors} authors`);
-  const workload = buildWorkload({
-    seed: options.seed,
-    users: options.users,
-    authors: options.authors,
-    follows: { median: options.followMedian, cap: options.followCap },
-    windowPosts: options.windowPosts,
-    now: Date.now(),
-  });
-  const redis = await startRedisServer();
-  const store = new RedisStore({ url: redis.url, keyPrefix: KEY_PREFIX, pools: options.pools });
-  const service = new BadgeService(store, systemClock, { followCap: options.followCap });
-  const admin = new Redis(redis.url);
+  const workload = buildScenarioWorkload('scale', options);
+  const redis = await startBenchRedis(options);
+  const { store, service, admin } = redis;
   const audit = new WriteAudit(redis.url, options.pools);
   const children: RoleChild[] = [];
-  let posting: PostLoop | undefined;
+  let posting: LivePosts | undefined;
   const loadBefore = round2(os.loadavg()[0]!);
   try {
     await seedStore(store, service, workload, log, 'scale');
@@ -112,7 +96,13 @@ export async function benchScale(partial: Partial<ScaleOptions> = {}) {
     const cluster = new ClusterWatch(admin, options);
     await cluster.settled(1);
     log(`scale: one core holds ${options.pools} pools and ${options.users} users`);
-    posting = new PostLoop(service, workload, options.postsPerSec, log);
+    posting = new LivePosts(service, workload, {
+      perSecond: options.postsPerSec,
+      pacing: 'batch-then-pause',
+      idPrefix: 's',
+      label: 'scale',
+      log,
+    });
     posting.start();
     await audit.everyPoolWritten(options.settleSeconds);
 
@@ -157,10 +147,8 @@ export async function benchScale(partial: Partial<ScaleOptions> = {}) {
     };
   } finally {
     await posting?.stop().catch(() => {});
-    for (const child of children.reverse()) await child.stop().catch(() => {});
+    await stopAll(children);
     await audit.stop();
-    await store.close().catch(() => {});
-    admin.disconnect();
     await redis.stop();
   }
 }
@@ -355,47 +343,5 @@ class WriteAudit {
 
   async stop(): Promise<void> {
     this.subscriber.disconnect();
-  }
-}
-
-/** Posts at a fixed rate (every 100 ms), authors drawn by activity, through ingestPosts. */
-class PostLoop {
-  private stopping = false;
-  private running: Promise<void> | undefined;
-
-  constructor(
-    private readonly service: BadgeService,
-    private readonly workload: Workload,
-    private readonly perSecond: number,
-    private readonly log: (line: string) => void,
-  ) {}
-
-  start(): void {
-    this.running ??= this.run();
-  }
-
-  async stop(): Promise<void> {
-    this.stopping = true;
-    await this.running;
-  }
-
-  private async run(): Promise<void> {
-    const perBatch = Math.max(1, Math.round(this.perSecond / 10));
-    let seq = 0;
-    let failures = 0;
-    while (!this.stopping) {
-      const ts = Date.now();
-      const posts = Array.from({ length: perBatch }, () => ({
-        author: this.workload.authors[this.workload.authorRank.next()]!,
-        id: `s${seq++}`,
-        ts,
-      }));
-      try {
-        await this.service.ingestPosts(posts);
-      } catch (err) {
-        if (++failures <= 3) this.log(`scale: ingest failed: ${String(err)}`);
-      }
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
   }
 }

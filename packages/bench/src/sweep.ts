@@ -1,15 +1,24 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os, { tmpdir } from 'node:os';
 import path from 'node:path';
-import { BadgeService } from '@bubble/core';
-import { HOUR_MS, systemClock } from '@bubble/protocol';
-import { RedisStore } from '@bubble/store';
-import { freePort, startRedisServer } from '@bubble/test-utils';
-import { Redis } from 'ioredis';
-import { processCpuSeconds, spawnRole, type RoleChild } from './children.js';
+import type { BadgeService } from '@bubble/core';
+import { HOUR_MS } from '@bubble/protocol';
+import type { RedisStore } from '@bubble/store';
+import { freePort } from '@bubble/test-utils';
+import type { Redis } from 'ioredis';
+import { startBenchRedis } from './bench-redis.js';
+import { processCpuSeconds, spawnRole, stopAll, type RoleChild } from './children.js';
+import { LivePosts } from './live-posts.js';
+import { KEY_PREFIX } from './live-stack.js';
 import { ProbeReader, type ProbeRecord } from './probe-reader.js';
 import { callsBetween, commandCalls, redisCpuSeconds } from './redis-probe.js';
-import { buildWorkload, percentile, seededRandom, ZipfSampler, type Workload } from './workload.js';
+import {
+  buildScenarioWorkload,
+  percentile,
+  seededRandom,
+  ZipfSampler,
+  type Workload,
+} from './workload.js';
 
 export interface SweepOptions {
   users: number;
@@ -62,7 +71,6 @@ export const SWEEP_DEFAULTS: SweepOptions = {
 
 const TICK_MS = 1000;
 const PRESENCE_TTL_MS = 3 * HOUR_MS;
-const KEY_PREFIX = 'ub';
 
 /**
  * bench.md "sweep": one bubble-core process owning 100 pools with 100k online users on a real
@@ -73,15 +81,7 @@ const KEY_PREFIX = 'ub';
 export async function benchSweep(partial: Partial<SweepOptions> = {}) {
   const options = { ...SWEEP_DEFAULTS, ...partial };
   const { log } = options;
-  log(`sweep: building ${options.users} users, ${options.authors} authors`);
-  const workload = buildWorkload({
-    seed: options.seed,
-    users: options.users,
-    authors: options.authors,
-    follows: { median: options.followMedian, cap: options.followCap },
-    windowPosts: options.windowPosts,
-    now: Date.now(),
-  });
+  const workload = buildScenarioWorkload('sweep', options);
   const base = await runSetup(
     'follows ×1',
     workload,
@@ -177,13 +177,11 @@ async function runSetup(
   seconds: number,
 ): Promise<PhaseFigures> {
   const { log } = options;
-  const redis = await startRedisServer();
-  const store = new RedisStore({ url: redis.url, keyPrefix: KEY_PREFIX, pools: options.pools });
-  const service = new BadgeService(store, systemClock, { followCap: options.followCap });
-  const admin = new Redis(redis.url);
+  const redis = await startBenchRedis(options);
+  const { store, service, admin } = redis;
   const dir = await mkdtemp(path.join(tmpdir(), 'bubble-sweep-'));
   const children: RoleChild[] = [];
-  let driver: PostDriver | undefined;
+  let driver: LivePosts | undefined;
   try {
     const seedStarted = performance.now();
     await seed(store, service, workload, follows, options);
@@ -236,7 +234,13 @@ async function runSetup(
       `sweep: ${name}: core holds ${loaded.report.users} users after ${onboardSeconds.toFixed(1)} s`,
     );
 
-    driver = new PostDriver(service, workload, options.postsPerSec, log);
+    driver = new LivePosts(service, workload, {
+      perSecond: options.postsPerSec,
+      pacing: 'steady',
+      idPrefix: 'l',
+      label: 'sweep',
+      log,
+    });
     driver.start();
     await probe.skip(options.warmupSweeps, 120);
     const figures = await measurePhase(name, probe, driver, admin, sweeps, seconds, options);
@@ -244,9 +248,7 @@ async function runSetup(
     return { ...figures, meanFollows: meanFollows(follows), seedSeconds, onboardSeconds };
   } finally {
     await driver?.stop().catch(() => {});
-    for (const child of children.reverse()) await child.stop().catch(() => {});
-    await store.close().catch(() => {});
-    admin.disconnect();
+    await stopAll(children);
     await redis.stop();
     await rm(dir, { recursive: true, force: true });
   }
@@ -369,7 +371,7 @@ interface PhaseFigures {
 async function measurePhase(
   name: string,
   probe: ProbeReader,
-  driver: PostDriver,
+  driver: LivePosts,
   admin: Redis,
   sweeps: number,
   seconds: number,
@@ -466,58 +468,6 @@ async function measurePhase(
   return figures;
 }
 
-/**
- * Live posts at a fixed rate, every 100 ms, by authors drawn by activity, stamped now, through
- * BadgeService.ingestPosts (as the gateway's POST /v1/posts does).
- */
-class PostDriver {
-  sent = 0;
-  private stopping = false;
-  private running: Promise<void> | undefined;
-
-  constructor(
-    private readonly service: BadgeService,
-    private readonly workload: Workload,
-    private readonly perSecond: number,
-    private readonly log: (line: string) => void,
-  ) {}
-
-  start(): void {
-    this.running ??= this.run();
-  }
-
-  async stop(): Promise<void> {
-    this.stopping = true;
-    await this.running;
-  }
-
-  private async run(): Promise<void> {
-    const started = performance.now();
-    const { authors, authorRank } = this.workload;
-    let seq = 0;
-    let failures = 0;
-    while (!this.stopping) {
-      const due = Math.floor(((performance.now() - started) / 1000) * this.perSecond);
-      const n = Math.min(due - this.sent, this.perSecond);
-      if (n > 0) {
-        const ts = Date.now();
-        const posts = Array.from({ length: n }, () => ({
-          author: authors[authorRank.next()]!,
-          id: `l${seq++}`,
-          ts,
-        }));
-        try {
-          await this.service.ingestPosts(posts);
-          this.sent += n;
-        } catch (err) {
-          if (++failures <= 3) this.log(`sweep: ingest failed: ${String(err)}`);
-        }
-      }
-      await sleep(100 - ((performance.now() - started) % 100));
-    }
-  }
-}
-
 /** Each user's follows grown to `factor` × as many (capped), drawn as buildWorkload draws them. */
 function widenFollows(workload: Workload, factor: number, cap: number, seed: number): Int32Array[] {
   const random = seededRandom(seed);
@@ -568,8 +518,6 @@ function meanFollows(follows: readonly Int32Array[]): number {
   for (const list of follows) total += list.length;
   return total / follows.length;
 }
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 function round2(x: number): number {
   return Math.round(x * 100) / 100;

@@ -114,6 +114,35 @@ export function buildWorkload(options: WorkloadOptions): Workload {
   return { users, authors, follows, readAt, posts, authorRank, nextPoster, random };
 }
 
+/** The options a scenario builds its workload from. */
+export interface ScenarioWorkloadOptions {
+  users: number;
+  authors: number;
+  windowPosts: number;
+  followMedian: number;
+  followCap: number;
+  seed: number;
+  log: (line: string) => void;
+}
+
+/** A scenario's workload: power-law follows, a lookback window ending now unless overridden. */
+export function buildScenarioWorkload(
+  label: string,
+  options: ScenarioWorkloadOptions,
+  overrides: Partial<Pick<WorkloadOptions, 'now' | 'lookbackMs' | 'activity'>> = {},
+): Workload {
+  options.log(`${label}: building ${options.users} users, ${options.authors} authors`);
+  return buildWorkload({
+    seed: options.seed,
+    users: options.users,
+    authors: options.authors,
+    follows: { median: options.followMedian, cap: options.followCap },
+    windowPosts: options.windowPosts,
+    now: Date.now(),
+    ...overrides,
+  });
+}
+
 /** Draws ranks by `rank` and maps them through a fixed shuffle of the authors. */
 function shuffledDraw(rank: ZipfSampler, random: () => number): () => number {
   const order = Int32Array.from({ length: rank.n }, (_, i) => i);
