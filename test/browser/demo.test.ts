@@ -8,28 +8,18 @@
  * Skipped only when /usr/bin/chromium is missing (.ci/run installs it).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort, waitFor } from '@bubble/test-utils';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CHROMIUM, CHROMIUM_ARGS, HAS_CHROMIUM } from '../support/chromium.js';
+import { cleanEnv } from '../support/clean-env.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const BIN = path.join(ROOT, 'packages/cli/bin/bubble.js');
-const CHROMIUM = '/usr/bin/chromium';
-const HAS_CHROMIUM = existsSync(CHROMIUM);
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 /** Sweeps run every second in `bubble all`; a push should land well within this. */
 const LIVE_TIMEOUT_MS = 15_000;
 
@@ -37,19 +27,6 @@ if (!HAS_CHROMIUM) {
   console.warn(
     `test/browser/demo.test.ts: skipped, ${CHROMIUM} not found (install Debian's chromium: apt-get install -y chromium)`,
   );
-}
-
-/** The parent's environment without anything bubble reads: development mode, no secrets. */
-function cleanEnv(env: Record<string, string>): NodeJS.ProcessEnv {
-  const base = Object.fromEntries(
-    Object.entries(process.env).filter(
-      ([name]) =>
-        !name.startsWith('BUBBLE_') &&
-        !name.startsWith('REDIS_') &&
-        !['PORT', 'NODE_ENV', 'LOG_LEVEL'].includes(name),
-    ),
-  );
-  return { ...base, LOG_LEVEL: 'warn', ...env };
 }
 
 interface Bubble {
@@ -64,7 +41,7 @@ async function startBubble(cwd: string, env: Record<string, string> = {}): Promi
   const url = `http://127.0.0.1:${port}`;
   const child: ChildProcess = spawn(process.execPath, [BIN, 'all'], {
     cwd,
-    env: cleanEnv({ PORT: String(port), ...env }),
+    env: cleanEnv({ LOG_LEVEL: 'warn', PORT: String(port), ...env }),
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';
@@ -137,7 +114,7 @@ describe.skipIf(!HAS_CHROMIUM)(
       // The generated API key, read the way a developer would (same cwd, same .bubble-dev/).
       const devEnv = execFileSync(process.execPath, [BIN, 'dev-env'], {
         cwd,
-        env: cleanEnv({}),
+        env: cleanEnv({ LOG_LEVEL: 'warn' }),
         encoding: 'utf8',
       });
       apiKey = /BUBBLE_API_KEY='([^']+)'/.exec(devEnv)![1]!;
@@ -228,7 +205,7 @@ describe.skipIf(!HAS_CHROMIUM)(
 
         const token = execFileSync(process.execPath, [BIN, 'token', 'carol'], {
           cwd,
-          env: cleanEnv({ BUBBLE_JWT_SECRET: secrets.BUBBLE_JWT_SECRET }),
+          env: cleanEnv({ LOG_LEVEL: 'warn', BUBBLE_JWT_SECRET: secrets.BUBBLE_JWT_SECRET }),
           encoding: 'utf8',
         }).trim();
         await page.getByLabel('Token').fill(token);

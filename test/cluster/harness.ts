@@ -6,16 +6,7 @@
  * changes). No sleeps: everything waits for a condition with a deadline.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import {
-  accessSync,
-  constants as fsConstants,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -34,6 +25,9 @@ import {
 } from '@bubble/test-utils';
 import { Redis } from 'ioredis';
 import { SignJWT } from 'jose';
+import { cleanEnv } from '../support/clean-env.js';
+import { SETPRIV } from '../support/executables.js';
+import { readJsonLines } from '../support/json-lines.js';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const BIN = path.join(ROOT, 'packages/cli/bin/bubble.js');
@@ -121,35 +115,6 @@ export interface LogLine {
   [field: string]: unknown;
 }
 
-function findExecutable(name: string): string | undefined {
-  for (const dir of ['/usr/bin', '/bin', '/usr/local/bin']) {
-    const candidate = path.join(dir, name);
-    try {
-      accessSync(candidate, fsConstants.X_OK);
-      return candidate;
-    } catch {
-      // keep looking
-    }
-  }
-  return undefined;
-}
-
-/** setpriv --pdeathsig: a child dies with the test process even if that one is SIGKILLed. */
-const SETPRIV = process.platform === 'linux' ? findExecutable('setpriv') : undefined;
-
-/** The parent's environment without anything bubble reads. */
-function cleanEnv(env: Record<string, string>): NodeJS.ProcessEnv {
-  const base = Object.fromEntries(
-    Object.entries(process.env).filter(
-      ([name]) =>
-        !name.startsWith('BUBBLE_') &&
-        !name.startsWith('REDIS_') &&
-        !['PORT', 'NODE_ENV', 'LOG_LEVEL'].includes(name),
-    ),
-  );
-  return { ...base, ...env };
-}
-
 /** One `bubble <role>` child process and everything it logged. */
 export class RoleProcess {
   readonly lines: LogLine[] = [];
@@ -157,7 +122,6 @@ export class RoleProcess {
   other = '';
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   exit: { code: number | null; signal: NodeJS.Signals | null } | null = null;
-  private partial = '';
 
   constructor(
     readonly role: RoleName,
@@ -165,7 +129,11 @@ export class RoleProcess {
     readonly port: number,
     readonly child: ChildProcess,
   ) {
-    child.stdout!.on('data', (chunk: Buffer) => this.onStdout(chunk.toString('utf8')));
+    readJsonLines<LogLine>(
+      child.stdout!,
+      (line) => this.lines.push(line),
+      (text) => (this.other += text),
+    );
     child.stderr!.on('data', (chunk: Buffer) => (this.other += chunk.toString('utf8')));
     this.exited = new Promise((resolve) => {
       child.once('exit', (code, signal) => {
@@ -232,19 +200,6 @@ export class RoleProcess {
   describe(): string {
     const tail = this.lines.slice(-40).map((l) => JSON.stringify(l));
     return `--- ${this.name} (pid ${this.pid}) last log lines\n${tail.join('\n')}\n--- other output\n${this.other.slice(-4000)}`;
-  }
-
-  private onStdout(text: string): void {
-    const parts = (this.partial + text).split('\n');
-    this.partial = parts.pop()!;
-    for (const part of parts) {
-      if (part.trim() === '') continue;
-      try {
-        this.lines.push(JSON.parse(part) as LogLine);
-      } catch {
-        this.other += `${part}\n`;
-      }
-    }
   }
 }
 

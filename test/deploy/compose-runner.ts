@@ -9,19 +9,14 @@
  * service_completed_successfully waits for exit 0) and `scale` (or an override) starts that many.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import {
-  accessSync,
-  constants as fsConstants,
-  mkdtempSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { freePort, waitFor } from '@bubble/test-utils';
 import YAML from 'yaml';
 import { execForm, lastArgs, readDockerfile, stageEnv, type Stage } from './dockerfile.js';
+import { cleanEnv } from '../support/clean-env.js';
+import { findExecutable, SETPRIV } from '../support/executables.js';
 
 const START_DEADLINE_MS = 40_000;
 const EXIT_DEADLINE_MS = 15_000;
@@ -133,35 +128,6 @@ function words(value: string | string[] | undefined): string[] | undefined {
 }
 
 // ---------------------------------------------------------------------------- processes
-
-function findExecutable(name: string): string | undefined {
-  const dirs = [...(process.env.PATH ?? '').split(':'), '/usr/local/bin', '/usr/bin', '/bin'];
-  for (const dir of dirs.filter((d) => d !== '')) {
-    try {
-      accessSync(path.join(dir, name), fsConstants.X_OK);
-      return path.join(dir, name);
-    } catch {
-      // keep looking
-    }
-  }
-  return undefined;
-}
-
-/** setpriv --pdeathsig: a child dies with the test process even if that one is SIGKILLed. */
-const SETPRIV = process.platform === 'linux' ? findExecutable('setpriv') : undefined;
-
-/** The parent's environment without anything bubble reads (a container starts clean too). */
-function baseEnv(): Record<string, string> {
-  return Object.fromEntries(
-    Object.entries(process.env).filter(
-      (entry): entry is [string, string] =>
-        entry[1] !== undefined &&
-        !entry[0].startsWith('BUBBLE_') &&
-        !entry[0].startsWith('REDIS_') &&
-        !['PORT', 'NODE_ENV', 'LOG_LEVEL'].includes(entry[0]),
-    ),
-  );
-}
 
 export class Instance {
   output = '';
@@ -424,7 +390,7 @@ export class ComposeRun {
     for (const containerPort of this.containerPorts(name))
       ports.set(containerPort, await freePort());
     if (index === 1) this.hostPorts.set(name, ports);
-    const env: Record<string, string> = baseEnv();
+    const env: Record<string, string> = cleanEnv();
     let argv: string[];
     let dir: string | undefined;
     if (this.kind(name) === 'bubble') {
@@ -518,7 +484,7 @@ export function composeConfig(
     const result = spawnSync(
       dockerCompose,
       ['--env-file', envFile, '-f', path.join(root, file), 'config'],
-      { cwd: root, env: { ...baseEnv(), ...variables }, encoding: 'utf8', timeout: 60_000 },
+      { cwd: root, env: cleanEnv(variables), encoding: 'utf8', timeout: 60_000 },
     );
     return { status: result.status, stdout: result.stdout, stderr: result.stderr };
   } finally {

@@ -7,8 +7,6 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import {
-  accessSync,
-  constants,
   cpSync,
   existsSync,
   mkdtempSync,
@@ -28,6 +26,8 @@ import {
 } from '@bubble/test-utils';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildOnce, ROOT } from '../cluster/harness.js';
+import { cleanEnv } from '../support/clean-env.js';
+import { findExecutable } from '../support/executables.js';
 import {
   execForm,
   healthcheckCommand,
@@ -46,33 +46,7 @@ const SECRETS = {
 const ROLES = ['server', 'core', 'gateway', 'all'] as const;
 const NPM_CI = ['ci', '--omit=dev', '--no-audit', '--no-fund', '--prefer-offline'];
 
-function findExecutable(name: string): string | undefined {
-  for (const dir of [...(process.env.PATH ?? '').split(':'), '/usr/bin', '/bin']) {
-    if (dir === '') continue;
-    try {
-      accessSync(path.join(dir, name), constants.X_OK);
-      return path.join(dir, name);
-    } catch {
-      // keep looking
-    }
-  }
-  return undefined;
-}
-
 const TINI = findExecutable('tini');
-
-/** The parent's environment without anything bubble reads (a container starts clean too). */
-function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const base = Object.fromEntries(
-    Object.entries(process.env).filter(
-      ([name]) =>
-        !name.startsWith('BUBBLE_') &&
-        !name.startsWith('REDIS_') &&
-        !['PORT', 'NODE_ENV', 'LOG_LEVEL'].includes(name),
-    ),
-  );
-  return { ...base, ...extra };
-}
 
 /**
  * The runtime stage in `dir`, line by line. Returns what RUN lines were not run (apt-get: the

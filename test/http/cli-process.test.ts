@@ -17,6 +17,7 @@ import {
 } from '@bubble/test-utils';
 import { decodeJwt } from 'jose';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { cleanEnv } from '../support/clean-env.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const BIN = path.join(ROOT, 'packages/cli/bin/bubble.js');
@@ -34,23 +35,10 @@ interface Run {
 const running = new Set<ChildProcess>();
 let cwd: string;
 
-/** The parent's environment without anything bubble reads, plus `env`. */
-function cleanEnv(env: Record<string, string>): NodeJS.ProcessEnv {
-  const base = Object.fromEntries(
-    Object.entries(process.env).filter(
-      ([name]) =>
-        !name.startsWith('BUBBLE_') &&
-        !name.startsWith('REDIS_') &&
-        !['PORT', 'NODE_ENV', 'LOG_LEVEL'].includes(name),
-    ),
-  );
-  return { ...base, LOG_LEVEL: 'info', ...env };
-}
-
 function bubble(args: string[], env: Record<string, string>): Run {
   const child = spawn(process.execPath, [BIN, ...args], {
     cwd,
-    env: cleanEnv(env),
+    env: cleanEnv({ LOG_LEVEL: 'info', ...env }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   running.add(child);

@@ -8,6 +8,8 @@ import net from 'node:net';
 import path from 'node:path';
 import { waitFor } from '@bubble/test-utils';
 import { ROOT } from '../cluster/harness.js';
+import { cleanEnv } from '../support/clean-env.js';
+import { readJsonLines } from '../support/json-lines.js';
 
 export { buildOnce } from '../cluster/harness.js';
 
@@ -24,19 +26,6 @@ export interface Exit {
   signal: NodeJS.Signals | null;
 }
 
-/** The parent's environment without anything bubble reads, plus `env`. */
-export function cleanEnv(env: Record<string, string>): NodeJS.ProcessEnv {
-  const base = Object.fromEntries(
-    Object.entries(process.env).filter(
-      ([name]) =>
-        !name.startsWith('BUBBLE_') &&
-        !name.startsWith('REDIS_') &&
-        !['PORT', 'NODE_ENV', 'LOG_LEVEL'].includes(name),
-    ),
-  );
-  return { ...base, LOG_LEVEL: 'info', ...env };
-}
-
 export class CliRun {
   readonly child: ChildProcess;
   readonly lines: LogLine[] = [];
@@ -44,15 +33,18 @@ export class CliRun {
   stderr = '';
   exit: Exit | null = null;
   readonly exited: Promise<Exit>;
-  private partial = '';
 
   constructor(args: string[], env: Record<string, string>, cwd: string) {
     this.child = spawn(process.execPath, [BIN, ...args], {
       cwd,
-      env: cleanEnv(env),
+      env: cleanEnv({ LOG_LEVEL: 'info', ...env }),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    this.child.stdout!.on('data', (chunk: Buffer) => this.onStdout(chunk.toString('utf8')));
+    readJsonLines<LogLine>(
+      this.child.stdout!,
+      (line) => this.lines.push(line),
+      (text) => (this.other += text),
+    );
     this.child.stderr!.on('data', (chunk: Buffer) => (this.stderr += chunk.toString('utf8')));
     this.exited = new Promise((resolve) => {
       this.child.once('exit', (code, signal) => resolve((this.exit = { code, signal })));
@@ -88,19 +80,6 @@ export class CliRun {
 
   kill(): void {
     if (!this.exit) this.child.kill('SIGKILL');
-  }
-
-  private onStdout(text: string): void {
-    const parts = (this.partial + text).split('\n');
-    this.partial = parts.pop()!;
-    for (const part of parts) {
-      if (part.trim() === '') continue;
-      try {
-        this.lines.push(JSON.parse(part) as LogLine);
-      } catch {
-        this.other += `${part}\n`;
-      }
-    }
   }
 }
 

@@ -6,17 +6,18 @@
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort, waitFor } from '@bubble/test-utils';
 import { chromium } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { CHROMIUM, CHROMIUM_ARGS, HAS_CHROMIUM, watchPage } from '../support/chromium.js';
+import { cleanEnv } from '../support/clean-env.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const BIN = path.join(ROOT, 'packages/cli/bin/bubble.js');
-const CHROMIUM = '/usr/bin/chromium';
 const EXIT_DEADLINE_MS = 30_000;
 
 interface Run {
@@ -29,23 +30,10 @@ interface Run {
 const running = new Set<ChildProcess>();
 let cwd: string;
 
-/** The parent's environment without anything bubble reads, plus `env`. */
-function cleanEnv(env: Record<string, string>): NodeJS.ProcessEnv {
-  const base = Object.fromEntries(
-    Object.entries(process.env).filter(
-      ([name]) =>
-        !name.startsWith('BUBBLE_') &&
-        !name.startsWith('REDIS_') &&
-        !['PORT', 'NODE_ENV', 'LOG_LEVEL'].includes(name),
-    ),
-  );
-  return { ...base, LOG_LEVEL: 'warn', ...env };
-}
-
 function bubble(args: string[], env: Record<string, string> = {}): Run {
   const child = spawn(process.execPath, [BIN, ...args], {
     cwd,
-    env: cleanEnv(env),
+    env: cleanEnv({ LOG_LEVEL: 'warn', ...env }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   running.add(child);
@@ -232,22 +220,16 @@ describe('dashboard, bubble status and bubble simulate against bubble all', () =
       expect(await metric(url, 'bubble_gateway_users_held')).toBeGreaterThanOrEqual(0);
     });
 
-    it.skipIf(!existsSync(CHROMIUM))(
+    it.skipIf(!HAS_CHROMIUM)(
       'in Chromium: asks for the key, keeps it in sessionStorage only, shows the cluster',
       async () => {
         const browser = await chromium.launch({
           executablePath: CHROMIUM,
-          args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run'],
+          args: CHROMIUM_ARGS,
         });
         try {
           const page = await browser.newPage();
-          const problems: string[] = [];
-          const requests: string[] = [];
-          page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-          page.on('console', (m) => {
-            if (m.type() === 'error' || m.type() === 'warning') problems.push(m.text());
-          });
-          page.on('request', (r) => requests.push(r.url()));
+          const { problems, requests } = watchPage(page);
           await page.goto(`${url}/dashboard`);
           const keyField = page.locator('#api-key');
           await keyField.waitFor({ state: 'visible' });

@@ -17,7 +17,8 @@ import {
 } from '@bubble/test-utils';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '@bubble/test-utils';
-import { BIN, CliRun, accepts, buildOnce, cleanEnv, runProbingPort } from './cli-run.js';
+import { cleanEnv } from '../support/clean-env.js';
+import { BIN, CliRun, accepts, buildOnce, runProbingPort } from './cli-run.js';
 
 const API_KEY = 'dev-mode-test-api-key-8e41c0b7d2a95f36';
 /** Exactly the floor: 32 bytes. */
@@ -170,7 +171,7 @@ describe('development mode and secrets', () => {
     const port = await freePort();
     const child = spawn(script!, ['-qfec', `${process.execPath} ${BIN} all`, '/dev/null'], {
       cwd,
-      env: cleanEnv({ PORT: String(port), NO_COLOR: '1' }),
+      env: cleanEnv({ LOG_LEVEL: 'info', PORT: String(port), NO_COLOR: '1' }),
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     let output = '';

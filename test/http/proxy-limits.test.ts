@@ -6,50 +6,16 @@
  * header is ignored and everyone shares loopback's bucket. A disallowed Origin is answered 403
  * at the upgrade, never 101.
  */
-import { randomBytes } from 'node:crypto';
-import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rawUpgrade, type UpgradeResult } from '../support/ws-upgrade.js';
 import { Deployment, buildOnce, type BubbleProcess } from '../ws/processes.js';
 
-interface Upgrade {
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  body: string;
+/** A gateway process on this shared machine may answer slower than an in-process one. */
+function upgrade(gateway: BubbleProcess, headers: Record<string, string>): Promise<UpgradeResult> {
+  return rawUpgrade(gateway, headers, { timeoutMs: 10_000 });
 }
 
-/** One raw WebSocket upgrade request: the status line the gateway answered with, and its body. */
-function upgrade(gateway: BubbleProcess, headers: Record<string, string>): Promise<Upgrade> {
-  return new Promise<Upgrade>((resolve, reject) => {
-    const req = http.request({
-      host: '127.0.0.1',
-      port: gateway.port,
-      path: '/v1/ws',
-      agent: false,
-      headers: {
-        connection: 'Upgrade',
-        upgrade: 'websocket',
-        'sec-websocket-version': '13',
-        'sec-websocket-key': randomBytes(16).toString('base64'),
-        ...headers,
-      },
-    });
-    req.setTimeout(10_000, () => req.destroy(new Error('the upgrade was not answered')));
-    req.on('upgrade', (res, socket) => {
-      socket.destroy();
-      resolve({ status: res.statusCode ?? 0, headers: res.headers, body: '' });
-    });
-    req.on('response', (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (body += chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-function expectRateLimited(result: Upgrade): void {
+function expectRateLimited(result: UpgradeResult): void {
   expect(result.status, result.body).toBe(429);
   expect(JSON.parse(result.body)).toMatchObject({ error: { code: 'UB_ERR_RATE_LIMITED' } });
   // One token per 100 s, just spent: the next one is between 1 and 100 s away.

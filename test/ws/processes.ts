@@ -7,7 +7,7 @@
  * record what went over the wire. No sleeps: every wait has a deadline.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { accessSync, constants as fsConstants, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Badge, BubbleClient, FetchLike, WebSocketConstructor } from '@bubble/client';
@@ -23,6 +23,9 @@ import { SignJWT } from 'jose';
 import { expect } from 'vitest';
 import { WebSocket } from 'ws';
 import { ROOT } from '../cluster/harness.js';
+import { cleanEnv } from '../support/clean-env.js';
+import { SETPRIV } from '../support/executables.js';
+import { readJsonLines } from '../support/json-lines.js';
 
 export { buildOnce } from '../cluster/harness.js';
 
@@ -30,20 +33,6 @@ const BIN = path.join(ROOT, 'packages/cli/bin/bubble.js');
 export const API_KEY = 'sdk-test-api-key-71c2e9b05a3d8f4c16';
 const JWT_SECRET = 'sdk-test-jwt-secret-5d09e3b8a4f17c62';
 const START_DEADLINE_MS = 30_000;
-
-/** setpriv --pdeathsig: a child dies with the test process even if that one is SIGKILLed. */
-const SETPRIV = ((): string | undefined => {
-  if (process.platform !== 'linux') return undefined;
-  for (const candidate of ['/usr/bin/setpriv', '/bin/setpriv']) {
-    try {
-      accessSync(candidate, fsConstants.X_OK);
-      return candidate;
-    } catch {
-      // keep looking
-    }
-  }
-  return undefined;
-})();
 
 export type Role = 'all' | 'gateway' | 'server' | 'core';
 
@@ -60,14 +49,17 @@ export class BubbleProcess {
   other = '';
   exit: { code: number | null; signal: NodeJS.Signals | null } | null = null;
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  private partial = '';
 
   constructor(
     readonly name: string,
     readonly port: number,
     readonly child: ChildProcess,
   ) {
-    child.stdout!.on('data', (chunk: Buffer) => this.onStdout(chunk.toString('utf8')));
+    readJsonLines<LogLine>(
+      child.stdout!,
+      (line) => this.lines.push(line),
+      (text) => (this.other += text),
+    );
     child.stderr!.on('data', (chunk: Buffer) => (this.other += chunk.toString('utf8')));
     this.exited = new Promise((resolve) => {
       child.once('exit', (code, signal) => resolve((this.exit = { code, signal })));
@@ -98,19 +90,6 @@ export class BubbleProcess {
   describe(): string {
     const tail = this.lines.slice(-30).map((l) => JSON.stringify(l));
     return `--- ${this.name} (exit ${JSON.stringify(this.exit)})\n${tail.join('\n')}\n${this.other.slice(-3000)}`;
-  }
-
-  private onStdout(text: string): void {
-    const parts = (this.partial + text).split('\n');
-    this.partial = parts.pop()!;
-    for (const part of parts) {
-      if (part.trim() === '') continue;
-      try {
-        this.lines.push(JSON.parse(part) as LogLine);
-      } catch {
-        this.other += `${part}\n`;
-      }
-    }
   }
 }
 
@@ -143,21 +122,12 @@ export class Deployment {
    */
   async spawn(role: Role, env: Record<string, string> = {}, port?: number): Promise<BubbleProcess> {
     const listenPort = port ?? (await freePort());
-    const base = Object.fromEntries(
-      Object.entries(process.env).filter(
-        ([name]) =>
-          !name.startsWith('BUBBLE_') &&
-          !name.startsWith('REDIS_') &&
-          !['PORT', 'NODE_ENV', 'LOG_LEVEL'].includes(name),
-      ),
-    );
     const [command, args] = SETPRIV
       ? [SETPRIV, ['--pdeathsig', 'SIGKILL', '--', process.execPath, BIN, role]]
       : [process.execPath, [BIN, role]];
     const child = spawn(command, args, {
       cwd: this.cwd,
-      env: {
-        ...base,
+      env: cleanEnv({
         REDIS_URL: this.redis.url,
         BUBBLE_KEY_PREFIX: this.prefix,
         BUBBLE_POOLS: String(this.pools),
@@ -168,7 +138,7 @@ export class Deployment {
         LOG_LEVEL: 'info',
         PORT: String(listenPort),
         ...env,
-      },
+      }),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const proc = new BubbleProcess(`${role}#${++this.counter}`, listenPort, child);

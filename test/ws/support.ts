@@ -5,7 +5,6 @@
  * client sockets that record every frame they receive. No sleeps: every wait has a deadline.
  */
 import { randomBytes } from 'node:crypto';
-import http from 'node:http';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -33,6 +32,7 @@ import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import { WebSocket, type RawData } from 'ws';
+import type { UpgradeResult } from '../support/ws-upgrade.js';
 
 export const API_KEY = 'ws-test-api-key-3b7e91c05d4a28f6e1b3';
 export const JWT_SECRET = 'ws-test-jwt-secret-0c8d4f2a6e19b73c58';
@@ -569,60 +569,7 @@ export function expectVersionsIncrease(client: Client): void {
 
 // ------------------------------------------------------------------------- raw upgrades
 
-export interface UpgradeResult {
-  /** 101 when the server upgraded, else the HTTP status it answered. */
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  body: string;
-}
-
-/** A bare HTTP/1.1 upgrade request to /v1/ws; the socket is destroyed once it is answered. */
-export function rawUpgrade(
-  app: LiveApp,
-  headers: Record<string, string>,
-  options: { localAddress?: string; path?: string } = {},
-): Promise<UpgradeResult> {
-  return new Promise<UpgradeResult>((resolve, reject) => {
-    const req = http.request({
-      host: '127.0.0.1',
-      port: app.port,
-      path: options.path ?? '/v1/ws',
-      method: 'GET',
-      agent: false,
-      ...(options.localAddress ? { localAddress: options.localAddress } : {}),
-      headers: {
-        connection: 'Upgrade',
-        upgrade: 'websocket',
-        'sec-websocket-version': '13',
-        'sec-websocket-key': randomBytes(16).toString('base64'),
-        ...headers,
-      },
-    });
-    const timer = setTimeout(() => {
-      req.destroy();
-      reject(new Error('the upgrade request was not answered'));
-    }, 5000);
-    req.on('upgrade', (res, socket) => {
-      clearTimeout(timer);
-      socket.destroy();
-      resolve({ status: res.statusCode ?? 0, headers: res.headers, body: '' });
-    });
-    req.on('response', (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (body += chunk));
-      res.on('end', () => {
-        clearTimeout(timer);
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body });
-      });
-    });
-    req.on('error', (err) => {
-      clearTimeout(timer);
-      reject(err);
-    });
-    req.end();
-  });
-}
+export { rawUpgrade, type UpgradeResult } from '../support/ws-upgrade.js';
 
 /** Asserts a refused upgrade: `status`, JSON `{"error":{"code","message"}}`, never a 101. */
 export function expectRefused(result: UpgradeResult, status: number, code: string): void {
