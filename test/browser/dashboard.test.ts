@@ -8,12 +8,13 @@
  * Skipped only when /usr/bin/chromium is missing (.ci/run installs it).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { waitFor } from '@bubble/test-utils';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WebSocket } from 'ws';
 import {
   API_KEY,
   JWT_SECRET,
@@ -22,19 +23,8 @@ import {
   Cluster,
   type RoleProcess,
 } from '../cluster/harness.js';
+import { CHROMIUM, CHROMIUM_ARGS, HAS_CHROMIUM, watchPage } from '../support/chromium.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const HAS_CHROMIUM = existsSync(CHROMIUM);
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 const BIN = path.join(ROOT, 'packages/cli/bin/bubble.js');
 const SCREENSHOT =
   process.env.BUBBLE_DASHBOARD_SCREENSHOT ?? path.join(tmpdir(), 'bubble-dashboard.png');
@@ -173,89 +163,114 @@ describe.skipIf(!HAS_CHROMIUM)('the dashboard draws the last minutes of a runnin
     expect(after.samples.every((s) => s.at > first)).toBe(true);
   });
 
-  it('charts every figure with a time axis, moving under bubble simulate, offline', async () => {
-    const page = await browser!.newPage({ viewport: { width: 1280, height: 900 } });
-    const problems: string[] = [];
-    const requests: string[] = [];
-    page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-    page.on('console', (m) => {
-      if (m.type() === 'error' || m.type() === 'warning') problems.push(m.text());
-    });
-    page.on('request', (r) => requests.push(r.url()));
-    const origin = gateways[0]!.url;
-    await page.goto(`${origin}/dashboard`);
-    await page.locator('#api-key').fill(API_KEY);
-    await page.getByRole('button', { name: 'Show cluster' }).click();
+  it(
+    'charts every figure with a time axis, moving under bubble simulate, offline',
+    async () => {
+      const page = await browser!.newPage({ viewport: { width: 1280, height: 900 } });
+      const { problems, requests } = watchPage(page);
+      const origin = gateways[0]!.url;
+      await page.goto(`${origin}/dashboard`);
+      await page.locator('#api-key').fill(API_KEY);
+      await page.getByRole('button', { name: 'Show cluster' }).click();
 
-    const nodes = (await (
-      await fetch(`${origin}/v1/cluster`, { headers: { 'x-api-key': API_KEY } })
-    ).json()) as { nodes: Array<{ id: string; role: string }> };
-    const idsOf = (role: string) => nodes.nodes.filter((n) => n.role === role).map((n) => n.id);
-    const [coreIds, gatewayIds] = [idsOf('core'), idsOf('gateway')];
-    expect([coreIds.length, gatewayIds.length]).toEqual([cores.length, gateways.length]);
-    const charts = await waitFor(
-      async () => {
-        const state = await readCharts(page);
-        const byId = new Map(state.map((c) => [c.id, c]));
-        const points = (id: string) => Math.max(0, ...byId.get(id)!.lines.map((l) => l.length));
-        const moved = (id: string) =>
-          byId.get(id)!.lines.some((l) => new Set(l.map(([, y]) => y)).size > 1);
-        const ready =
-          state.every((c) => c.lines.length > 0 && points(c.id) >= 3) &&
-          moved('chart-changed') &&
-          moved('chart-connections') &&
-          coreIds.every((id) => byId.get('chart-core-sweep')!.legend.includes(id)) &&
-          gatewayIds.every((id) => byId.get('chart-pushes')!.legend.includes(id));
-        return ready ? state : null;
-      },
-      {
-        timeoutMs: CHARTS_DEADLINE_MS,
-        intervalMs: 1000,
-        message: `the charts never filled and moved; simulate said:\n${simulateErr}`,
-      },
-    ).catch(async (err: Error) => {
-      await page.screenshot({ path: SCREENSHOT, fullPage: true }).catch(() => {});
-      throw new Error(`${err.message}\ncharts: ${JSON.stringify(await readCharts(page))}`);
-    });
+      const nodes = (await (
+        await fetch(`${origin}/v1/cluster`, { headers: { 'x-api-key': API_KEY } })
+      ).json()) as { nodes: Array<{ id: string; role: string }> };
+      const idsOf = (role: string) => nodes.nodes.filter((n) => n.role === role).map((n) => n.id);
+      const [coreIds, gatewayIds] = [idsOf('core'), idsOf('gateway')];
+      expect([coreIds.length, gatewayIds.length]).toEqual([cores.length, gateways.length]);
+      // `bubble simulate` holds its sockets on the first gateway from before the first sample, so
+      // its line may be flat: once the history has samples of the second gateway at 0, sockets
+      // opened there make the connections chart move for certain.
+      await waitFor(
+        async () => {
+          const res = await fetch(`${origin}/v1/cluster/history`, {
+            headers: { 'x-api-key': API_KEY },
+          });
+          return ((await res.json()) as { samples: unknown[] }).samples.length >= 2;
+        },
+        { timeoutMs: 30_000, intervalMs: 500, message: 'the gateway took no two samples' },
+      );
+      const sockets = await Promise.all(
+        ['dash-a', 'dash-b', 'dash-c'].map(async (user) => {
+          const ws = new WebSocket(`${gateways[1]!.url.replace(/^http/, 'ws')}/v1/ws`, {
+            headers: { authorization: `Bearer ${await cluster.token(user)}` },
+          });
+          await new Promise<void>((resolve, reject) => {
+            ws.once('message', () => resolve());
+            ws.once('error', reject);
+          });
+          return ws;
+        }),
+      );
+      const charts = await waitFor(
+        async () => {
+          const state = await readCharts(page);
+          const byId = new Map(state.map((c) => [c.id, c]));
+          const points = (id: string) => Math.max(0, ...byId.get(id)!.lines.map((l) => l.length));
+          const moved = (id: string) =>
+            byId.get(id)!.lines.some((l) => new Set(l.map(([, y]) => y)).size > 1);
+          const ready =
+            state.every((c) => c.lines.length > 0 && points(c.id) >= 3) &&
+            moved('chart-changed') &&
+            moved('chart-connections') &&
+            coreIds.every((id) => byId.get('chart-core-sweep')!.legend.includes(id)) &&
+            gatewayIds.every((id) => byId.get('chart-pushes')!.legend.includes(id));
+          return ready ? state : null;
+        },
+        {
+          timeoutMs: CHARTS_DEADLINE_MS,
+          intervalMs: 1000,
+          message: `the charts never filled and moved; simulate said:\n${simulateErr}`,
+        },
+      ).catch(async (err: Error) => {
+        await page.screenshot({ path: SCREENSHOT, fullPage: true }).catch(() => {});
+        throw new Error(`${err.message}\ncharts: ${JSON.stringify(await readCharts(page))}`);
+      });
 
-    for (const chart of charts!) {
-      // A visible time axis, labelled with clock times, and the current value in the legend.
-      expect(chart.timeTicks.length, chart.id).toBeGreaterThanOrEqual(2);
-      expect(chart.legend, chart.id).toMatch(/\d/);
-      expect(chart.caption, chart.id).not.toBe('');
-    }
-    const byId = new Map(charts!.map((c) => [c.id, c]));
-    expect(byId.get('chart-core-changed')!.lines).toHaveLength(2);
-    expect(byId.get('chart-connections')!.caption).toContain('per gateway');
-    expect(byId.get('chart-connections')!.legend).toContain(gatewayIds[1]);
-    expect(byId.get('chart-sweep')!.legend).toMatch(/p99.*p50/);
+      for (const chart of charts!) {
+        // A visible time axis, labelled with clock times, and the current value in the legend.
+        expect(chart.timeTicks.length, chart.id).toBeGreaterThanOrEqual(2);
+        expect(chart.legend, chart.id).toMatch(/\d/);
+        expect(chart.caption, chart.id).not.toBe('');
+      }
+      const byId = new Map(charts!.map((c) => [c.id, c]));
+      expect(byId.get('chart-core-changed')!.lines).toHaveLength(2);
+      expect(byId.get('chart-connections')!.caption).toContain('per gateway');
+      expect(byId.get('chart-connections')!.legend).toContain(gatewayIds[1]);
+      expect(byId.get('chart-sweep')!.legend).toMatch(/p99.*p50/);
 
-    // Under the pointer, a chart reads out the sample there (time in the caption, values in the
-    // legend). It redraws every few seconds, so hover again until one reading is seen whole.
-    const chart = page.locator('#chart-changed');
-    await waitFor(
-      async () => {
-        await chart.locator('svg').hover({ position: { x: 200, y: 60 } });
-        const caption = (await chart.locator('figcaption').textContent()) ?? '';
-        const cursor = await chart.locator('line.cursor').getAttribute('visibility');
-        return /· \d\d:\d\d:\d\d$/.test(caption) && cursor === 'visible';
-      },
-      { timeoutMs: 15_000, intervalMs: 200, message: 'hovering a chart read out nothing' },
-    );
-    await page.mouse.move(0, 0);
+      // Under the pointer, a chart reads out the sample there (time in the caption, values in the
+      // legend). It redraws every few seconds, so hover again until one reading is seen whole.
+      const chart = page.locator('#chart-changed');
+      await waitFor(
+        async () => {
+          await chart.locator('svg').hover({ position: { x: 200, y: 60 } });
+          const caption = (await chart.locator('figcaption').textContent()) ?? '';
+          const cursor = await chart.locator('line.cursor').getAttribute('visibility');
+          return /· \d\d:\d\d:\d\d$/.test(caption) && cursor === 'visible';
+        },
+        { timeoutMs: 15_000, intervalMs: 200, message: 'hovering a chart read out nothing' },
+      );
+      await page.mouse.move(0, 0);
 
-    await page.screenshot({ path: SCREENSHOT, fullPage: true });
-    expect(statSync(SCREENSHOT).size).toBeGreaterThan(10_000);
+      await page.screenshot({ path: SCREENSHOT, fullPage: true });
+      expect(statSync(SCREENSHOT).size).toBeGreaterThan(10_000);
 
-    expect(problems).toEqual([]);
-    // Nothing but this origin, the key never in a URL, and only `since` as a query.
-    expect(requests.filter((r) => !r.startsWith(`${origin}/`))).toEqual([]);
-    expect(requests.filter((r) => r.includes(API_KEY))).toEqual([]);
-    expect(
-      requests.filter((r) => r.includes('?') && !/\/v1\/cluster\/history\?since=\d+$/.test(r)),
-    ).toEqual([]);
-    expect(requests.some((r) => r.endsWith('/v1/cluster/history'))).toBe(true);
-    expect(requests.some((r) => /\/v1\/cluster\/history\?since=\d+$/.test(r))).toBe(true);
-    await page.close();
-  });
+      expect(problems).toEqual([]);
+      // Nothing but this origin, the key never in a URL, and only `since` as a query.
+      expect(requests.filter((r) => !r.startsWith(`${origin}/`))).toEqual([]);
+      expect(requests.filter((r) => r.includes(API_KEY))).toEqual([]);
+      expect(
+        requests.filter((r) => r.includes('?') && !/\/v1\/cluster\/history\?since=\d+$/.test(r)),
+      ).toEqual([]);
+      expect(requests.some((r) => r.endsWith('/v1/cluster/history'))).toBe(true);
+      expect(requests.some((r) => /\/v1\/cluster\/history\?since=\d+$/.test(r))).toBe(true);
+      await page.close();
+      for (const ws of sockets) ws.close();
+      // The charts' own deadline, the hover's and the screenshot's, with room: the suite's 60 s
+      // default is shorter than CHARTS_DEADLINE_MS alone.
+    },
+    CHARTS_DEADLINE_MS + 60_000,
+  );
 });
