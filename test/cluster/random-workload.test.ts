@@ -1,7 +1,8 @@
 /**
  * A random feed workload over HTTP against `bubble server` + two `bubble core` + `bubble gateway`
  * processes on real Redis: once the cluster is quiet, (a) the badge every online user's core
- * wrote equals the brute-force model of semantics.md, and (b) so does every user's served badge.
+ * wrote equals the brute-force model of docs/semantics.md, and (b) so does every user's served
+ * badge.
  */
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildOnce, Cluster, fenceRegressions, rng } from './harness.js';

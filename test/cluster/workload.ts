@@ -1,6 +1,6 @@
 /**
  * A random feed workload driven over HTTP against a running cluster, and the brute-force model
- * of semantics.md "Feed bubble" it is checked against (the model of
+ * of docs/semantics.md "Feed bubble" it is checked against (the model of
  * test/property/feed-bubble.property.test.ts, on the real clock):
  *
  *   feed(u, T) = #{ p : author(p) ∈ Follows(u), max(readAt(u), T − L) < ts(p) ≤ T, p not deleted }

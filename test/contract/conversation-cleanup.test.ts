@@ -1,5 +1,5 @@
 /**
- * What leaving, dissolving and the inactive-user job leave behind on Redis (semantics.md:
+ * What leaving, dissolving and the inactive-user job leave behind on Redis (docs/semantics.md:
  * leaving or dissolution "forgets that member's cursor and mute"; an inactive user's per-user
  * state "may be dropped"). The whole keyspace of the test's prefix is walked with SCAN and
  * every key, hash field and value, set member and sorted-set member is listed; none may still

@@ -1,5 +1,5 @@
 /**
- * What one message and one notice cost on Redis (semantics.md: "Conversations with more than
+ * What one message and one notice cost on Redis (docs/semantics.md: "Conversations with more than
  * BUBBLE_LARGE_GROUP members must not cost one write per member per message"; "Publishing a
  * notice writes O(1) keys, never one per user").
  *

@@ -1,5 +1,5 @@
 /**
- * A read racing new messages never loses them (semantics.md, "Conversations"): clearing is
+ * A read racing new messages never loses them (docs/semantics.md, "Conversations"): clearing is
  * atomic and guarded by the seq the client acknowledges.
  *
  * fast-check's scheduler decides when each concurrent store call is issued and when its answer

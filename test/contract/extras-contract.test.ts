@@ -1,9 +1,9 @@
 /**
- * The contract of the sources beside the feed (packages/store/src/extras-types.ts, semantics.md
- * "System notices", "Red dots", "Conversations"): NoticeBoard, RedDots, UserMarks and
- * Conversations, run against both engines with the very same assertions. A last suite drives
- * random operation sequences through a memory store and a Redis store side by side and requires
- * identical answers after every step.
+ * The contract of the sources beside the feed (packages/store/src/extras-types.ts,
+ * docs/semantics.md "System notices", "Red dots", "Conversations"): NoticeBoard, RedDots,
+ * UserMarks and Conversations, run against both engines with the very same assertions. A last
+ * suite drives random operation sequences through a memory store and a Redis store side by side
+ * and requires identical answers after every step.
  */
 import { DAY_MS, HOUR_MS, MINUTE_MS } from '@bubble/protocol';
 import {

@@ -1,7 +1,7 @@
 /**
  * System notices, red dots and conversations over real HTTP (shared spec api.md "Platform API",
- * "Client API"; semantics.md "System notices", "Red dots", "Conversations", "The badge"): every
- * route's status and body, its authentication, its refusals (which change nothing), and the
+ * "Client API"; docs/semantics.md "System notices", "Red dots", "Conversations", "The badge"):
+ * every route's status and body, its authentication, its refusals (which change nothing), and the
  * badge after each kind of change compared with the definition. One in-process gateway per
  * test, on the memory engine and on a real redis-server.
  */
@@ -613,7 +613,7 @@ for (const engine of ENGINES) {
             'UB_ERR_BAD_ID',
           );
         }
-        // a refused read does not see the user either (semantics.md: the first end-user call
+        // a refused read does not see the user either (docs/semantics.md: the first end-user call
         // that returns a badge does): u2 and u9, never answered a badge, start at 0 afterwards
         expect(await snapshot(['u1', 'u2', 'u9'])).toEqual(before);
         await publish(1);

@@ -1,5 +1,5 @@
 /**
- * The HTTP contract (shared spec api.md, semantics.md "Feed bubble") driven over real HTTP
+ * The HTTP contract (shared spec api.md, docs/semantics.md "Feed bubble") driven over real HTTP
  * against an in-process gateway, once per storage engine.
  */
 import { DAY_MS } from '@bubble/protocol';
@@ -246,7 +246,7 @@ for (const engine of ENGINES) {
           'UB_ERR_FOLLOW_CAP',
         );
         expectError(await put({ authors: ['a1', 'u1'] }), 422, 'UB_ERR_SELF_FOLLOW');
-        // an invalid id is UB_ERR_BAD_ID wherever it appears (semantics.md "Identifiers")
+        // an invalid id is UB_ERR_BAD_ID wherever it appears (docs/semantics.md "Identifiers")
         expectError(await put({ authors: ['a1', 'bad id'] }), 400, 'UB_ERR_BAD_ID');
         expectError(await put({ authors: ['x'.repeat(65)] }), 400, 'UB_ERR_BAD_ID');
         expectError(await put({ authors: [''] }), 400, 'UB_ERR_BAD_ID');

@@ -2,7 +2,7 @@
  * Model-based property test of the whole badge: random notices, withdrawals, red dots,
  * memberships, messages from members and non-members, mutes, reads of every scope and feed
  * posts run against BadgeService (on each engine, with a ManualClock) and against a brute-force
- * model written straight from semantics.md:
+ * model written straight from docs/semantics.md:
  *
  *   notices(u)   = #{ notice n not withdrawn : id(n) > seen(u) }        (0 while u is unseen)
  *   unread(u, c) = maxSeq(c) − readSeq(u, c)

@@ -1,7 +1,7 @@
 /**
  * Model-based property test of the feed bubble: random command sequences run against
  * BadgeService (on each engine, with a ManualClock) and against a brute-force model written
- * straight from semantics.md, "Feed bubble":
+ * straight from docs/semantics.md, "Feed bubble":
  *
  *   feed(u, T) = #{ p : author(p) ∈ Follows(u), max(readAt(u), T − L) < ts(p) ≤ T, p not deleted }
  *

@@ -54,7 +54,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
 );
 
 /**
- * The stored sources as semantics.md defines them, and the definition itself. The counter
+ * The stored sources as docs/semantics.md defines them, and the definition itself. The counter
  * sees the sources only through what a core sees: loads of stored posts and change events.
  */
 class Model {

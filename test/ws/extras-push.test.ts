@@ -1,5 +1,5 @@
 /**
- * Live pushes of the sources beside the feed (shared spec semantics.md "System notices",
+ * Live pushes of the sources beside the feed (docs/semantics.md "System notices",
  * "Red dots", "Conversations", "Freshness"): a user online on two devices gets a badge frame on
  * both for every kind of change — a notice published or withdrawn, a red dot marked or cleared,
  * a message in their conversation, a mute, being removed, a dissolution — and a read on one

@@ -78,7 +78,7 @@ export function decodeFields(fields: Readonly<Record<string, number>>): BadgeCou
   };
 }
 
-/** notices(u) of semantics.md over live ids in ascending order: those above the cursor. */
+/** notices(u) of docs/semantics.md over live ids in ascending order: those above the cursor. */
 export function countNoticesAfter(liveIds: ArrayLike<number>, seen: number | null): number {
   if (seen === null) return 0;
   let lo = 0;

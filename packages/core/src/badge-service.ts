@@ -51,7 +51,7 @@ export interface ConversationListItem {
   muted: boolean;
 }
 
-/** Whether a call counts as the user being seen (semantics.md: end-user calls only). */
+/** Whether a call counts as the user being seen (docs/semantics.md: end-user calls only). */
 export interface BadgeCallOptions {
   seen?: boolean;
 }
@@ -158,14 +158,14 @@ export class BadgeService {
     if (change?.changed) await this.badge(user);
   }
 
-  /** feed(u, T) of semantics.md, from the stored sources, in one batch per store. */
+  /** feed(u, T) of docs/semantics.md, from the stored sources, in one batch per store. */
   async computeFeed(user: string, now: number): Promise<number> {
     const { follows, readAt } = await this.store.feedInputs(user);
     const after = Math.max(readAt ?? -Infinity, now - this.lookbackMs);
     return this.store.posts.countBetween(follows, after, now);
   }
 
-  /** Notices, conversations and red dots of semantics.md, from the stored sources. */
+  /** Notices, conversations and red dots of docs/semantics.md, from the stored sources. */
   async computeExtras(user: string): Promise<ExtraCounts> {
     return (await readStoredExtras(this.store, user)).extras;
   }
@@ -185,7 +185,7 @@ export class BadgeService {
     return this.stamp(user, encodeFields(feed, extras), now);
   }
 
-  /** A read of semantics.md by the user themselves; answers the badge after it. */
+  /** A read of docs/semantics.md by the user themselves; answers the badge after it. */
   async read(user: string, request: ReadRequest): Promise<Badge> {
     assertId(user, 'user');
     // Only a read answered with a badge sees the user: one refused (not a member) must not

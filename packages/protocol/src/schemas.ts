@@ -43,7 +43,7 @@ export const presenceSchema = z.strictObject({
 });
 export const DEFAULT_PRESENCE_TTL_MS = 60_000;
 
-/** Notice ids and conversation seqs: positive safe integers (semantics.md). */
+/** Notice ids and conversation seqs: positive safe integers (docs/semantics.md). */
 export const positiveIdSchema = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
 
 export const readRequestSchema = z.discriminatedUnion('scope', [

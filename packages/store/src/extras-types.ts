@@ -1,5 +1,5 @@
 /**
- * The sources beside the feed (semantics.md): system notices, red dots and conversations, and
+ * The sources beside the feed (docs/semantics.md): system notices, red dots and conversations, and
  * the per-user marks they are counted from. Memory and Redis engines side by side; the contract
  * suite holds them equal.
  */

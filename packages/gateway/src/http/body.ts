@@ -40,7 +40,7 @@ export async function readBody<T extends z.ZodType>(
 ): Promise<z.infer<T>> {
   const parsed = schema.safeParse(await readJson(req));
   if (!parsed.success) {
-    // A string breaking the id grammar is UB_ERR_BAD_ID wherever it appears (semantics.md).
+    // A string breaking the id grammar is UB_ERR_BAD_ID wherever it appears (docs/semantics.md).
     const code = parsed.error.issues.every(isBadId) ? 'UB_ERR_BAD_ID' : 'UB_ERR_BAD_REQUEST';
     throw new BubbleError(code, describeIssues(parsed.error), { cause: parsed.error });
   }
