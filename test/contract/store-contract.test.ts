@@ -1,6 +1,6 @@
 /**
  * The BubbleStore contract (packages/store/src/types.ts), run against both engines, plus the
- * feed-bubble rules of BadgeService (semantics.md, "Feed bubble") on top of
+ * feed-bubble rules of BadgeService (docs/semantics.md, "Feed bubble") on top of
  * each engine. Both engines must pass the very same assertions.
  */
 import { BubbleError, DAY_MS, HOUR_MS, MINUTE_MS, poolOf, type ErrorCode } from '@bubble/protocol';
