@@ -3,7 +3,15 @@
  * feed-bubble rules of BadgeService (docs/semantics.md, "Feed bubble") on top of
  * each engine. Both engines must pass the very same assertions.
  */
-import { BubbleError, DAY_MS, HOUR_MS, MINUTE_MS, poolOf, type ErrorCode } from '@bubble/protocol';
+import {
+  BubbleError,
+  DAY_MS,
+  HOUR_MS,
+  MINUTE_MS,
+  mulberry32,
+  poolOf,
+  type ErrorCode,
+} from '@bubble/protocol';
 import {
   LOG_START,
   RedisStore,
@@ -40,16 +48,10 @@ async function expectBubbleError(
   if (status !== undefined) expect((error as BubbleError).status).toBe(status);
 }
 
-/** mulberry32: a small deterministic PRNG; returns an integer in [0, n). */
+/** An integer in [0, n) from the shared seeded random (mulberry32, @bubble/protocol). */
 function seededRandom(seed: number): (n: number) => number {
-  let state = seed >>> 0;
-  return (n) => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return Math.floor((((t ^ (t >>> 14)) >>> 0) / 4_294_967_296) * n);
-  };
+  const random = mulberry32(seed);
+  return (n) => Math.floor(random() * n);
 }
 
 const sorted = (values: readonly string[]): string[] => [...values].sort();

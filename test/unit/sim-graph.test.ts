@@ -1,11 +1,7 @@
 /** The synthetic platform of `bubble simulate`: deterministic, no self-follows, heavy-tailed. */
 import { describe, expect, it } from 'vitest';
-import {
-  ZipfSampler,
-  followGraph,
-  mulberry32,
-  shuffled,
-} from '../../packages/cli/src/sim-graph.js';
+import { mulberry32 } from '@bubble/protocol';
+import { ZipfSampler, followGraph, shuffled } from '../../packages/cli/src/sim-graph.js';
 
 describe('bubble simulate follow graph', () => {
   it('is the same graph for the same seed, another for another seed', () => {

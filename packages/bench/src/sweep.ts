@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os, { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { BadgeService } from '@bubble/core';
-import { HOUR_MS } from '@bubble/protocol';
+import { HOUR_MS, mulberry32 } from '@bubble/protocol';
 import type { RedisStore } from '@bubble/store';
 import { freePort } from '@bubble/test-utils';
 import type { Redis } from 'ioredis';
@@ -12,13 +12,7 @@ import { LivePosts } from './live-posts.js';
 import { KEY_PREFIX } from './live-stack.js';
 import { ProbeReader, type ProbeRecord } from './probe-reader.js';
 import { callsBetween, commandCalls, redisCpuSeconds } from './redis-probe.js';
-import {
-  buildScenarioWorkload,
-  percentile,
-  seededRandom,
-  ZipfSampler,
-  type Workload,
-} from './workload.js';
+import { buildScenarioWorkload, percentile, ZipfSampler, type Workload } from './workload.js';
 
 export interface SweepOptions {
   users: number;
@@ -470,7 +464,7 @@ async function measurePhase(
 
 /** Each user's follows grown to `factor` × as many (capped), drawn as buildWorkload draws them. */
 function widenFollows(workload: Workload, factor: number, cap: number, seed: number): Int32Array[] {
-  const random = seededRandom(seed);
+  const random = mulberry32(seed);
   const authors = workload.authors.length;
   const rank = new ZipfSampler(authors, 0.9, random);
   const chosen = new Uint8Array(authors);

@@ -1,16 +1,4 @@
-import { DAY_MS } from '@bubble/protocol';
-
-/** mulberry32: a small, fast, seedable PRNG so every run builds the same data. */
-export function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { DAY_MS, mulberry32 } from '@bubble/protocol';
 
 /** Draws ranks 0..n-1 with P(k) ∝ 1/(k+1)^s: a few are picked most of the time. */
 export class ZipfSampler {
@@ -78,7 +66,7 @@ export interface Workload {
  * over the lookback, read cursors spread over it too (a fifth never read).
  */
 export function buildWorkload(options: WorkloadOptions): Workload {
-  const random = seededRandom(options.seed);
+  const random = mulberry32(options.seed);
   const lookbackMs = options.lookbackMs ?? 7 * DAY_MS;
   const authors = Array.from({ length: options.authors }, (_, i) => `a${i}`);
   const users = Array.from({ length: options.users }, (_, i) => `u${i}`);
@@ -101,7 +89,7 @@ export function buildWorkload(options: WorkloadOptions): Workload {
   }
   const nextPoster =
     options.activity === 'independent'
-      ? shuffledDraw(authorRank, seededRandom(options.seed ^ 0x5bd1e995))
+      ? shuffledDraw(authorRank, mulberry32(options.seed ^ 0x5bd1e995))
       : () => authorRank.next();
   const readAt = users.map(() =>
     random() < 0.2 ? null : options.now - Math.floor(random() * lookbackMs),

@@ -1,19 +1,9 @@
 /**
- * The synthetic platform of `bubble simulate`: a seeded PRNG, Zipf-distributed author popularity
- * and a power-law follow graph. Pure and deterministic: one seed, one graph.
+ * The synthetic platform of `bubble simulate`: Zipf-distributed author popularity and a power-law
+ * follow graph, drawn from the shared seeded PRNG (mulberry32, @bubble/protocol). Pure and deterministic: one seed, one graph.
  */
 
-/** mulberry32: a small, fast 32-bit PRNG; values in [0, 1). */
-export function mulberry32(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { mulberry32 } from '@bubble/protocol';
 
 /** Samples indexes 0..n-1 with probability ∝ 1 / (i + 1)^s (index 0 the most popular). */
 export class ZipfSampler {

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { mintToken } from '@bubble/gateway';
+import { mulberry32 } from '@bubble/protocol';
 import { InvalidArgumentError } from 'commander';
 import { WebSocket } from 'ws';
 import { loadConfig } from './config.js';
@@ -17,7 +18,7 @@ import {
   type CallResult,
 } from './remote.js';
 import { tokenSecret } from './secrets.js';
-import { followGraph, mulberry32, shuffled, ZipfSampler } from './sim-graph.js';
+import { followGraph, shuffled, ZipfSampler } from './sim-graph.js';
 import { fetchCluster } from './status-command.js';
 
 /**

@@ -4,3 +4,4 @@ export * from './time.js';
 export * from './badge.js';
 export * from './schemas.js';
 export * from './pool-hash.js';
+export * from './random.js';
