@@ -21,6 +21,24 @@ export default defineConfig(
     },
   },
   {
+    // Type-aware rules for the TypeScript sources and tests: each file is checked against the
+    // tsconfig that builds it (packages/*/tsconfig.json, the dashboard's browser tsconfig,
+    // test/tsconfig.json), found by the project service.
+    files: ['packages/*/src/**/*.ts', 'test/**/*.ts'],
+    languageOptions: {
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-misused-promises': 'error',
+      '@typescript-eslint/switch-exhaustiveness-check': [
+        'error',
+        { considerDefaultExhaustiveForUnions: true },
+      ],
+      '@typescript-eslint/await-thenable': 'error',
+    },
+  },
+  {
     // The dashboard's browser code (bundled by packages/gateway/scripts/build-dashboard.mjs).
     files: ['packages/gateway/src/dashboard/browser/**/*.ts'],
     languageOptions: { globals: { ...globals.browser } },

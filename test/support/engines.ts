@@ -110,7 +110,7 @@ export function describeEachEngine(
       afterEach(async () => {
         const closing = [current?.store, ...extra.splice(0)];
         current = undefined;
-        await Promise.all(closing.map((store) => store?.close()));
+        await Promise.all(closing.flatMap((store) => (store ? [store.close()] : [])));
         if (shared) {
           const client = shared;
           shared = undefined;

@@ -220,7 +220,8 @@ export class CoreNode {
   async sweepNow(): Promise<void> {
     while (this.sweeping) await this.sweeping;
     this.requestSweep();
-    await this.sweeping;
+    // requestSweep set this.sweeping (unless stopped); TypeScript still narrows it to null.
+    await (this.sweeping as Promise<void> | null);
   }
 
   async close(): Promise<void> {

@@ -21,19 +21,27 @@ function announce(
   store: BubbleStore,
   node: { id: string; role: 'gateway'; url: string },
   leaseMs: number,
+  logger: Logger,
   figures: () => object = () => ({}),
 ): () => Promise<void> {
   const startedAt = Date.now();
+  // A missed heartbeat is retried by the next one; the node drops out of the list only when
+  // the lease runs out without one.
   const beat = () =>
     store.coordination
       .heartbeat({ ...node, ...figures(), startedAt, seenAt: Date.now() }, leaseMs)
-      .catch(() => {});
+      .catch((err: unknown) => logger.warn({ err, node: node.id }, 'heartbeat failed'));
   void beat();
-  const timer = setInterval(beat, Math.max(100, Math.floor(leaseMs / 3)));
+  const timer = setInterval(() => void beat(), Math.max(100, Math.floor(leaseMs / 3)));
   timer.unref();
   return async () => {
     clearInterval(timer);
-    await store.coordination.removeNode(node.id).catch(() => {});
+    // Best effort: a node left in the list expires with its lease.
+    await store.coordination
+      .removeNode(node.id)
+      .catch((err: unknown) =>
+        logger.warn({ err, node: node.id }, 'could not leave the node list'),
+      );
   };
 }
 
@@ -112,6 +120,7 @@ export async function startRole(
           store,
           { id: gatewayId, role: 'gateway', url: config.BUBBLE_ADVERTISE_URL ?? url },
           config.BUBBLE_LEASE_MS,
+          logger,
           () => heartbeatFigures(gateway),
         ),
       );
