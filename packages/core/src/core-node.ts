@@ -235,7 +235,10 @@ export class CoreNode {
       await Promise.allSettled(
         [...this.held.keys()].map((pool) => this.dropPool(pool, 'shutdown')),
       );
-      await this.options.store.coordination.removeNode(this.options.id).catch(() => {});
+      // Best effort: a node left in the list expires with its lease.
+      await this.options.store.coordination
+        .removeNode(this.options.id)
+        .catch((err: unknown) => this.log.warn({ err }, 'could not leave the node list'));
       this.log.info('bubble-core stopped');
     })();
     return this.closing;
@@ -412,7 +415,10 @@ export class CoreNode {
     metrics?.sweepSeconds.observe(durationMs / 1000);
     metrics?.usersHeld.set(this.counter.userCount);
     metrics?.poolsOwned.set(this.held.size);
-    await store.coordination.reportSweep(report).catch(() => {});
+    // The report only feeds the cluster status; the next sweep sends a fresh one.
+    await store.coordination
+      .reportSweep(report)
+      .catch((err: unknown) => this.log.warn({ err }, 'could not report the sweep'));
   }
 
   /** Takes the pools assigned to us that we do not hold, gives up the others. */

@@ -76,9 +76,15 @@ export class SchedulerNode {
       await this.inactiveRun;
       await this.round;
       const { store, id } = this.options;
-      if (this.leading) await store.coordination.resign(id).catch(() => {});
+      // Best effort both: the leadership and the node's entry expire with their leases.
+      if (this.leading)
+        await store.coordination
+          .resign(id)
+          .catch((err: unknown) => this.log.warn({ err }, 'could not resign the leadership'));
       this.leading = false;
-      await store.coordination.removeNode(id).catch(() => {});
+      await store.coordination
+        .removeNode(id)
+        .catch((err: unknown) => this.log.warn({ err }, 'could not leave the node list'));
       this.log.info('bubble-server stopped');
     })();
     return this.closing;

@@ -239,6 +239,7 @@ export class RedisFencedBadges implements FencedBadges {
 
   private call(keyArgs: string[], encoded: Buffer): Promise<SaveReply> {
     const command = new EncodedCommand(keyArgs, encoded);
+    // sendCommand answers with command.promise itself, which the caller awaits.
     void this.redis.sendCommand(command);
     return command.promise as Promise<SaveReply>;
   }
