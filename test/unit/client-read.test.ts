@@ -100,12 +100,12 @@ describe('BubbleClient.read', () => {
     c.start();
     await next(c, 'state', (s) => s === 'open');
     gw.answerReads = false;
-    const reading = c.read({ scope: 'notices', upTo: 'n-7' });
+    const reading = c.read({ scope: 'notices', upTo: 7 });
     await until(() => readFrames().length === 1, 'the read frame');
     gw.open[0]?.ws.terminate();
     const badge = await reading;
     expect(badge.feed).toBe(0);
-    expect(posts().map((p) => p.body)).toEqual([{ scope: 'notices', upTo: 'n-7' }]);
+    expect(posts().map((p) => p.body)).toEqual([{ scope: 'notices', upTo: 7 }]);
   });
 
   it('does not let an HTTP answer overtaken by another epoch switch the epoch back', async () => {

@@ -39,15 +39,8 @@ export const JWT_SECRET = 'ws-test-jwt-secret-0c8d4f2a6e19b73c58';
 export const ENGINES = ['memory', 'redis'] as const;
 export type Engine = (typeof ENGINES)[number];
 
-/** Close codes of docs/protocol.md. */
-export const CLOSE = {
-  goingAway: 1001,
-  policy: 1008,
-  tooLarge: 1009,
-  overloaded: 1013,
-  authFailed: 4401,
-  originNotAllowed: 4403,
-} as const;
+/** Close codes of docs/protocol.md: the gateway's own table. */
+export { CLOSE } from '@bubble/protocol';
 
 const POOLS = 16;
 const TICK_MS = 100;

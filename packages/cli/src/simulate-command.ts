@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { mintToken } from '@bubble/gateway';
-import { mulberry32 } from '@bubble/protocol';
+import { CLOSE, mulberry32, TERMINAL_CLOSE_CODES } from '@bubble/protocol';
 import { InvalidArgumentError } from 'commander';
 import { WebSocket } from 'ws';
 import { loadConfig } from './config.js';
@@ -540,9 +540,6 @@ class Simulation {
   }
 }
 
-/** Close codes after which the same client must not reconnect (docs/protocol.md). */
-const TERMINAL_CLOSES = new Set([1008, 1009, 4401, 4403]);
-
 /** One simulated app: a socket for its user, reconnecting with backoff like the SDK would. */
 class SimClient {
   private ws: WebSocket | undefined;
@@ -641,11 +638,11 @@ class SimClient {
           this.state = 'done';
           return;
         }
-      } else if (opened && TERMINAL_CLOSES.has(code)) {
+      } else if (opened && TERMINAL_CLOSE_CODES.has(code)) {
         this.sim.fail(`WebSocket closed with ${code}`);
         this.state = 'done';
         return;
-      } else if (opened && code !== 1001 && code !== 1013) {
+      } else if (opened && code !== CLOSE.goingAway && code !== CLOSE.overloaded) {
         this.sim.fail(`WebSocket lost (${code})`);
       }
       if (opened) this.stats.reconnects++;

@@ -1,3 +1,4 @@
+import { CLOSE, isNewer, TERMINAL } from './contract.js';
 import { Emitter } from './emitter.js';
 import {
   BubbleClientError,
@@ -26,13 +27,6 @@ interface PendingRead {
   reject(error: unknown): void;
   timer?: unknown;
 }
-
-/** Close codes after which retrying with the same credentials or behaviour is pointless. */
-const TERMINAL: Record<number, string> = {
-  1008: 'policy-violation',
-  1009: 'frame-too-large',
-  4403: 'origin-refused',
-};
 
 const list = (urls: string | readonly string[]): string[] =>
   typeof urls === 'string' ? [urls] : [...urls];
@@ -204,8 +198,7 @@ export class BubbleClient extends Emitter<ClientEvents> {
 
   /** Takes a badge if it is newer than the one held: another epoch, or a greater version. */
   private take(badge: Badge): void {
-    const held = this.held;
-    if (held && held.epoch === badge.epoch && badge.version <= held.version) return;
+    if (!isNewer(badge, this.held)) return;
     this.held = badge;
     this.taken++;
     this.emit('badge', badge);
@@ -333,7 +326,7 @@ export class BubbleClient extends Emitter<ClientEvents> {
     if (ws !== this.ws) return;
     const wasOpen = this.authed;
     this.detach();
-    if (code === 4401) this.refused = this.sent;
+    if (code === CLOSE.authFailed) this.refused = this.sent;
     const terminal = TERMINAL[code];
     if (terminal) {
       return this.fail(
@@ -344,7 +337,7 @@ export class BubbleClient extends Emitter<ClientEvents> {
       );
     }
     // A draining gateway (1001) is left at once; anything else waits out the backoff.
-    this.retry(wasOpen, wasOpen && code === 1001 ? 0 : undefined);
+    this.retry(wasOpen, wasOpen && code === CLOSE.goingAway ? 0 : undefined);
   }
 
   private retry(wasOpen: boolean, delay?: number): void {

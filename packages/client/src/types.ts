@@ -3,7 +3,7 @@
  * reference to the server packages, so the badge object of docs/api.md is restated here.
  */
 
-/** The badge object (docs/api.md). */
+/** The badge object (docs/api.md); @bubble/protocol's Badge (test/unit/client-contract.test.ts). */
 export interface Badge {
   user: string;
   /** Changes only if the server's stored state was lost; another epoch replaces what is held. */
@@ -20,11 +20,15 @@ export interface Badge {
   computedAt: number;
 }
 
-/** The bodies of `POST /v1/badge/read`, also sent as `{"type":"read",…body}` frames. */
+/**
+ * The bodies of `POST /v1/badge/read`, also sent as `{"type":"read",…body}` frames: feed `upTo` a
+ * time in ms, notices `upTo` a notice id (a positive integer). @bubble/protocol's ReadRequest
+ * (test/unit/client-contract.test.ts).
+ */
 export type ReadBody =
   | { scope: 'feed'; upTo?: number }
   | { scope: 'all' }
-  | { scope: 'notices'; upTo?: string }
+  | { scope: 'notices'; upTo?: number }
   | { scope: 'conversation'; id: string; seq?: number }
   | { scope: 'reddot'; name: string };
 

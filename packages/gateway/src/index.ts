@@ -3,7 +3,7 @@ export { Authenticator, mintToken, type AuthOptions, type MintOptions } from './
 export { GatewayMetrics } from './metrics.js';
 export { LoadMonitor } from './load-monitor.js';
 export { LiveUsers, type PushStats } from './live/live-users.js';
-export { WsGateway, CLOSE, DEFAULT_CONNECT_LIMIT } from './live/ws-gateway.js';
+export { WsGateway, DEFAULT_CONNECT_LIMIT } from './live/ws-gateway.js';
 export {
   ClientAddressResolver,
   parseCidr,

@@ -5,3 +5,4 @@ export * from './badge.js';
 export * from './schemas.js';
 export * from './pool-hash.js';
 export * from './random.js';
+export * from './close-codes.js';

@@ -1,5 +1,5 @@
 import type { BadgeService } from '@bubble/core';
-import type { Badge } from '@bubble/protocol';
+import { isNewerBadge, type Badge } from '@bubble/protocol';
 import type { BadgeChange } from '@bubble/store';
 import type { Logger } from 'pino';
 
@@ -214,7 +214,7 @@ export class LiveUsers {
   private deliver(changes: BadgeChange[]): void {
     for (const change of changes) {
       const live = this.users.get(change.user);
-      if (!live || !isNewer(change, live.pending ?? live.badge)) continue;
+      if (!live || !isNewerBadge(change, live.pending ?? live.badge)) continue;
       if (live.listeners === null) {
         // A poller: its cached badge is all there is to update.
         this.offer(live, this.options.service.badgeOf(change));
@@ -264,10 +264,9 @@ export class LiveUsers {
     this.offer(live, this.options.service.badgeOf(change));
   }
 
-  /** Keeps the newest badge (greatest version within an epoch; another epoch replaces). */
+  /** Keeps the newest badge (isNewerBadge: greater version within an epoch; another epoch replaces). */
   private offer(live: LiveUser, badge: Badge): void {
-    const held = live.badge;
-    if (held && held.epoch === badge.epoch && held.version >= badge.version) return;
+    if (!isNewerBadge(badge, live.badge)) return;
     live.badge = badge;
     const { listeners } = live;
     if (listeners instanceof Set) for (const listener of listeners) listener.onBadge(badge);
@@ -307,11 +306,6 @@ const RESOLVED = Promise.resolve();
 
 /** Frames written per turn of the event loop; I/O runs between turns. */
 const PUSH_SLICE = 512;
-
-/** Whether a change is newer than what is held (greater version, or another epoch). */
-function isNewer(change: BadgeChange, held: { epoch: string; version: number } | null): boolean {
-  return held === null || held.epoch !== change.epoch || change.version > held.version;
-}
 
 function addListener(live: LiveUser, listener: BadgeListener): void {
   const { listeners } = live;

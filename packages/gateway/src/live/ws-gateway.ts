@@ -1,7 +1,14 @@
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { BadgeService } from '@bubble/core';
-import { BubbleError, describeIssues, readRequestSchema, type Badge } from '@bubble/protocol';
+import {
+  BubbleError,
+  CLOSE,
+  describeIssues,
+  isNewerBadge,
+  readRequestSchema,
+  type Badge,
+} from '@bubble/protocol';
 import type { Logger } from 'pino';
 import { WebSocket, WebSocketServer, type RawData } from 'ws';
 import { credentialInQueryError, hasCredentialInQuery, type Authenticator } from '../auth.js';
@@ -9,16 +16,6 @@ import { ClientAddressResolver } from '../http/client-address.js';
 import type { LoadMonitor } from '../load-monitor.js';
 import { IpRateLimiter } from './ip-rate-limiter.js';
 import type { BadgeListener, LiveUsers } from './live-users.js';
-
-export const CLOSE = {
-  goingAway: 1001,
-  policy: 1008,
-  tooLarge: 1009,
-  overloaded: 1013,
-  authFailed: 4401,
-  /** Reserved by the contract; a disallowed Origin is refused earlier, 403 at the upgrade. */
-  forbidden: 4403,
-} as const;
 
 /** The per-address limit of new connections (BUBBLE_WS_CONNECT_RATE and _BURST). */
 export const DEFAULT_CONNECT_LIMIT = { perSecond: 20, burst: 50 } as const;
@@ -300,9 +297,8 @@ export class WsGateway {
   /** Never sends an older version than the last one; `answer` re-sends the same one (a read). */
   send(ws: Peer, badge: Badge, answer = false): void {
     if (ws.readyState !== WebSocket.OPEN) return;
-    if (ws.epoch === badge.epoch) {
-      if (badge.version < ws.version || (badge.version === ws.version && !answer)) return;
-    }
+    // Not newer means the same epoch and a version not greater: only an answer re-sends it.
+    if (!isNewerBadge(badge, ws) && !(answer && badge.version === ws.version)) return;
     ws.epoch = badge.epoch;
     ws.version = badge.version;
     // A user's devices are handed the same badge object one after another: serialize it once.
