@@ -7,6 +7,7 @@
 import http, { type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Badge, BubbleClient, ClientEvents, Timers } from '@bubble/client';
+import { CLOSE } from '@bubble/protocol';
 import { WebSocketServer, type WebSocket } from 'ws';
 
 export const GOOD = 'token-good';
@@ -134,13 +135,13 @@ export class FakeGateway {
       try {
         frame = JSON.parse(String(data)) as Record<string, unknown>;
       } catch {
-        ws.close(1008);
+        ws.close(CLOSE.policy);
         return;
       }
       record.frames.push(frame);
       if (!record.authed) {
         if (frame.type !== 'auth' || !this.tokens.has(frame.token as string)) {
-          ws.close(4401);
+          ws.close(CLOSE.authFailed);
           return;
         }
         record.authed = true;
@@ -152,7 +153,7 @@ export class FakeGateway {
         if (this.readError) ws.send(JSON.stringify({ type: 'error', ...this.readError }));
         else this.bump({ feed: 0 });
       } else {
-        ws.close(1008);
+        ws.close(CLOSE.policy);
       }
     });
   }

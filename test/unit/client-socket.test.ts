@@ -1,4 +1,5 @@
 import { BubbleClient, type BubbleClientOptions } from '@bubble/client';
+import { CLOSE } from '@bubble/protocol';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import WebSocket from 'ws';
 import {
@@ -143,13 +144,13 @@ describe('BubbleClient over a WebSocket', () => {
     await next(c, 'state', (s) => s === 'open');
 
     const delaysBefore = timers.delays.length;
-    gw.open[0]?.ws.close(1001);
+    gw.open[0]?.ws.close(CLOSE.goingAway);
     await next(c, 'state', (s) => s === 'connecting');
     await next(c, 'state', (s) => s === 'open');
     expect(draws.draws).toHaveLength(0);
     expect(timers.delays.slice(delaysBefore)).toEqual([0, 600_000]); // reconnect, connect timeout
 
-    gw.open[0]?.ws.close(1013);
+    gw.open[0]?.ws.close(CLOSE.overloaded);
     await next(c, 'state', (s) => s === 'open');
     expect(draws.backoffs()).toEqual([{ value: 0.5, delay: 250 }]);
     expect(gw.upgrades).toBe(3);
@@ -167,7 +168,7 @@ describe('BubbleClient over a WebSocket', () => {
       { type: 'auth', token: 'expired' },
       { type: 'auth', token: GOOD },
     ]);
-    expect(gw.sockets[0]?.closeCode).toBe(4401);
+    expect(gw.sockets[0]?.closeCode).toBe(CLOSE.authFailed);
     expect(events.errors).toEqual([]);
   });
 
@@ -179,7 +180,7 @@ describe('BubbleClient over a WebSocket', () => {
     c.start();
     await next(c, 'state', (s) => s === 'open');
     expect(getToken).not.toHaveBeenCalled(); // `token` covers the first connection
-    gw.open[0]?.ws.close(4401);
+    gw.open[0]?.ws.close(CLOSE.authFailed);
     await next(c, 'state', (s) => s === 'connecting');
     await next(c, 'state', (s) => s === 'open');
     expect(getToken).toHaveBeenCalledTimes(1);
@@ -211,9 +212,9 @@ describe('BubbleClient over a WebSocket', () => {
   });
 
   it.each([
-    [4403, 'origin-refused'],
-    [1008, 'policy-violation'],
-    [1009, 'frame-too-large'],
+    [CLOSE.forbidden, 'origin-refused'],
+    [CLOSE.policy, 'policy-violation'],
+    [CLOSE.tooLarge, 'frame-too-large'],
   ])('stops for good on %i (%s)', async (code, name) => {
     const timers = new TestTimers(0.01);
     gw.closeOnOpen = code;

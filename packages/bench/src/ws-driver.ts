@@ -6,6 +6,7 @@
  * changes and by how much, so the frame that first shows the new count is the push.
  */
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { CLOSE } from '@bubble/protocol';
 import { WebSocket } from 'ws';
 import { serveDriver } from './driver-process.js';
 import { mintJwt, sourceAddress, wallNow } from './identity.js';
@@ -68,7 +69,7 @@ export interface WsReport {
 const BUCKETS_PER_MS = 10;
 const HISTOGRAM_BUCKETS = 30_000 * BUCKETS_PER_MS + 1;
 const FEED_KEY = Buffer.from('"feed":');
-const RETRIED = /^closed 1013$|: (429|503)$|ECONNRESET/;
+const RETRIED = new RegExp(`^closed ${CLOSE.overloaded}$|: (429|503)$|ECONNRESET`);
 
 const log = serveDriver({
   connect: (args: WsConnectArgs) => connectAll(args),
