@@ -18,8 +18,6 @@ export const CLOSE = {
   forbidden: 4403,
 } as const;
 
-export type CloseCode = (typeof CLOSE)[keyof typeof CLOSE];
-
 /**
  * The codes after which the same client must not reconnect with the same credentials or
  * behaviour; every other code (1001, 1013, 1006 and any unlisted one) means reconnect.
