@@ -183,10 +183,14 @@ export async function startRole(
       },
     };
   } catch (err) {
+    // The start failed with `err`, which is what the caller must see; what else fails while
+    // undoing it is logged.
+    const undoFailed = (cause: unknown) =>
+      logger.warn({ err: cause }, 'could not undo part of a failed start');
     await Promise.allSettled(gateways.map((g) => g.close()));
-    for (const stop of stops) await stop().catch(() => {});
-    await lockRuntime?.close().catch(() => {});
-    await store.close().catch(() => {});
+    for (const stop of stops) await stop().catch(undoFailed);
+    await lockRuntime?.close().catch(undoFailed);
+    await store.close().catch(undoFailed);
     throw err;
   }
 }
