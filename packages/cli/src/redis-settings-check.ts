@@ -1,3 +1,4 @@
+import { withTimeout } from '@bubble/protocol';
 import type { RedisClient } from '@bubble/store';
 import { Cluster, type Redis } from 'ioredis';
 import type { Logger } from 'pino';
@@ -99,15 +100,6 @@ export async function readRedisSettings(node: Redis): Promise<RedisSettings> {
       source: 'info',
     };
   }
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-    timer.unref();
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
 /**

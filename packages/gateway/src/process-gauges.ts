@@ -1,3 +1,4 @@
+import { withTimeout } from '@bubble/protocol';
 import { Gauge, type Registry } from 'prom-client';
 
 /** How long a scrape waits for the store's PING before it reports the store as down. */
@@ -23,18 +24,11 @@ export function trackStoreUp(registry: Registry, ping: () => Promise<void>): voi
   });
 }
 
-async function answersWithin(ping: () => Promise<void>, timeoutMs: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), timeoutMs);
-  });
-  try {
-    return await Promise.race([ping().then(() => true as const), timeout]);
-  } catch {
-    return false;
-  } finally {
-    clearTimeout(timer);
-  }
+function answersWithin(ping: () => Promise<void>, timeoutMs: number): Promise<boolean> {
+  return withTimeout(ping(), timeoutMs).then(
+    () => true,
+    () => false,
+  );
 }
 
 /** What a bubble-server tells /metrics: whether it leads, and the leader's view of the pools. */

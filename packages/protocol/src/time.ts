@@ -25,3 +25,16 @@ export class ManualClock implements Clock {
     this.current += ms;
   }
 }
+
+/**
+ * `promise`, or a rejection once `ms` have passed without it settling. The timer never keeps
+ * the process alive and is cleared as soon as either side settles.
+ */
+export function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+    timer.unref();
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}

@@ -1,8 +1,8 @@
-import { BubbleError } from '@bubble/protocol';
+import { BubbleError, withTimeout } from '@bubble/protocol';
 import { sendJson } from '../http/respond.js';
 import type { Router } from '../http/router.js';
 import type { GatewayMetrics } from '../metrics.js';
-import { trackStoreUp } from '../process-gauges.js';
+import { STORE_PING_TIMEOUT_MS, trackStoreUp } from '../process-gauges.js';
 
 export interface OperatorDeps {
   metrics: GatewayMetrics;
@@ -23,7 +23,8 @@ export function addOperatorRoutes(router: Router, deps: OperatorDeps): void {
       if (deps.isDraining()) throw new BubbleError('UB_ERR_UNAVAILABLE', 'draining');
       if (deps.isOverloaded()) throw new BubbleError('UB_ERR_UNAVAILABLE', 'overloaded');
       try {
-        await deps.checkDependencies();
+        // Bounded like bubble_redis_up, so the probe and the alert agree on a store that hangs.
+        await withTimeout(deps.checkDependencies(), STORE_PING_TIMEOUT_MS);
       } catch (err) {
         throw new BubbleError('UB_ERR_UNAVAILABLE', 'a dependency does not answer', { cause: err });
       }
