@@ -11,6 +11,7 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 COPY packages/protocol/package.json packages/protocol/
 COPY packages/store/package.json packages/store/
+COPY packages/badges/package.json packages/badges/
 COPY packages/core/package.json packages/core/
 COPY packages/server/package.json packages/server/
 COPY packages/gateway/package.json packages/gateway/
@@ -36,6 +37,7 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 COPY packages/protocol/package.json packages/protocol/
 COPY packages/store/package.json packages/store/
+COPY packages/badges/package.json packages/badges/
 COPY packages/core/package.json packages/core/
 COPY packages/server/package.json packages/server/
 COPY packages/gateway/package.json packages/gateway/
@@ -47,6 +49,7 @@ RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/packages/protocol/dist packages/protocol/dist/
 COPY --from=build /app/packages/store/dist packages/store/dist/
 COPY --from=build /app/packages/store/lua packages/store/lua/
+COPY --from=build /app/packages/badges/dist packages/badges/dist/
 COPY --from=build /app/packages/core/dist packages/core/dist/
 COPY --from=build /app/packages/server/dist packages/server/dist/
 COPY --from=build /app/packages/gateway/dist packages/gateway/dist/

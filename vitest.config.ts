@@ -5,6 +5,7 @@ import { configDefaults, defineConfig } from 'vitest/config';
 const workspacePackages = [
   'protocol',
   'store',
+  'badges',
   'core',
   'server',
   'gateway',

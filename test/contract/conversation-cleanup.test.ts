@@ -10,7 +10,7 @@
  * Stored badge states are walked: they are recomputed from the sources, as a core does on the
  * `marks` event the service appends for every member removed.
  */
-import type { BadgeService } from '@bubble/core';
+import type { BadgeService } from '@bubble/badges';
 import { DAY_MS, HOUR_MS } from '@bubble/protocol';
 import type { Redis } from 'ioredis';
 import { expect, it } from 'vitest';

@@ -4,7 +4,7 @@
  * are repaired within a few sweeps, counted, and the stored badge is right again.
  */
 import { systemClock } from '@bubble/protocol';
-import { BadgeService, decodeFields, encodeFields } from '@bubble/core';
+import { BadgeService, decodeFields, encodeFields } from '@bubble/badges';
 import { waitFor } from '@bubble/test-utils';
 import { expect, it } from 'vitest';
 import { describeEachEngine } from '../support/engines.js';

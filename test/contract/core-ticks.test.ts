@@ -3,7 +3,7 @@
  * change never waits a whole extra tick); ticks beyond that one are skipped and counted.
  */
 import { systemClock } from '@bubble/protocol';
-import { BadgeService } from '@bubble/core';
+import { BadgeService } from '@bubble/badges';
 import { waitFor } from '@bubble/test-utils';
 import { expect, it } from 'vitest';
 import { describeEachEngine } from '../support/engines.js';

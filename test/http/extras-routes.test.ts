@@ -5,7 +5,7 @@
  * badge after each kind of change compared with the definition. One in-process gateway per
  * test, on the memory engine and on a real redis-server.
  */
-import type { BadgeExplanation, ConversationListItem } from '@bubble/core';
+import type { BadgeExplanation, ConversationListItem } from '@bubble/badges';
 import { MemoryStore, RedisStore, type BubbleStore } from '@bubble/store';
 import { startRedisServer, uniquePrefix, type RedisServerHandle } from '@bubble/test-utils';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';

@@ -4,7 +4,7 @@
  * bodies, half-sent headers).
  */
 import net from 'node:net';
-import { BadgeService, type BadgeRules } from '@bubble/core';
+import { BadgeService, type BadgeRules } from '@bubble/badges';
 import { HttpGateway, mintToken, type GatewayOptions } from '@bubble/gateway';
 import { ManualClock } from '@bubble/protocol';
 import type { BubbleStore } from '@bubble/store';

@@ -13,7 +13,7 @@
  * seeing the user) must equal the model; a version moves by one exactly when the badge does.
  */
 import { BubbleError, type Badge } from '@bubble/protocol';
-import type { BadgeService } from '@bubble/core';
+import type { BadgeService } from '@bubble/badges';
 import fc from 'fast-check';
 import { expect, it } from 'vitest';
 import { describeEachEngine, manualService, type EngineName } from '../support/engines.js';

@@ -6,7 +6,8 @@
  * test/property/all-sources checks against the definition.
  */
 import { systemClock } from '@bubble/protocol';
-import { BadgeService, CoreNode, decodeFields, encodeFields } from '@bubble/core';
+import { CoreNode } from '@bubble/core';
+import { BadgeService, decodeFields, encodeFields } from '@bubble/badges';
 import { MemoryPoolLocks, type BubbleStore } from '@bubble/store';
 import fc from 'fast-check';
 import { expect, it } from 'vitest';

@@ -23,7 +23,7 @@
  * contract test "ingest trims entries at or before minTs".
  */
 import { BubbleError, DAY_MS, HOUR_MS, MINUTE_MS, type Badge } from '@bubble/protocol';
-import type { BadgeService } from '@bubble/core';
+import type { BadgeService } from '@bubble/badges';
 import type { BubbleStore, IngestResult } from '@bubble/store';
 import { ManualClock } from '@bubble/protocol';
 import fc from 'fast-check';

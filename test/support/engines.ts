@@ -10,7 +10,7 @@
  * MemoryStore. Stores are closed after each test.
  */
 import { ManualClock } from '@bubble/protocol';
-import { BadgeService, type BadgeRules } from '@bubble/core';
+import { BadgeService, type BadgeRules } from '@bubble/badges';
 import { MemoryStore, RedisStore, type BubbleStore } from '@bubble/store';
 import { startRedisServer, uniquePrefix, type RedisServerHandle } from '@bubble/test-utils';
 import { Redis } from 'ioredis';

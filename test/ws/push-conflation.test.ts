@@ -4,7 +4,7 @@
  * a change still waiting for its turn. Real memory engine, real LiveUsers, no socket needed:
  * the listener is what a socket would be handed.
  */
-import { BadgeService } from '@bubble/core';
+import { BadgeService } from '@bubble/badges';
 import { LiveUsers } from '@bubble/gateway';
 import { systemClock, type Badge } from '@bubble/protocol';
 import { MemoryStore } from '@bubble/store';

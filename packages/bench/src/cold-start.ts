@@ -1,4 +1,4 @@
-import { BadgeService } from '@bubble/core';
+import { BadgeService } from '@bubble/badges';
 import { ManualClock } from '@bubble/protocol';
 import { RedisStore } from '@bubble/store';
 import { startRedisServer } from '@bubble/test-utils';

@@ -1,4 +1,5 @@
-import { BadgeService, CoreNode, type CoreNodeOptions } from '@bubble/core';
+import { CoreNode, type CoreNodeOptions } from '@bubble/core';
+import { BadgeService } from '@bubble/badges';
 import { HOUR_MS, systemClock } from '@bubble/protocol';
 import { MemoryPoolLocks, RedisStore, type Post } from '@bubble/store';
 import { startRedisServer } from '@bubble/test-utils';

@@ -1,4 +1,4 @@
-import type { BadgeService } from '@bubble/core';
+import type { BadgeService } from '@bubble/badges';
 import { sleep } from './live-stack.js';
 import type { Workload } from './workload.js';
 

@@ -3,7 +3,7 @@ import { mkdir } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import type { BadgeService } from '@bubble/core';
+import type { BadgeService } from '@bubble/badges';
 import type { RedisStore } from '@bubble/store';
 import { freePort } from '@bubble/test-utils';
 import { processCpuSeconds, spawnRole, type RoleChild } from './children.js';

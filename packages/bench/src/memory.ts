@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { BadgeService } from '@bubble/core';
+import { BadgeService } from '@bubble/badges';
 import { DAY_MS, type Clock } from '@bubble/protocol';
 import type { SweepReport } from '@bubble/store';
 import { freePort, waitFor } from '@bubble/test-utils';

@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os, { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { BadgeService } from '@bubble/core';
+import type { BadgeService } from '@bubble/badges';
 import { HOUR_MS, mulberry32 } from '@bubble/protocol';
 import type { RedisStore } from '@bubble/store';
 import { freePort } from '@bubble/test-utils';

@@ -11,9 +11,8 @@ import type {
 } from '@bubble/store';
 import type { Logger } from 'pino';
 import type { CoreMetrics } from './core-metrics.js';
-import { FEED_FIELD, addExtraFields, extraFieldsOf } from './badge-fields.js';
+import { FEED_FIELD, addExtraFields, extraFieldsOf, readStoredExtras } from '@bubble/badges';
 import { ExtrasTracker, fieldsKey } from './extras-tracker.js';
-import { readStoredExtras } from './stored-extras.js';
 import { FeedCounter } from './feed-counter.js';
 import { growInt32 } from './intern-table.js';
 

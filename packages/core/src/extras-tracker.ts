@@ -5,7 +5,7 @@ import {
   countNoticesAfter,
   shownReddots,
   type ExtraCounts,
-} from './badge-fields.js';
+} from '@bubble/badges';
 
 interface HeldMember {
   readSeq: number;

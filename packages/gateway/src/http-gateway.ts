@@ -8,7 +8,7 @@ import {
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { BubbleError } from '@bubble/protocol';
-import type { BadgeService } from '@bubble/core';
+import type { BadgeService } from '@bubble/badges';
 import type { Logger } from 'pino';
 import {
   Authenticator,

@@ -1,4 +1,5 @@
-import { BadgeService, CoreMetrics, CoreNode } from '@bubble/core';
+import { CoreMetrics, CoreNode } from '@bubble/core';
+import { BadgeService } from '@bubble/badges';
 import {
   GatewayMetrics,
   HttpGateway,

@@ -1,4 +1,4 @@
-import type { BadgeService } from '@bubble/core';
+import type { BadgeService } from '@bubble/badges';
 import { isNewerBadge, type Badge } from '@bubble/protocol';
 import type { BadgeChange } from '@bubble/store';
 import type { Logger } from 'pino';

@@ -7,7 +7,7 @@ import {
   readRequestSchema,
   type Badge,
 } from '@bubble/protocol';
-import type { BadgeService } from '@bubble/core';
+import type { BadgeService } from '@bubble/badges';
 import type { Authenticator } from '../auth.js';
 import { readBody } from '../http/body.js';
 import { sendEmpty, sendJson } from '../http/respond.js';

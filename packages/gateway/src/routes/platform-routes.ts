@@ -10,7 +10,7 @@ import {
   reddotMarkSchema,
   replaceFollowsSchema,
 } from '@bubble/protocol';
-import type { BadgeService } from '@bubble/core';
+import type { BadgeService } from '@bubble/badges';
 import type { Badge } from '@bubble/protocol';
 import type { Authenticator } from '../auth.js';
 import { readBody, readOptionalBody } from '../http/body.js';
