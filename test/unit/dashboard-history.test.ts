@@ -45,7 +45,7 @@ function setup(start = 1_000_000) {
     registers: [registry],
   });
   const history = new ClusterHistory(
-    { store, registry, now: () => now },
+    { cluster: store.coordination, registry, now: () => now },
     { intervalMs: 5000, capacity: 4, sweepPollMs: 500 },
   );
   return {

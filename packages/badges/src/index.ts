@@ -1,9 +1,8 @@
-export {
-  BadgeService,
-  DEFAULT_RULES,
-  type BadgeRules,
-  type BadgeExplanation,
-  type ConversationListItem,
-} from './badge-service.js';
+export { BadgeService } from './badge-service.js';
+export { DEFAULT_RULES, type BadgeRules } from './rules.js';
+export type { BadgeCallOptions, BadgeStateOf } from './cold-start.js';
+export type { BadgeExplanation } from './explain.js';
+export type { ConversationListItem, PlatformMessage } from './conversations.js';
+export type { GatewayLink } from './gateway-link.js';
 export * from './badge-fields.js';
 export { readStoredExtras } from './stored-extras.js';

@@ -17,6 +17,7 @@ import {
   type AuthOptions,
 } from './auth.js';
 import { addDashboardRoutes } from './dashboard/dashboard-routes.js';
+import type { ClusterReads } from './dashboard/history.js';
 import { trackLiveGauges } from './dashboard/live-gauges.js';
 import { addDemoRoutes, type DemoOptions } from './demo/demo-routes.js';
 import { ClientAddressResolver, type Cidr } from './http/client-address.js';
@@ -42,6 +43,12 @@ export interface GatewayOptions {
   drainTimeoutMs?: number;
   /** GET /v1/cluster's answer; without it that route answers 404. */
   clusterStatus?: () => Promise<unknown>;
+  /**
+   * The cluster's sweep reports and node list, read-only, for the dashboard's history. The
+   * dashboard is served (with the operator routes and `auth`) when this and `clusterStatus`
+   * are given.
+   */
+  clusterReads?: ClusterReads;
   /**
    * Live badges (the WebSocket endpoint and cached polls). Needs a gateway id unique in the
    * cluster: badge changes of the users held here are routed to it.
@@ -96,17 +103,17 @@ export class HttpGateway {
     if (serves.has('operator')) {
       addOperatorRoutes(this.router, {
         metrics: this.metrics,
-        checkDependencies: () => service.store.ping(),
+        checkDependencies: () => service.gatewayLink.ping(),
         isDraining: () => this.draining,
         isOverloaded: () => this.load.overloaded(),
       });
       // The dashboard, where the cluster can be read (the gateway and `all`, not server or core).
-      if (options.auth && options.clusterStatus)
+      if (options.auth && options.clusterStatus && options.clusterReads)
         this.stopDashboard = addDashboardRoutes(this.router, {
           auth,
           clusterStatus: options.clusterStatus,
           serveCluster: !serves.has('platform'),
-          store: service.store,
+          cluster: options.clusterReads,
           registry: this.metrics.registry,
         });
     }

@@ -81,6 +81,7 @@ export async function startRole(
     metrics,
     basePollSeconds: config.BUBBLE_POLL_INTERVAL_S,
     clusterStatus: () => readClusterStatus(store, Date.now()),
+    clusterReads: store.coordination,
   };
   const gateways: HttpGateway[] = [];
   try {

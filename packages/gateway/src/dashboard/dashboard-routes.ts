@@ -1,10 +1,9 @@
 import { BubbleError } from '@bubble/protocol';
-import type { BubbleStore } from '@bubble/store';
 import type { Registry } from 'prom-client';
 import type { Authenticator } from '../auth.js';
 import { sendJson } from '../http/respond.js';
 import type { RequestContext, Router } from '../http/router.js';
-import { ClusterHistory } from './history.js';
+import { ClusterHistory, type ClusterReads } from './history.js';
 import type { HistoryResponse } from './history-wire.js';
 import { DASHBOARD_CSP, dashboardPage } from './page.js';
 
@@ -19,7 +18,7 @@ export interface DashboardDeps {
    */
   serveCluster: boolean;
   /** Where the history's cluster-wide figures are read. */
-  store: Pick<BubbleStore, 'coordination'>;
+  cluster: ClusterReads;
   /** This process's metrics, for the history's figures of the serving gateway. */
   registry: Registry;
 }
@@ -46,7 +45,7 @@ export function addDashboardRoutes(router: Router, deps: DashboardDeps): () => v
     res.writeHead(200, { ...PAGE_HEADERS, 'content-length': page.length });
     res.end(page);
   };
-  const history = new ClusterHistory({ store: deps.store, registry: deps.registry });
+  const history = new ClusterHistory({ cluster: deps.cluster, registry: deps.registry });
   router.add('GET', '/dashboard', servePage).add('GET', '/dashboard/', servePage);
   router.add('GET', '/v1/cluster/history', async ({ req, res }) => {
     deps.auth.requirePlatform(req);

@@ -1,11 +1,14 @@
-import type { BubbleStore, SweepReport } from '@bubble/store';
+import type { Coordination, SweepReport } from '@bubble/store';
 import type { Registry } from 'prom-client';
 import type { CoreFigures, GatewayFigures, HistorySample, LocalFigures } from './history-wire.js';
 import { liveFiguresOf } from './live-figures.js';
 import { RingBuffer } from './ring-buffer.js';
 
+/** The cluster's coordination data the history reads: every core's sweep report, the live nodes. */
+export type ClusterReads = Pick<Coordination, 'sweepReports' | 'liveNodes'>;
+
 export interface HistorySources {
-  store: Pick<BubbleStore, 'coordination'>;
+  cluster: ClusterReads;
   /** This process's metrics (connections, pushes, posts of the gateway serving the page). */
   registry: Registry;
   now?: () => number;
@@ -105,7 +108,7 @@ export class ClusterHistory {
     if (this.pollingSweeps) return;
     this.pollingSweeps = true;
     try {
-      const reports = await this.sources.store.coordination.sweepReports();
+      const reports = await this.sources.cluster.sweepReports();
       this.latestReports = reports;
       for (const report of reports) this.count(report);
       // Bounded by the store's list of reports, which holds one per node.
@@ -194,7 +197,7 @@ export class ClusterHistory {
     const out: Record<string, GatewayFigures> = {};
     let nodes;
     try {
-      nodes = await this.sources.store.coordination.liveNodes(at);
+      nodes = await this.sources.cluster.liveNodes(at);
     } catch {
       return { gateways: out, live: null };
     }

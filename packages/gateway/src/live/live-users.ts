@@ -5,7 +5,8 @@ import type { Logger } from 'pino';
 
 export interface LiveUsersOptions {
   gatewayId: string;
-  service: BadgeService;
+  /** The badges it serves and, through `gatewayLink`, its held users' routes and presence. */
+  service: Pick<BadgeService, 'badge' | 'badgeOf' | 'gatewayLink'>;
   logger: Logger;
   /** Presence and routes are renewed every third of it; a dead gateway's users lapse after it. */
   presenceTtlMs: number;
@@ -84,7 +85,7 @@ export class LiveUsers {
 
   async start(): Promise<void> {
     const { service, gatewayId, presenceTtlMs } = this.options;
-    this.unsubscribe = await service.store.fencedBadges.subscribeGateway(gatewayId, (changes) =>
+    this.unsubscribe = await service.gatewayLink.subscribe(gatewayId, (changes) =>
       this.deliver(changes),
     );
     this.timer = setInterval(() => void this.renew(), Math.max(200, Math.floor(presenceTtlMs / 3)));
@@ -167,11 +168,8 @@ export class LiveUsers {
     this.users.set(user, live);
     const { service, gatewayId, presenceTtlMs } = this.options;
     const now = Date.now();
-    // Both before the badge is computed, so no change after it is missed; one round trip.
-    live.ready = Promise.all([
-      service.store.fencedBadges.route(gatewayId, [user], presenceTtlMs, now),
-      service.store.presence.setOnline([{ user, ttlMs: presenceTtlMs }], now),
-    ]).then(() => undefined);
+    // Route and presence before the badge is computed, so no change after it is missed.
+    live.ready = service.gatewayLink.hold(gatewayId, [user], presenceTtlMs, now);
     try {
       await live.ready;
       if (this.users.get(user) === live) live.ready = RESOLVED;
@@ -196,9 +194,7 @@ export class LiveUsers {
   private async letGo(user: string): Promise<void> {
     const { service, gatewayId } = this.options;
     try {
-      // Offline only when no other gateway holds the user (another device, or a move).
-      const orphaned = await service.store.fencedBadges.unroute(gatewayId, [user], Date.now());
-      if (orphaned.length > 0) await service.store.presence.setOffline(user);
+      await service.gatewayLink.release(gatewayId, user, Date.now());
     } catch (err) {
       this.log.warn({ err, user }, 'could not let a user go; their presence will lapse');
     }
@@ -286,15 +282,7 @@ export class LiveUsers {
     }
     for (const user of lapsed) this.users.delete(user);
     try {
-      if (keep.length > 0) {
-        await Promise.all([
-          service.store.fencedBadges.route(gatewayId, keep, presenceTtlMs, now),
-          service.store.presence.setOnline(
-            keep.map((user) => ({ user, ttlMs: presenceTtlMs })),
-            now,
-          ),
-        ]);
-      }
+      if (keep.length > 0) await service.gatewayLink.hold(gatewayId, keep, presenceTtlMs, now);
       await Promise.all(lapsed.map((user) => this.letGo(user)));
     } catch (err) {
       this.log.warn({ err }, 'presence renewal failed; retrying next round');

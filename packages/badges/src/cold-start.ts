@@ -1,0 +1,66 @@
+import { assertId, makeBadge, type Badge } from '@bubble/protocol';
+import type { BadgeContext } from './context.js';
+import { decodeFields, encodeFields, type ExtraCounts } from './badge-fields.js';
+import type { Sightings } from './sightings.js';
+import { readStoredExtras } from './stored-extras.js';
+
+/** Whether a call counts as the user being seen (docs/semantics.md: end-user calls only). */
+export interface BadgeCallOptions {
+  seen?: boolean;
+}
+
+/** A badge state as stored or published: what a core wrote, what a gateway is pushed. */
+export interface BadgeStateOf {
+  user: string;
+  epoch: string;
+  version: number;
+  fields: Readonly<Record<string, number>>;
+  computedAt: number;
+}
+
+/**
+ * The on-demand ("cold start") computation of a user's badge from the stored sources, in one
+ * batch per store, and its save, so its version moves only when a count changes.
+ */
+export class ColdStart {
+  constructor(
+    private readonly ctx: BadgeContext,
+    private readonly sightings: Sightings,
+  ) {}
+
+  /** feed(u, T) of docs/semantics.md, from the stored sources, in one batch per store. */
+  async computeFeed(user: string, now: number): Promise<number> {
+    const { store, lookbackMs } = this.ctx;
+    const { follows, readAt } = await store.feedInputs(user);
+    const after = Math.max(readAt ?? -Infinity, now - lookbackMs);
+    return store.posts.countBetween(follows, after, now);
+  }
+
+  /** Notices, conversations and red dots of docs/semantics.md, from the stored sources. */
+  async computeExtras(user: string): Promise<ExtraCounts> {
+    return (await readStoredExtras(this.ctx.store, user)).extras;
+  }
+
+  /**
+   * The user's badge as of now, computed from the stored sources and stored, so its version
+   * moves only when a count changes. `seen` marks an end-user call (the notice cursor starts).
+   */
+  async badge(user: string, options: BadgeCallOptions = {}): Promise<Badge> {
+    assertId(user, 'user');
+    if (options.seen) await this.sightings.see(user);
+    const now = this.ctx.clock.now();
+    const [feed, extras] = await Promise.all([
+      this.computeFeed(user, now),
+      this.computeExtras(user),
+    ]);
+    const fields = encodeFields(feed, extras);
+    const stamp = await this.ctx.store.badges.save(user, fields, now);
+    return makeBadge(user, decodeFields(fields), stamp, now, this.ctx.rules.displayCap);
+  }
+
+  /** The badge a stored or published state stands for (a core's write, a push). */
+  badgeOf(state: BadgeStateOf): Badge {
+    const counts = decodeFields(state.fields);
+    return makeBadge(state.user, counts, state, state.computedAt, this.ctx.rules.displayCap);
+  }
+}

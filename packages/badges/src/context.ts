@@ -1,0 +1,22 @@
+import { DAY_MS, type Clock } from '@bubble/protocol';
+import type { BubbleStore } from '@bubble/store';
+import { DEFAULT_RULES, type BadgeRules } from './rules.js';
+
+/** What every use case of the badges layer works with: the store, the one clock, the rules. */
+export interface BadgeContext {
+  readonly store: BubbleStore;
+  /** Every "now" of the badges layer comes from here (tests drive it by hand). */
+  readonly clock: Clock;
+  readonly rules: Readonly<BadgeRules>;
+  /** The lookback in ms: posts at or before now − lookbackMs never count. */
+  readonly lookbackMs: number;
+}
+
+export function createBadgeContext(
+  store: BubbleStore,
+  clock: Clock,
+  rules: Partial<BadgeRules> = {},
+): BadgeContext {
+  const resolved = Object.freeze({ ...DEFAULT_RULES, ...rules });
+  return { store, clock, rules: resolved, lookbackMs: resolved.lookbackDays * DAY_MS };
+}

@@ -1,0 +1,120 @@
+import { BubbleError, LIMITS, assertId } from '@bubble/protocol';
+import type { ConversationMessage, Membership } from '@bubble/store';
+import type { BadgeContext } from './context.js';
+import { marksChanged } from './pool-events.js';
+import { assertPositiveId, notMember, uniqueIds } from './validation.js';
+
+/** An entry of GET /v1/conversations. */
+export interface ConversationListItem {
+  id: string;
+  unread: number;
+  maxSeq: number;
+  lastTs: number;
+  preview: Record<string, unknown> | null;
+  muted: boolean;
+}
+
+/** A message as the platform sends it: without `ts`, it is stamped now. */
+export type PlatformMessage = Omit<ConversationMessage, 'ts'> & { ts?: number | undefined };
+
+/**
+ * Conversations: memberships, messages, mutes and a member's list. A message is one write on
+ * the conversation's own keys, for two members or a million; membership and mute changes tell
+ * the members' pools to reload them.
+ */
+export class Conversations {
+  constructor(private readonly ctx: BadgeContext) {}
+
+  async replaceMembers(conversation: string, members: readonly string[]): Promise<void> {
+    assertId(conversation, 'conversation');
+    const unique = uniqueIds(members, 'member');
+    const { added, removed } = await this.ctx.store.conversations.replaceMembers(
+      conversation,
+      unique,
+    );
+    await marksChanged(this.ctx, [...added, ...removed]);
+  }
+
+  async addMembers(conversation: string, members: readonly string[]): Promise<void> {
+    assertId(conversation, 'conversation');
+    const unique = uniqueIds(members, 'member');
+    const { added } = await this.ctx.store.conversations.addMembers(conversation, unique);
+    await marksChanged(this.ctx, added);
+  }
+
+  async removeMember(conversation: string, user: string): Promise<void> {
+    assertId(conversation, 'conversation');
+    assertId(user, 'member');
+    if (await this.ctx.store.conversations.removeMember(conversation, user)) {
+      await marksChanged(this.ctx, [user]);
+    }
+  }
+
+  async dissolve(conversation: string): Promise<void> {
+    assertId(conversation, 'conversation');
+    await marksChanged(this.ctx, await this.ctx.store.conversations.dissolve(conversation));
+  }
+
+  /** 404 for a conversation never created or dissolved; the batch is all-or-nothing. */
+  async ingestMessages(
+    conversation: string,
+    messages: readonly PlatformMessage[],
+  ): Promise<{ accepted: number }> {
+    assertId(conversation, 'conversation');
+    const batch = messageBatch(messages, this.ctx.clock.now());
+    if (batch.length === 0) return { accepted: 0 };
+    const { store } = this.ctx;
+    const result = await store.conversations.ingest(conversation, batch);
+    if (!result) {
+      throw new BubbleError('UB_ERR_NOT_FOUND', `conversation ${conversation} does not exist`);
+    }
+    await store.changes.appendSharedEvents([
+      { kind: 'messages', conversation, maxSeq: result.maxSeq, senders: result.senders },
+    ]);
+    return { accepted: batch.length };
+  }
+
+  async setMuted(user: string, conversation: string, muted: boolean): Promise<void> {
+    assertId(user, 'user');
+    assertId(conversation, 'conversation');
+    if (!(await this.ctx.store.conversations.setMuted(conversation, user, muted))) {
+      throw notMember(conversation);
+    }
+    await marksChanged(this.ctx, [user]);
+  }
+
+  /** Newest activity first, ties by the higher seq; at most `limit` (≤ 100). */
+  async conversationList(user: string, limit: number): Promise<ConversationListItem[]> {
+    assertId(user, 'user');
+    const memberships = await this.ctx.store.conversations.memberships(user);
+    return sortedByActivity(memberships)
+      .slice(0, Math.min(limit, LIMITS.maxConversationList))
+      .map((m) => ({
+        id: m.conversation,
+        unread: Math.max(0, m.maxSeq - m.readSeq),
+        maxSeq: m.maxSeq,
+        lastTs: m.lastTs,
+        preview: m.preview,
+        muted: m.muted,
+      }));
+  }
+}
+
+/** Newest activity first, then the higher seq, then by id. */
+export function sortedByActivity(memberships: readonly Membership[]): Membership[] {
+  return [...memberships].sort(
+    (a, b) =>
+      b.lastTs - a.lastTs ||
+      b.maxSeq - a.maxSeq ||
+      (a.conversation < b.conversation ? -1 : a.conversation > b.conversation ? 1 : 0),
+  );
+}
+
+/** Every message's seq and sender checked, each stamped `now` unless it has a ts. */
+function messageBatch(messages: readonly PlatformMessage[], now: number): ConversationMessage[] {
+  return messages.map((m) => {
+    assertPositiveId(m.seq, 'seq');
+    assertId(m.from, 'sender');
+    return { seq: m.seq, from: m.from, ts: m.ts ?? now, preview: m.preview };
+  });
+}

@@ -1,0 +1,112 @@
+import { assertId, displayTotal, type BadgeCounts } from '@bubble/protocol';
+import type { StoredBadge } from '@bubble/store';
+import { decodeFields, shownReddots } from './badge-fields.js';
+import type { BadgeContext } from './context.js';
+import { sortedByActivity } from './conversations.js';
+
+export interface BadgeExplanation {
+  user: string;
+  now: number;
+  feed: {
+    readAt: number | null;
+    /** Posts after this ts count: max(readAt, now − lookback). */
+    countsAfter: number;
+    lookbackDays: number;
+    follows: number;
+    contribution: number;
+  };
+  notices: { seen: number | null; highestPublished: number; contribution: number };
+  conversations: {
+    list: Array<{
+      id: string;
+      maxSeq: number;
+      readSeq: number;
+      unread: number;
+      muted: boolean;
+      counted: boolean;
+    }>;
+    contribution: number;
+  };
+  reddots: {
+    list: Array<{ name: string; markedAt: number; clickedAt: number | null; shown: boolean }>;
+    counted: false;
+  };
+  total: number;
+  display: string;
+  /** The badge state last stored (what pushes and polls serve), for comparison. */
+  stored: { epoch: string; version: number; computedAt: number; badge: BadgeCounts } | null;
+}
+
+/** Why a badge shows what it shows: every cursor and each source's contribution, as of now. */
+export class Explainer {
+  constructor(private readonly ctx: BadgeContext) {}
+
+  /** The cursors and per-source contributions behind the user's badge, as of now. */
+  async explain(user: string): Promise<BadgeExplanation> {
+    assertId(user, 'user');
+    const { store, rules } = this.ctx;
+    const now = this.ctx.clock.now();
+    const [inputs, marks, memberships, marked, highest, stored] = await Promise.all([
+      store.feedInputs(user),
+      store.marks.state(user),
+      store.conversations.memberships(user),
+      store.reddots.all(),
+      store.notices.highestId(),
+      store.badges.load(user),
+    ]);
+    const from = Math.max(inputs.readAt ?? -Infinity, now - this.ctx.lookbackMs);
+    const [feed, notices] = await Promise.all([
+      store.posts.countBetween(inputs.follows, from, now),
+      marks.seen === null ? 0 : store.notices.countAfter(marks.seen),
+    ]);
+    const conversations = sortedByActivity(memberships).map((m) => ({
+      id: m.conversation,
+      maxSeq: m.maxSeq,
+      readSeq: m.readSeq,
+      unread: Math.max(0, m.maxSeq - m.readSeq),
+      muted: m.muted,
+      counted: !m.muted,
+    }));
+    const shown = new Set(shownReddots(marked, marks.clicks));
+    const reddots = Object.keys(marked)
+      .sort()
+      .map((name) => ({
+        name,
+        markedAt: marked[name]!,
+        clickedAt: marks.clicks[name] ?? null,
+        shown: shown.has(name),
+      }));
+    const conversationsTotal = conversations.reduce((sum, c) => sum + (c.muted ? 0 : c.unread), 0);
+    const total = feed + notices + conversationsTotal;
+    return {
+      user,
+      now,
+      feed: {
+        readAt: inputs.readAt,
+        countsAfter: from,
+        lookbackDays: rules.lookbackDays,
+        follows: inputs.follows.length,
+        contribution: feed,
+      },
+      notices: {
+        seen: marks.seen,
+        highestPublished: highest,
+        contribution: notices,
+      },
+      conversations: { list: conversations, contribution: conversationsTotal },
+      reddots: { list: reddots, counted: false },
+      total,
+      display: displayTotal(total, rules.displayCap),
+      stored: stored ? storedSummary(stored) : null,
+    };
+  }
+}
+
+function storedSummary(stored: StoredBadge) {
+  return {
+    epoch: stored.epoch,
+    version: stored.version,
+    computedAt: stored.computedAt,
+    badge: decodeFields(stored.fields),
+  };
+}

@@ -1,0 +1,92 @@
+import { BubbleError, MAX_FUTURE_SKEW_MS, assertId } from '@bubble/protocol';
+import type { Post } from '@bubble/store';
+import type { BadgeContext } from './context.js';
+import { followsChanged } from './pool-events.js';
+
+/**
+ * The platform's writes of the follow graph and the posts. Each is validated whole before
+ * anything is stored; a change the cores must see goes to the change logs.
+ */
+export class Ingest {
+  constructor(private readonly ctx: BadgeContext) {}
+
+  async follow(user: string, author: string): Promise<void> {
+    assertId(user, 'user');
+    assertId(author, 'author');
+    if (user === author) throw selfFollow();
+    const { store, rules } = this.ctx;
+    if ((await store.follows.follow(user, author, rules.followCap)) === 'added') {
+      await followsChanged(this.ctx, user);
+    }
+  }
+
+  async unfollow(user: string, author: string): Promise<void> {
+    assertId(user, 'user');
+    assertId(author, 'author');
+    if (await this.ctx.store.follows.unfollow(user, author)) await followsChanged(this.ctx, user);
+  }
+
+  async replaceFollows(user: string, authors: readonly string[]): Promise<void> {
+    assertId(user, 'user');
+    const unique = [...new Set(authors)];
+    for (const author of unique) assertId(author, 'author');
+    if (unique.includes(user)) throw selfFollow();
+    const { followCap } = this.ctx.rules;
+    if (unique.length > followCap) {
+      throw new BubbleError(
+        'UB_ERR_FOLLOW_CAP',
+        `a user may follow at most ${followCap} authors, got ${unique.length}`,
+      );
+    }
+    await this.ctx.store.follows.replace(user, unique);
+    await followsChanged(this.ctx, user);
+  }
+
+  async listFollows(user: string): Promise<string[]> {
+    assertId(user, 'user');
+    return (await this.ctx.store.follows.list(user)).sort();
+  }
+
+  /** All-or-nothing: one post in the future refuses the whole batch. */
+  async ingestPosts(posts: readonly Post[]): Promise<{ accepted: number; ignored: number }> {
+    const { store, clock, lookbackMs } = this.ctx;
+    const now = clock.now();
+    assertPostBatch(posts, now);
+    if (posts.length === 0) return { accepted: 0, ignored: 0 };
+    const { accepted, ignored, stored } = await store.posts.ingest(posts, now - lookbackMs);
+    if (stored.length > 0) {
+      await store.changes.appendPostEvents(stored.map((post) => ({ kind: 'post', ...post })));
+    }
+    return { accepted, ignored };
+  }
+
+  async deletePost(author: string, id: string): Promise<void> {
+    assertId(author, 'author');
+    assertId(id, 'post id');
+    const { store, clock, lookbackMs } = this.ctx;
+    const now = clock.now();
+    const ts = await store.posts.remove(author, id, now, now - lookbackMs);
+    if (ts !== null) await store.changes.appendPostEvents([{ kind: 'delete', author, id, ts }]);
+  }
+}
+
+/** Ids valid, ts a non-negative integer no later than now + 60 s, for every post of the batch. */
+function assertPostBatch(posts: readonly Post[], now: number): void {
+  for (const post of posts) {
+    assertId(post.author, 'author');
+    assertId(post.id, 'post id');
+    if (!Number.isSafeInteger(post.ts) || post.ts < 0) {
+      throw new BubbleError('UB_ERR_BAD_REQUEST', 'ts must be a non-negative integer of ms');
+    }
+    if (post.ts > now + MAX_FUTURE_SKEW_MS) {
+      throw new BubbleError(
+        'UB_ERR_FUTURE_TS',
+        `post ${post.author}/${post.id} has ts ${post.ts}, more than 60 s after now (${now})`,
+      );
+    }
+  }
+}
+
+function selfFollow(): BubbleError {
+  return new BubbleError('UB_ERR_SELF_FOLLOW', 'a user cannot follow themselves');
+}

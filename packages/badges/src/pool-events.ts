@@ -1,0 +1,38 @@
+import { poolOf } from '@bubble/protocol';
+import type { PoolEvent } from '@bubble/store';
+import type { BadgeContext } from './context.js';
+
+/**
+ * How the badges layer tells the cores that a user's inputs changed: events in the user's pool
+ * log, which the pool's owner reads at its next sweep and reloads the user from.
+ */
+
+export function userPool(ctx: BadgeContext, user: string): number {
+  return poolOf(user, ctx.store.pools);
+}
+
+export async function appendUserEvents(
+  ctx: BadgeContext,
+  user: string,
+  events: PoolEvent[],
+): Promise<void> {
+  await ctx.store.changes.appendPoolEvents(userPool(ctx, user), events);
+}
+
+export async function followsChanged(ctx: BadgeContext, user: string): Promise<void> {
+  await appendUserEvents(ctx, user, [{ kind: 'follows', user }]);
+}
+
+/** Tells the pools of `users` to reload their marks and conversations: one call per pool. */
+export async function marksChanged(ctx: BadgeContext, users: readonly string[]): Promise<void> {
+  const byPool = new Map<number, PoolEvent[]>();
+  for (const user of users) {
+    const pool = userPool(ctx, user);
+    let events = byPool.get(pool);
+    if (!events) byPool.set(pool, (events = []));
+    events.push({ kind: 'marks', user });
+  }
+  await Promise.all(
+    [...byPool].map(([pool, events]) => ctx.store.changes.appendPoolEvents(pool, events)),
+  );
+}

@@ -1,0 +1,14 @@
+/** The tunable rules of a badge (BUBBLE_LOOKBACK_DAYS, BUBBLE_FOLLOW_CAP, …). */
+export interface BadgeRules {
+  lookbackDays: number;
+  followCap: number;
+  displayCap: number;
+  inactiveDays: number;
+}
+
+export const DEFAULT_RULES: Readonly<BadgeRules> = Object.freeze({
+  lookbackDays: 7,
+  followCap: 2000,
+  displayCap: 99,
+  inactiveDays: 30,
+});

@@ -1,0 +1,33 @@
+import { DAY_MS, HOUR_MS } from '@bubble/protocol';
+import type { BadgeContext } from './context.js';
+import { marksChanged } from './pool-events.js';
+
+/** How stale a user's recorded last sight may be: the stores write it at most once an hour. */
+const SIGHT_RESOLUTION_MS = HOUR_MS;
+
+/**
+ * When users were last seen (end-user calls only): the first sight starts a user's notice
+ * cursor, and the marks of users unseen for `inactiveDays` are dropped.
+ */
+export class Sightings {
+  constructor(private readonly ctx: BadgeContext) {}
+
+  /** The first sight of a user starts their notice cursor at the highest id published. */
+  async see(user: string): Promise<void> {
+    const { store, clock } = this.ctx;
+    const { first } = await store.marks.see(user, clock.now(), () => store.notices.highestId());
+    // A core holding the user counted no notices while they were unseen.
+    if (first) await marksChanged(this.ctx, [user]);
+  }
+
+  /** Drops the marks of users unseen for BUBBLE_INACTIVE_DAYS, at most `limit` per call. */
+  async dropInactiveUsers(limit: number): Promise<string[]> {
+    const { store, clock, rules } = this.ctx;
+    // A sight is recorded at most once an hour (the stores' throttle), so the recorded one may
+    // be up to an hour older than the last: never drop a user seen within inactiveDays.
+    const cutoff = clock.now() - rules.inactiveDays * DAY_MS - SIGHT_RESOLUTION_MS;
+    const dropped = await store.marks.dropInactive(cutoff, limit);
+    await marksChanged(this.ctx, dropped);
+    return dropped;
+  }
+}
