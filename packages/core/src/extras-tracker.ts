@@ -1,4 +1,9 @@
-import type { Membership, SharedEvent, UserMarksState } from '@bubble/store';
+import {
+  encodeCounts,
+  type Membership,
+  type SharedEvent,
+  type UserMarksState,
+} from '@bubble/store';
 import {
   NOTICES_FIELD,
   addExtraFields,
@@ -20,7 +25,7 @@ interface HeldUser {
   clicks: Readonly<Record<string, number>>;
   /** null when none, for the same reason (an empty Map still holds a table). */
   conversations: Map<string, HeldMember> | null;
-  /** The extra fields last stored for the user, as a comparison key; null when unknown. */
+  /** The extra fields last stored for the user, as stored (encodeCounts); null when unknown. */
   reported: string | null;
 }
 
@@ -158,17 +163,20 @@ export class ExtrasTracker {
     addExtraFields(fields, this.extrasOf(user));
   }
 
-  /** The user's extra fields as held here, as a comparison key (see fieldsKey). */
+  /**
+   * The user's extra fields as held here, encoded as the store encodes a badge state's counts:
+   * equal keys are equal stored states (a zero field is stored as absent).
+   */
   heldKey(user: string): string {
     const fields: Record<string, number> = {};
     this.addFieldsOf(user, fields);
-    return fieldsKey(fields);
+    return encodeCounts(fields);
   }
 
   /** What is stored for the user now (a write of ours, or of a gateway). */
   markReported(user: string, extraFields: Readonly<Record<string, number>> | null): void {
     const held = this.users.get(user);
-    if (held) held.reported = extraFields === null ? null : fieldsKey(extraFields);
+    if (held) held.reported = extraFields === null ? null : encodeCounts(extraFields);
   }
 
   /** Users whose extra fields differ from what is stored; they count as stored once taken. */
@@ -177,9 +185,7 @@ export class ExtrasTracker {
     for (const user of this.dirty) {
       const held = this.users.get(user);
       if (!held) continue;
-      const fields: Record<string, number> = {};
-      this.addFieldsOf(user, fields);
-      const key = fieldsKey(fields);
+      const key = this.heldKey(user);
       if (key !== held.reported) {
         held.reported = key;
         changed.push(user);
@@ -198,16 +204,6 @@ export class ExtrasTracker {
       if (c.members.size === 0) this.conversations.delete(id);
     }
   }
-}
-
-/** A comparison key of fields, independent of their order. */
-export function fieldsKey(fields: Readonly<Record<string, number>>): string {
-  const names = Object.keys(fields);
-  if (names.length === 0) return '';
-  names.sort();
-  let key = '';
-  for (const name of names) key += `${name}=${fields[name]};`;
-  return key;
 }
 
 function lowerBound(sorted: readonly number[], value: number): number {

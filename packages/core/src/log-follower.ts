@@ -1,0 +1,195 @@
+import type { Clock } from '@bubble/protocol';
+import type { BubbleStore, PostEvent } from '@bubble/store';
+import type { Logger } from 'pino';
+import type { ExtrasTracker } from './extras-tracker.js';
+import type { FeedCounter } from './feed-counter.js';
+import type { PoolTenure } from './pool-tenures.js';
+
+export interface LogFollowerOptions {
+  store: BubbleStore;
+  clock: Clock;
+  log: Logger;
+  counter: FeedCounter;
+  extras: ExtrasTracker;
+  lookbackMs: number;
+  /** Most log entries read per pool (and from the post and shared logs) in one read. */
+  maxEventsPerRead: number;
+  /** Lets go of a user who went offline. */
+  release: (user: string) => void;
+}
+
+/** What a sweep's reading of the logs leaves to do. */
+export interface LogCatchUp {
+  /** When the logs were read: the counter has advanced to it. */
+  now: number;
+  /** Users who came online, to load whole. */
+  toLoad: Set<string>;
+  /** Held users whose follows changed. */
+  refollow: Set<string>;
+  /** Held users whose marks or conversations changed. */
+  remark: Set<string>;
+  /** Some read came back full: the core is behind on the logs. */
+  behind: boolean;
+  commands: number;
+}
+
+/**
+ * Follows the change logs: the post log (counted into the FeedCounter as it comes), the shared
+ * log (notices, red dots, messages: into the ExtrasTracker) and the logs of the pools held
+ * (presence, follows, marks, cursors: what users to load or refresh). A log trimmed past our
+ * position is repaired by reloading what it would have told.
+ */
+export class LogFollower {
+  private postCursor = '0-0';
+  private sharedCursor = '0-0';
+  private following: Promise<void> | null = null;
+
+  constructor(private readonly options: LogFollowerOptions) {}
+
+  /** A read of the post log between sweeps, if one is running. */
+  get reading(): Promise<void> | null {
+    return this.following;
+  }
+
+  /** Starts at the end of the logs, with the shared sources loaded whole. */
+  async start(): Promise<void> {
+    const { store } = this.options;
+    this.postCursor = await store.changes.postLogEnd();
+    // The log position first: a notice published while the state loads is applied again.
+    this.sharedCursor = await store.changes.sharedLogEnd();
+    await this.loadShared();
+  }
+
+  /** Notices and red dots, which every held user is counted against. */
+  async loadShared(): Promise<void> {
+    const { store, extras } = this.options;
+    const [liveIds, marked] = await Promise.all([store.notices.liveIds(), store.reddots.all()]);
+    extras.setShared(liveIds, marked);
+  }
+
+  /**
+   * Reads and counts the new posts, unless a read is already running. Between sweeps only: a
+   * sweep finds just the last moments' posts to walk, and its loads rely on no post being
+   * counted between a user's follows and their authors' windows.
+   */
+  followPosts(): void {
+    if (this.following) return;
+    const { store, clock, log, counter, maxEventsPerRead } = this.options;
+    this.following = (async () => {
+      const read = await store.changes.readPostEvents(this.postCursor, maxEventsPerRead);
+      // A gap is repaired by the next sweep, which reads from the same position.
+      if (read.gap) return;
+      counter.advanceTo(clock.now());
+      this.applyPosts(read.entries);
+    })()
+      .catch((err: unknown) => log.warn({ err }, 'reading new posts failed'))
+      .finally(() => {
+        this.following = null;
+      });
+  }
+
+  /**
+   * A sweep's reading: the logs of the pools held, the post log and the shared log from where
+   * we stand. Posts and shared events are applied; the pools' events say whom to load.
+   */
+  async catchUp(tenures: readonly PoolTenure[]): Promise<LogCatchUp> {
+    const { store, clock, log, counter, extras, maxEventsPerRead, release } = this.options;
+    const [poolReads, postRead, sharedRead] = await Promise.all([
+      store.changes.readPoolEvents(
+        tenures.map((p) => ({ pool: p.pool, after: p.cursor })),
+        maxEventsPerRead,
+      ),
+      store.changes.readPostEvents(this.postCursor, maxEventsPerRead),
+      store.changes.readSharedEvents(this.sharedCursor, maxEventsPerRead),
+    ]);
+    let commands = tenures.length + 2;
+
+    const now = clock.now();
+    counter.advanceTo(now);
+
+    this.applyPosts(postRead.entries);
+    for (const { id, event } of sharedRead.entries) {
+      extras.apply(event);
+      this.sharedCursor = id;
+    }
+
+    const toLoad = new Set<string>();
+    const refollow = new Set<string>();
+    const remark = new Set<string>();
+    for (const held of tenures) {
+      const read = poolReads.get(held.pool);
+      if (!read) continue;
+      if (read.gap) {
+        log.warn({ pool: held.pool }, 'pool change log was trimmed past us; reloading the pool');
+        for (const user of await store.presence.members(held.pool, now)) toLoad.add(user);
+        commands++;
+      }
+      for (const { id, event } of read.entries) {
+        held.cursor = id;
+        switch (event.kind) {
+          case 'online':
+            held.users.add(event.user);
+            toLoad.add(event.user);
+            break;
+          case 'offline':
+            held.users.delete(event.user);
+            toLoad.delete(event.user);
+            refollow.delete(event.user);
+            remark.delete(event.user);
+            release(event.user);
+            break;
+          case 'follows':
+            if (held.users.has(event.user) && !toLoad.has(event.user)) refollow.add(event.user);
+            break;
+          case 'marks':
+            if (held.users.has(event.user) && !toLoad.has(event.user)) remark.add(event.user);
+            break;
+          case 'cursor':
+            counter.advanceReadAt(event.user, event.readAt);
+            break;
+        }
+      }
+    }
+    if (postRead.gap) {
+      log.warn('post change log was trimmed past us; reloading every author window');
+      commands += await this.reloadAuthors(trackedAuthors(tenures, counter));
+    }
+
+    if (sharedRead.gap) {
+      log.warn('shared change log was trimmed past us; reloading notices, red dots, marks');
+      await this.loadShared();
+      commands += 2;
+      for (const user of counter.heldUsers()) if (!toLoad.has(user)) remark.add(user);
+    }
+
+    const behind =
+      postRead.entries.length >= maxEventsPerRead ||
+      sharedRead.entries.length >= maxEventsPerRead ||
+      [...poolReads.values()].some((read) => read.entries.length >= maxEventsPerRead);
+    return { now, toLoad, refollow, remark, behind, commands };
+  }
+
+  private applyPosts(entries: readonly { id: string; event: PostEvent }[]): void {
+    const { counter } = this.options;
+    for (const { id, event } of entries) {
+      if (event.kind === 'post') counter.addPost(event.author, event.id, event.ts);
+      else counter.deletePost(event.author, event.id, event.ts);
+      this.postCursor = id;
+    }
+  }
+
+  private async reloadAuthors(authors: string[]): Promise<number> {
+    const { store, counter, lookbackMs } = this.options;
+    const windows = await store.posts.window(authors, counter.time - lookbackMs);
+    for (const [author, posts] of windows) counter.reloadAuthor(author, posts);
+    return authors.length;
+  }
+}
+
+function trackedAuthors(tenures: readonly PoolTenure[], counter: FeedCounter): string[] {
+  const authors = new Set<string>();
+  for (const held of tenures) {
+    for (const user of held.users) for (const a of counter.followsOf(user)) authors.add(a);
+  }
+  return [...authors];
+}

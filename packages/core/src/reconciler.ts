@@ -1,0 +1,157 @@
+import { addExtraFields, readStoredExtras } from '@bubble/badges';
+import { encodeCounts, type BubbleStore } from '@bubble/store';
+import type { Logger } from 'pino';
+import type { CoreMetrics } from './core-metrics.js';
+import type { ExtrasTracker } from './extras-tracker.js';
+import type { FeedCounter } from './feed-counter.js';
+
+export interface ReconcilerOptions {
+  store: BubbleStore;
+  counter: FeedCounter;
+  extras: ExtrasTracker;
+  log: Logger;
+  metrics?: CoreMetrics;
+  totals: { driftRepaired: number };
+  lookbackMs: number;
+  /** Users recomputed from the stored sources per sweep. */
+  perSweep: number;
+  /** Reloads the shared sources (notices, red dots) whole. */
+  loadShared: () => Promise<void>;
+}
+
+/** Reconciliation compares posts stamped at least this long ago (see reconcile). */
+const SETTLED_MS = 1000;
+
+/**
+ * Finds and repairs drift: recomputes a few held users per sweep from the stored sources, in a
+ * round robin over every held user, and checks again those that disagreed.
+ */
+export class Reconciler {
+  private queue: string[] = [];
+  /**
+   * Users whose badge disagreed with the stored sources, checked again next sweep: what the
+   * sources said then (a signature) and how many checks in a row disagreed while they moved.
+   */
+  private readonly suspects = new Map<string, { truth: string; strikes: number }>();
+
+  constructor(private readonly options: ReconcilerOptions) {}
+
+  /**
+   * Where a count disagrees, the user's inputs and the windows of the authors that disagree are
+   * reloaded; every badge that changes through this is drift repaired.
+   */
+  async reconcile(now: number): Promise<number> {
+    const {
+      store,
+      counter,
+      extras: held,
+      log,
+      metrics,
+      totals,
+      lookbackMs,
+      perSweep,
+    } = this.options;
+    if (perSweep <= 0 || counter.userCount === 0) return 0;
+    if (this.queue.length === 0) this.queue = counter.heldUsers();
+    const suspects = [...this.suspects.keys()];
+    const batch = [...suspects, ...this.queue.splice(0, perSweep)].filter((u) =>
+      counter.hasUser(u),
+    );
+    const marked = await store.reddots.all();
+    let commands = 1;
+    // The stored sources of the whole batch at once: one round trip per step, not per user.
+    const checks = await Promise.all(
+      batch.map(async (user) => {
+        const [{ follows, readAt }, extras] = await Promise.all([
+          store.feedInputs(user),
+          this.storedExtras(user, marked),
+        ]);
+        // Posts are compared up to a second ago: a post stamped just before `now` may be stored
+        // and not yet in the change log we read; it is not drift.
+        const after = Math.max(readAt ?? -Infinity, now - lookbackMs);
+        const truth = await store.posts.countBetween(follows, after, now - SETTLED_MS);
+        return { user, follows, readAt, extras, truth, after };
+      }),
+    );
+    for (const { user, follows, readAt, extras, truth, after } of checks) {
+      commands += 5 + follows.length + extras.commands;
+      // The windows against the stored posts, and the incremental count against the windows.
+      const feedAgrees =
+        truth === counter.windowCount(user, after, now - SETTLED_MS) &&
+        counter.countOf(user) === counter.windowCount(user, after, now) &&
+        sameFollows(follows, counter.followsOf(user)) &&
+        (readAt ?? null) === counter.readAtOf(user);
+      const extrasAgree = extras.key === held.heldKey(user);
+      if (feedAgrees && extrasAgree) {
+        this.suspects.delete(user);
+        continue;
+      }
+      // A change may be stored but not yet read from the log: look again after the next sweep.
+      // Drift is a disagreement that outlives a sweep while the sources stand still. Sources
+      // that keep moving are a race: after a few checks the user goes back to the round robin.
+      const signature = `${truth}#${extras.key}`;
+      const suspect = this.suspects.get(user);
+      if (suspect?.truth !== signature) {
+        const strikes = (suspect?.strikes ?? 0) + 1;
+        if (strikes > 3) this.suspects.delete(user);
+        else this.suspects.set(user, { truth: signature, strikes });
+        continue;
+      }
+      this.suspects.delete(user);
+      const before = counter.countOf(user);
+      const extrasBefore = held.heldKey(user);
+      let repairedPosts = 0;
+      if (!feedAgrees) {
+        counter.setUser(user, follows, readAt);
+        const windows = await store.posts.window(follows, now - lookbackMs);
+        commands += follows.length;
+        for (const [author, posts] of windows) {
+          if (!counter.isAuthorLoaded(author)) counter.loadAuthor(author, posts);
+          else repairedPosts += counter.reloadAuthor(author, posts);
+        }
+        counter.recompute(user);
+      }
+      if (!extrasAgree) {
+        await this.options.loadShared();
+        commands += 2;
+        held.setUser(user, extras.marks, extras.memberships);
+      }
+      const repaired = counter.countOf(user);
+      const extrasAfter = held.heldKey(user);
+      if (repaired === before && extrasAfter === extrasBefore) {
+        // The stored sources moved on between our sweep and this read: not drift.
+        log.debug({ user, count: before, truth }, 'reconciliation raced a change');
+        continue;
+      }
+      totals.driftRepaired++;
+      metrics?.driftRepaired.inc();
+      log.warn(
+        {
+          user,
+          before,
+          after: repaired,
+          truth,
+          repairedPosts,
+          extrasBefore,
+          extrasAfter,
+        },
+        'reconciliation repaired a drifted badge',
+      );
+    }
+    return commands;
+  }
+
+  /** A user's stored extras, with their badge fields as stored (encodeCounts) to compare. */
+  private async storedExtras(user: string, marked: Record<string, number>) {
+    const stored = await readStoredExtras(this.options.store, user, marked);
+    const fields: Record<string, number> = {};
+    addExtraFields(fields, stored.extras);
+    return { ...stored, key: encodeCounts(fields), commands: 3 + stored.memberships.length * 2 };
+  }
+}
+
+function sameFollows(stored: readonly string[], held: readonly string[]): boolean {
+  if (stored.length !== held.length) return false;
+  const set = new Set(held);
+  return stored.every((author) => set.has(author));
+}
