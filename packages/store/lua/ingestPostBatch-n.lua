@@ -7,24 +7,13 @@
   ARGV[2..] per author, in key order: n, then n pairs of (post id, ts)
   Returns one outcome per pair, in argument order: 1 stored now · 0 duplicate · -1 ignored
 ]]
+--- @include "ingestAuthorPosts"
 local minTs = tonumber(ARGV[1])
 local outcomes = {}
 local arg = 2
 for k = 1, #KEYS, 2 do
-  local postsKey, deletedKey = KEYS[k], KEYS[k + 1]
   local n = tonumber(ARGV[arg])
-  for i = arg + 1, arg + 2 * n, 2 do
-    local id = ARGV[i]
-    local ts = tonumber(ARGV[i + 1])
-    local tomb = redis.call('ZSCORE', deletedKey, id)
-    if ts <= minTs or (tomb and tonumber(tomb) > minTs) then
-      outcomes[#outcomes + 1] = -1
-    else
-      outcomes[#outcomes + 1] = redis.call('ZADD', postsKey, 'NX', ts, id)
-    end
-  end
+  ingestAuthorPosts(KEYS[k], KEYS[k + 1], minTs, ARGV, arg + 1, arg + 2 * n, outcomes)
   arg = arg + 1 + 2 * n
-  redis.call('ZREMRANGEBYSCORE', postsKey, '-inf', minTs)
-  redis.call('ZREMRANGEBYSCORE', deletedKey, '-inf', minTs)
 end
 return outcomes

@@ -44,117 +44,130 @@
   line "<index>|<1 changed, 0 not>|<stored state now>" (index from 1 in the order of the
   writes); every other write stored its proposed state and changed it.
 ]]
+--- @include "logTrimmedAfter"
 local fenceKey, staleKey, routesKey, badgesKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local touchedKey, onlineKey, eventsKey = KEYS[5], KEYS[6], KEYS[7]
 local fenced = ARGV[1] ~= '-'
-if fenced and tonumber(ARGV[1]) < tonumber(redis.call('GET', fenceKey) or '0') then
-  redis.call('INCR', staleKey)
-  return -1
-end
-local computedAt, freshEpoch = ARGV[2], ARGV[3]
-local channel, publish, gatewayPrefix = ARGV[4], ARGV[5], ARGV[6]
-local header = ARGV[1]
-
+local header, computedAt, freshEpoch = ARGV[1], ARGV[2], ARGV[3]
+local channel, publish, gatewayPrefix, writtenChannel = ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local seenLog = ARGV[9]
 local find, sub = string.find, string.sub
 
 -- items[FIRST + 2k - 2] is the user of the k-th write, the next item its proposed state.
 local items, FIRST, last = ARGV, 10, #ARGV
-local blindFrom = FIRST + 2 * tonumber(ARGV[8])
 -- Lua's unpack is bounded by its C stack: variadic calls go in chunks.
 local CHUNK = 3000
+local blindFrom
 
--- Whether entries after `after` were trimmed from the log (see readEvents-1.lua).
-local function trimmedAfter(after)
-  if redis.call('EXISTS', eventsKey) == 0 then return false end
-  local info = redis.call('XINFO', 'STREAM', eventsKey)
-  local fields = {}
-  for i = 1, #info, 2 do
-    fields[info[i]] = info[i + 1]
+-- Item position → the decided state, and whether it changed the user's state (step 5).
+local decidedState, decidedChanged = {}, {}
+
+-- 1. A fenced write whose token is older than the pool's is refused, and the refusal counted.
+local function refusedAsStale()
+  if fenced and tonumber(ARGV[1]) < tonumber(redis.call('GET', fenceKey) or '0') then
+    redis.call('INCR', staleKey)
+    return true
   end
-  if fields['entries-added'] <= fields['length'] then return false end
-  local firstMs, firstSeq = string.match(fields['recorded-first-entry-id'], '^(%d+)-(%d+)$')
-  local afterMs, afterSeq = string.match(after, '^(%d+)-(%d+)$')
-  firstMs, firstSeq = tonumber(firstMs), tonumber(firstSeq)
-  afterMs, afterSeq = tonumber(afterMs), tonumber(afterSeq)
-  return afterMs < firstMs or (afterMs == firstMs and afterSeq < firstSeq - 1)
+  return false
 end
 
--- The item positions (of the user) of the writes the script decides.
-local decide = {}
-for at = FIRST, blindFrom - 1, 2 do
-  decide[#decide + 1] = at
-end
-local touched, touchedMembers = 0, nil
-if fenced and blindFrom <= last then
-  if seenLog == '' or trimmedAfter(seenLog) then
-    for at = blindFrom, last, 2 do
-      decide[#decide + 1] = at
-    end
-  else
-    local suspect = {}
-    for _, entry in ipairs(redis.call('XRANGE', eventsKey, '(' .. seenLog, '+')) do
-      local fields = entry[2]
-      for i = 1, #fields, 2 do
-        if fields[i] == 'u' then suspect[fields[i + 1]] = true end
-      end
-    end
-    touched = redis.call('SCARD', touchedKey)
-    if touched > 0 and touched <= (last - blindFrom + 1) / 2 then
-      touchedMembers = redis.call('SMEMBERS', touchedKey)
-      for _, user in ipairs(touchedMembers) do
-        suspect[user] = true
-      end
-      touched = 0
-    end
-    if next(suspect) ~= nil then
-      for at = blindFrom, last, 2 do
-        if suspect[items[at]] then decide[#decide + 1] = at end
-      end
-    end
-    if touched > 0 then
-      -- A large set: ask about the batch's users instead of reading it.
-      local isDecided = {}
-      for k = 1, #decide do
-        isDecided[decide[k]] = true
-      end
-      local users = {}
-      for at = blindFrom, last, 2 do
-        users[#users + 1] = items[at]
-      end
-      for first = 1, #users, CHUNK do
-        local flags = redis.call('SMISMEMBER', touchedKey, unpack(users, first, math.min(first + CHUNK - 1, #users)))
-        for k = 1, #flags do
-          local at = blindFrom + 2 * (first + k - 2)
-          if flags[k] == 1 and not isDecided[at] then decide[#decide + 1] = at end
-        end
-      end
-    end
-  end
-end
-if fenced and touched == 0 and touchedMembers == nil and #decide > 0 then
-  touched = redis.call('SCARD', touchedKey)
-end
-
--- What is stored for the decided writes, read before the blind writes go in.
-local stored = {}
-if #decide > 0 then
+-- The users the pool log names after `position`: their presence changed since.
+local function usersLoggedAfter(position)
   local users = {}
+  for _, entry in ipairs(redis.call('XRANGE', eventsKey, '(' .. position, '+')) do
+    local fields = entry[2]
+    for i = 1, #fields, 2 do
+      if fields[i] == 'u' then users[fields[i + 1]] = true end
+    end
+  end
+  return users
+end
+
+-- Adds the blind writes whose user is in the touched set, asking about the batch's users
+-- instead of reading a set larger than the batch.
+local function decideTouchedBlindWrites(decide)
+  local isDecided = {}
   for k = 1, #decide do
-    users[k] = items[decide[k]]
+    isDecided[decide[k]] = true
+  end
+  local users = {}
+  for at = blindFrom, last, 2 do
+    users[#users + 1] = items[at]
   end
   for first = 1, #users, CHUNK do
-    local states = redis.call('HMGET', badgesKey, unpack(users, first, math.min(first + CHUNK - 1, #users)))
-    for k = 1, #states do
-      stored[first + k - 1] = states[k]
+    local flags = redis.call('SMISMEMBER', touchedKey, unpack(users, first, math.min(first + CHUNK - 1, #users)))
+    for k = 1, #flags do
+      local at = blindFrom + 2 * (first + k - 2)
+      if flags[k] == 1 and not isDecided[at] then decide[#decide + 1] = at end
     end
   end
 end
 
-for at = blindFrom, last, 2 * CHUNK do
-  redis.call('HSET', badgesKey, unpack(items, at, math.min(at + 2 * CHUNK - 1, last)))
+-- 2. The writes the script decides, as the item positions of their users: the decide segment,
+-- then the blind writes whose user's stored state may differ from the writer's belief. Also
+-- what is known of the touched set: `touched` > 0 when it has members that were not read,
+-- `touchedMembers` its members when they were.
+local function writesToDecide()
+  local decide = {}
+  for at = FIRST, blindFrom - 1, 2 do
+    decide[#decide + 1] = at
+  end
+  local touched, touchedMembers = 0, nil
+  if fenced and blindFrom <= last then
+    if seenLog == '' or (redis.call('EXISTS', eventsKey) == 1 and logTrimmedAfter(eventsKey, seenLog)) then
+      for at = blindFrom, last, 2 do
+        decide[#decide + 1] = at
+      end
+    else
+      local suspect = usersLoggedAfter(seenLog)
+      touched = redis.call('SCARD', touchedKey)
+      if touched > 0 and touched <= (last - blindFrom + 1) / 2 then
+        touchedMembers = redis.call('SMEMBERS', touchedKey)
+        for _, user in ipairs(touchedMembers) do
+          suspect[user] = true
+        end
+        touched = 0
+      end
+      if next(suspect) ~= nil then
+        for at = blindFrom, last, 2 do
+          if suspect[items[at]] then decide[#decide + 1] = at end
+        end
+      end
+      if touched > 0 then decideTouchedBlindWrites(decide) end
+    end
+  end
+  if fenced and touched == 0 and touchedMembers == nil and #decide > 0 then
+    touched = redis.call('SCARD', touchedKey)
+  end
+  return decide, touched, touchedMembers
 end
 
+-- 3. What is stored for the decided writes, read before the blind writes go in.
+local function readStored(decide)
+  local stored = {}
+  if #decide > 0 then
+    local users = {}
+    for k = 1, #decide do
+      users[k] = items[decide[k]]
+    end
+    for first = 1, #users, CHUNK do
+      local states = redis.call('HMGET', badgesKey, unpack(users, first, math.min(first + CHUNK - 1, #users)))
+      for k = 1, #states do
+        stored[first + k - 1] = states[k]
+      end
+    end
+  end
+  return stored
+end
+
+-- 4. Every blind write goes in as proposed (step 5 puts back those it decided otherwise).
+local function storeBlindWrites()
+  for at = blindFrom, last, 2 * CHUNK do
+    redis.call('HSET', badgesKey, unpack(items, at, math.min(at + 2 * CHUNK - 1, last)))
+  end
+end
+
+-- A packed state's epoch, version and counts.
 local function split(packed)
   local a = find(packed, '|', 1, true)
   local b = find(packed, '|', a + 1, true)
@@ -162,67 +175,74 @@ local function split(packed)
   return sub(packed, 1, a - 1), tonumber(sub(packed, a + 1, b - 1)), sub(packed, c + 1)
 end
 
--- Item position → the decided state, and whether it changed the user's state.
-local decidedState, decidedChanged = {}, {}
-local changes = (last - blindFrom + 1) / 2
-local corrections, writes, changedUsers = {}, {}, {}
-for k = 1, #decide do
-  local at = decide[k]
-  local user, now = items[at], stored[k]
-  local _, _, counts = split(items[at + 1])
-  local state, changed
-  if not now then
-    state, changed = freshEpoch .. '|1|' .. computedAt .. '|' .. counts, true
-  else
-    local epoch, version, oldCounts = split(now)
-    if oldCounts == counts then
-      -- A cold start says when it looked; a core's unchanged counts are not rewritten.
-      state, changed = fenced and now or (epoch .. '|' .. version .. '|' .. computedAt .. '|' .. counts), false
+-- 5. Decide each decided write from the stored state and store the outcome. Returns the number
+-- of changes, the answer's line for each decided write, and the users an unfenced write changed.
+local function decideWrites(decide, stored)
+  local changes = (last - blindFrom + 1) / 2
+  local corrections, writes, changedUsers = {}, {}, {}
+  for k = 1, #decide do
+    local at = decide[k]
+    local user, now = items[at], stored[k]
+    local _, _, counts = split(items[at + 1])
+    local state, changed
+    if not now then
+      state, changed = freshEpoch .. '|1|' .. computedAt .. '|' .. counts, true
     else
-      state, changed = epoch .. '|' .. (version + 1) .. '|' .. computedAt .. '|' .. counts, true
+      local epoch, version, oldCounts = split(now)
+      if oldCounts == counts then
+        -- A cold start says when it looked; a core's unchanged counts are not rewritten.
+        state, changed = fenced and now or (epoch .. '|' .. version .. '|' .. computedAt .. '|' .. counts), false
+      else
+        state, changed = epoch .. '|' .. (version + 1) .. '|' .. computedAt .. '|' .. counts, true
+      end
     end
+    decidedState[at], decidedChanged[at] = state, changed
+    local blind = at >= blindFrom
+    if blind and not changed then changes = changes - 1 end
+    if not blind and changed then changes = changes + 1 end
+    -- A blind write that went in is put back to the stored state when nothing changed.
+    if changed or not fenced or blind then
+      writes[#writes + 1] = user
+      writes[#writes + 1] = state
+    end
+    if changed and not fenced then changedUsers[#changedUsers + 1] = user end
+    corrections[#corrections + 1] = ((at - FIRST) / 2 + 1) .. (changed and '|1|' or '|0|') .. state
   end
-  decidedState[at], decidedChanged[at] = state, changed
-  local blind = at >= blindFrom
-  if blind and not changed then changes = changes - 1 end
-  if not blind and changed then changes = changes + 1 end
-  -- A blind write that went in is put back to the stored state when nothing changed.
-  if changed or not fenced or blind then
-    writes[#writes + 1] = user
-    writes[#writes + 1] = state
+  for at = 1, #writes, 2 * CHUNK do
+    redis.call('HSET', badgesKey, unpack(writes, at, math.min(at + 2 * CHUNK - 1, #writes)))
   end
-  if changed and not fenced then changedUsers[#changedUsers + 1] = user end
-  corrections[#corrections + 1] = ((at - FIRST) / 2 + 1) .. (changed and '|1|' or '|0|') .. state
+  return changes, corrections, changedUsers
 end
-for at = 1, #writes, 2 * CHUNK do
-  redis.call('HSET', badgesKey, unpack(writes, at, math.min(at + 2 * CHUNK - 1, #writes)))
-end
-if fenced then
-  local gone = {}
-  if touched > 0 then
-    for k = 1, #decide do
-      gone[#gone + 1] = items[decide[k]]
+
+-- 6. The touched set: a fenced write removes the users it decided (and, when it read the set,
+-- the members no longer present); an unfenced one adds the present users it changed.
+local function updateTouched(decide, touched, touchedMembers, changedUsers)
+  if fenced then
+    local gone = {}
+    if touched > 0 then
+      for k = 1, #decide do
+        gone[#gone + 1] = items[decide[k]]
+      end
+    elseif touchedMembers then
+      local inBatch = {}
+      for k = 1, #decide do
+        inBatch[items[decide[k]]] = true
+      end
+      for _, user in ipairs(touchedMembers) do
+        if inBatch[user] or not redis.call('ZSCORE', onlineKey, user) then gone[#gone + 1] = user end
+      end
     end
-  elseif touchedMembers then
-    -- Every member was read: drop those this write decided and those no longer present.
-    local inBatch = {}
-    for k = 1, #decide do
-      inBatch[items[decide[k]]] = true
+    for first = 1, #gone, CHUNK do
+      redis.call('SREM', touchedKey, unpack(gone, first, math.min(first + CHUNK - 1, #gone)))
     end
-    for _, user in ipairs(touchedMembers) do
-      if inBatch[user] or not redis.call('ZSCORE', onlineKey, user) then gone[#gone + 1] = user end
+  else
+    local present = {}
+    for k = 1, #changedUsers do
+      if redis.call('ZSCORE', onlineKey, changedUsers[k]) then present[#present + 1] = changedUsers[k] end
     end
-  end
-  for first = 1, #gone, CHUNK do
-    redis.call('SREM', touchedKey, unpack(gone, first, math.min(first + CHUNK - 1, #gone)))
-  end
-else
-  local present = {}
-  for k = 1, #changedUsers do
-    if redis.call('ZSCORE', onlineKey, changedUsers[k]) then present[#present + 1] = changedUsers[k] end
-  end
-  for first = 1, #present, CHUNK do
-    redis.call('SADD', touchedKey, unpack(present, first, math.min(first + CHUNK - 1, #present)))
+    for first = 1, #present, CHUNK do
+      redis.call('SADD', touchedKey, unpack(present, first, math.min(first + CHUNK - 1, #present)))
+    end
   end
 end
 
@@ -242,66 +262,86 @@ local function changedWrites()
   return users, states
 end
 
-if changes > 0 then
-  local users, states
-  -- A core's writes go to the written channel, which only audits (tests) listen to: a message
-  -- of a thousand states is not built for nobody. An unfenced write's is for the pool's owner.
-  local target = fenced and ARGV[7] or channel
-  local listening = true
-  if fenced then
-    if publish == 'SPUBLISH' then
-      listening = redis.call('PUBSUB', 'SHARDNUMSUB', target)[2] > 0
-    else
-      -- A pattern subscription may match it too (no role subscribes to patterns; tests do).
-      -- Both count this server's subscribers only: on a Redis Cluster the store publishes
-      -- with SPUBLISH (above), whose subscribers are all on the pool's shard.
-      listening = redis.call('PUBSUB', 'NUMSUB', target)[2] > 0 or redis.call('PUBSUB', 'NUMPAT') > 0
-    end
+-- Whether anyone would hear a message on `target`. A core's writes go to the written channel,
+-- which only audits (tests) listen to: a message of a thousand states is not built for nobody.
+-- An unfenced write's is for the pool's owner.
+local function listened(target)
+  if not fenced then return true end
+  if publish == 'SPUBLISH' then
+    return redis.call('PUBSUB', 'SHARDNUMSUB', target)[2] > 0
   end
-  if listening then
-    -- "user\nstate" lines; a batch nobody decided publishes its writes as they came.
-    local message
-    if #decide == 0 then
-      message = table.concat(items, '\n', blindFrom, last)
-    else
-      users, states = changedWrites()
-      local lines = {}
-      for k = 1, #users do
-        lines[2 * k - 1], lines[2 * k] = users[k], states[k]
-      end
-      message = table.concat(lines, '\n')
-    end
-    redis.call(publish, target, header .. '\n' .. message)
-  end
+  -- A pattern subscription may match it too (no role subscribes to patterns; tests do).
+  -- Both count this server's subscribers only: on a Redis Cluster the store publishes
+  -- with SPUBLISH (above), whose subscribers are all on the pool's shard.
+  return redis.call('PUBSUB', 'NUMSUB', target)[2] > 0 or redis.call('PUBSUB', 'NUMPAT') > 0
+end
 
-  if redis.call('EXISTS', routesKey) == 1 then
-    local now = tonumber(computedAt)
-    if users == nil then users, states = changedWrites() end
-    local byGateway, gateways = {}, {}
-    for first = 1, #users, CHUNK do
-      local routes = redis.call('HMGET', routesKey, unpack(users, first, math.min(first + CHUNK - 1, #users)))
-      for k = 1, #routes do
-        local route = routes[k]
-        if route then
-          for gateway, expiry in string.gmatch(route, '([^=;]+)=(%d+)') do
-            if tonumber(expiry) > now then
-              local list = byGateway[gateway]
-              if list == nil then
-                list = {}
-                byGateway[gateway] = list
-                gateways[#gateways + 1] = gateway
-              end
-              list[#list + 1] = users[first + k - 1]
-              list[#list + 1] = states[first + k - 1]
+-- The changes as "user\nstate" lines on `target`; a batch nobody decided publishes its writes
+-- as they came. Returns the changed writes when it listed them.
+local function publishToPool(target, decide)
+  local users, states, message
+  if #decide == 0 then
+    message = table.concat(items, '\n', blindFrom, last)
+  else
+    users, states = changedWrites()
+    local lines = {}
+    for k = 1, #users do
+      lines[2 * k - 1], lines[2 * k] = users[k], states[k]
+    end
+    message = table.concat(lines, '\n')
+  end
+  redis.call(publish, target, header .. '\n' .. message)
+  return users, states
+end
+
+-- Each change to the channel of every gateway whose route to its user has not lapsed.
+local function routeToGateways(users, states)
+  local now = tonumber(computedAt)
+  local byGateway, gateways = {}, {}
+  for first = 1, #users, CHUNK do
+    local routes = redis.call('HMGET', routesKey, unpack(users, first, math.min(first + CHUNK - 1, #users)))
+    for k = 1, #routes do
+      local route = routes[k]
+      if route then
+        for gateway, expiry in string.gmatch(route, '([^=;]+)=(%d+)') do
+          if tonumber(expiry) > now then
+            local list = byGateway[gateway]
+            if list == nil then
+              list = {}
+              byGateway[gateway] = list
+              gateways[#gateways + 1] = gateway
             end
+            list[#list + 1] = users[first + k - 1]
+            list[#list + 1] = states[first + k - 1]
           end
         end
       end
     end
-    for _, gateway in ipairs(gateways) do
-      redis.call(publish, gatewayPrefix .. gateway, header .. '\n' .. table.concat(byGateway[gateway], '\n'))
-    end
+  end
+  for _, gateway in ipairs(gateways) do
+    redis.call(publish, gatewayPrefix .. gateway, header .. '\n' .. table.concat(byGateway[gateway], '\n'))
   end
 end
+
+-- 7. Publish the changes: an unfenced write's on the pool's channel, a core's on the written
+-- channel, and each to the gateways holding its user.
+local function publishChanges(decide)
+  local users, states
+  local target = fenced and writtenChannel or channel
+  if listened(target) then users, states = publishToPool(target, decide) end
+  if redis.call('EXISTS', routesKey) == 1 then
+    if users == nil then users, states = changedWrites() end
+    routeToGateways(users, states)
+  end
+end
+
+if refusedAsStale() then return -1 end
+blindFrom = FIRST + 2 * tonumber(ARGV[8])
+local decide, touched, touchedMembers = writesToDecide()
+local stored = readStored(decide)
+storeBlindWrites()
+local changes, corrections, changedUsers = decideWrites(decide, stored)
+updateTouched(decide, touched, touchedMembers, changedUsers)
+if changes > 0 then publishChanges(decide) end
 if #corrections == 0 then return tostring(changes) end
 return changes .. '\n' .. table.concat(corrections, '\n')

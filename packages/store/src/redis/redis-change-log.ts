@@ -8,7 +8,7 @@ import {
 import type { SharedEvent } from '../extras-types.js';
 import type { RedisClient } from './connect.js';
 import type { RedisKeys } from './keys.js';
-import { defineScripts } from './scripts.js';
+import { scripts, type ScriptRunner } from './scripts.js';
 
 export interface RedisChangeLogOptions {
   client: RedisClient;
@@ -22,11 +22,6 @@ export interface RedisChangeLogOptions {
 /** An XRANGE entry: [id, [field, value, …]]. */
 type RawEntry = [string, string[]];
 
-interface ChangeLogScripts {
-  appendEvents(log: string, maxLen: number, ...entries: (string | number)[]): Promise<string>;
-  readEvents(log: string, after: string, limit: number): Promise<[number, RawEntry[]]>;
-}
-
 /**
  * The change logs as Redis streams, one entry per event with positional fields (cheap to
  * parse, and the presence scripts write the same layout):
@@ -39,14 +34,15 @@ interface ChangeLogScripts {
 export class RedisChangeLog implements ChangeLog {
   readonly maxPostEvents: number;
   readonly maxPoolEvents: number;
-  private readonly redis: RedisClient & ChangeLogScripts;
+  private readonly redis: RedisClient;
+  private readonly run: ScriptRunner;
   private readonly keys: RedisKeys;
 
   constructor(options: RedisChangeLogOptions) {
     this.maxPostEvents = positiveInteger('maxPostEvents', options.maxPostEvents ?? 100_000);
     this.maxPoolEvents = positiveInteger('maxPoolEvents', options.maxPoolEvents ?? 10_000);
-    defineScripts(options.client);
-    this.redis = options.client as RedisClient & ChangeLogScripts;
+    this.redis = options.client;
+    this.run = scripts(options.client);
     this.keys = options.keys;
   }
 
@@ -60,7 +56,7 @@ export class RedisChangeLog implements ChangeLog {
         args.push(4, 'k', event.kind, 'u', event.user);
       }
     }
-    await this.redis.appendEvents(this.keys.poolEvents(pool), this.maxPoolEvents, ...args);
+    await this.run.appendEvents([this.keys.poolEvents(pool)], [this.maxPoolEvents, ...args]);
   }
 
   async readPoolEvents(
@@ -72,7 +68,7 @@ export class RedisChangeLog implements ChangeLog {
     // One script call per pool (each pool is its own slot); auto-pipelining sends them together.
     const reads = await Promise.all(
       cursors.map(({ pool, after }) =>
-        this.redis.readEvents(this.keys.poolEvents(pool), after, limit),
+        this.run.readEvents([this.keys.poolEvents(pool)], [after, limit]),
       ),
     );
     const byPool = new Map<number, LogRead<PoolEvent>>();
@@ -89,13 +85,13 @@ export class RedisChangeLog implements ChangeLog {
     const args: (string | number)[] = [];
     for (const { kind, author, id, ts } of events)
       args.push(8, 'k', kind, 'a', author, 'i', id, 't', ts);
-    await this.redis.appendEvents(this.keys.postEvents(), this.maxPostEvents, ...args);
+    await this.run.appendEvents([this.keys.postEvents()], [this.maxPostEvents, ...args]);
   }
 
   async readPostEvents(after: string, limit: number): Promise<LogRead<PostEvent>> {
     checkLimit(limit);
     checkId(after);
-    const read = await this.redis.readEvents(this.keys.postEvents(), after, limit);
+    const read = await this.run.readEvents([this.keys.postEvents()], [after, limit]);
     return decodeRead(read, decodePostEvent);
   }
 
@@ -107,13 +103,13 @@ export class RedisChangeLog implements ChangeLog {
     if (events.length === 0) return;
     const args: (string | number)[] = [];
     for (const event of events) args.push(4, 'k', event.kind, 'j', JSON.stringify(event));
-    await this.redis.appendEvents(this.keys.sharedEvents(), this.maxPostEvents, ...args);
+    await this.run.appendEvents([this.keys.sharedEvents()], [this.maxPostEvents, ...args]);
   }
 
   async readSharedEvents(after: string, limit: number): Promise<LogRead<SharedEvent>> {
     checkLimit(limit);
     checkId(after);
-    const read = await this.redis.readEvents(this.keys.sharedEvents(), after, limit);
+    const read = await this.run.readEvents([this.keys.sharedEvents()], [after, limit]);
     return decodeRead(read, (fields) => JSON.parse(fields[3]!) as SharedEvent);
   }
 

@@ -2,7 +2,7 @@ import { Cluster, type ChainableCommander } from 'ioredis';
 import type { Assignment, Coordination, NodeInfo, SweepReport } from '../cluster-types.js';
 import type { RedisClient } from './connect.js';
 import type { RedisKeys } from './keys.js';
-import { defineScripts } from './scripts.js';
+import { scripts, type ScriptRunner } from './scripts.js';
 
 export interface RedisCoordinationOptions {
   /** Shared command connection; not closed by this class. */
@@ -16,22 +16,16 @@ export interface RedisCoordinationOptions {
   subscriber?: () => RedisClient;
 }
 
-/** The scripts of packages/store/lua this class runs, as defineScripts registers them. */
-interface CoordinationScripts {
-  renewLeader(leader: string, node: string, ttlMs: number): Promise<number>;
-  resignLeader(leader: string, node: string): Promise<number>;
-  listNodes(nodesAlive: string, nodesInfo: string, now: number): Promise<(string | null)[]>;
-}
-
 /** Coordination through the {g} keys of one Redis (or one Redis Cluster slot). */
 export class RedisCoordination implements Coordination {
-  private readonly redis: RedisClient & CoordinationScripts;
+  private readonly redis: RedisClient;
+  private readonly run: ScriptRunner;
   private readonly keys: RedisKeys;
   private readonly openSubscriber: () => RedisClient;
 
   constructor(options: RedisCoordinationOptions) {
-    defineScripts(options.client);
-    this.redis = options.client as RedisClient & CoordinationScripts;
+    this.redis = options.client;
+    this.run = scripts(options.client);
     this.keys = options.keys;
     const { client } = options;
     this.openSubscriber =
@@ -41,12 +35,12 @@ export class RedisCoordination implements Coordination {
 
   async tryLead(node: string, ttlMs: number): Promise<boolean> {
     // The holder renews far more often than a free lease is taken: try renewing first.
-    if ((await this.redis.renewLeader(this.keys.leader(), node, ttlMs)) === 1) return true;
+    if ((await this.run.renewLeader([this.keys.leader()], [node, ttlMs])) === 1) return true;
     return (await this.redis.set(this.keys.leader(), node, 'PX', ttlMs, 'NX')) === 'OK';
   }
 
   async resign(node: string): Promise<void> {
-    await this.redis.resignLeader(this.keys.leader(), node);
+    await this.run.resignLeader([this.keys.leader()], [node]);
   }
 
   async leader(): Promise<string | null> {
@@ -69,7 +63,7 @@ export class RedisCoordination implements Coordination {
   }
 
   async liveNodes(now: number): Promise<NodeInfo[]> {
-    const infos = await this.redis.listNodes(this.keys.nodesAlive(), this.keys.nodesInfo(), now);
+    const infos = await this.run.listNodes([this.keys.nodesAlive(), this.keys.nodesInfo()], [now]);
     const nodes: NodeInfo[] = [];
     for (const json of infos) if (json) nodes.push(JSON.parse(json) as NodeInfo);
     return nodes.sort((a, b) => compare(a.id, b.id));

@@ -11,68 +11,33 @@ import type {
 } from '../extras-types.js';
 import type { RedisClient } from './connect.js';
 import type { RedisKeys } from './keys.js';
-import { defineScripts } from './scripts.js';
+import { scripts, type ScriptRunner } from './scripts.js';
 
 /** The last sight is written at most this often per user (the inactive job needs days). */
 export const SIGHT_THROTTLE_MS = 3_600_000;
 const CLICK_PREFIX = 'r:';
-
-interface ExtrasScripts {
-  seeUser(
-    marks: string,
-    now: number,
-    highest: string,
-    throttleMs: number,
-  ): Promise<[number, number]>;
-  dropMarks(marks: string, cutoff: number): Promise<number>;
-  settleSights(
-    lastSeen: string,
-    cutoff: number,
-    ...userOutcomePairs: (string | number)[]
-  ): Promise<number>;
-  advanceCursor(hash: string, field: string, target: number): Promise<string>;
-  publishNotice(live: string, highest: string, id: string): Promise<number>;
-  joinConversation(
-    meta: string,
-    members: string,
-    mode: 'add' | 'replace',
-    ...users: string[]
-  ): Promise<[string[], string[]]>;
-  dissolveConversation(meta: string, members: string): Promise<string[]>;
-  ingestMessages(meta: string, members: string, ...args: string[]): Promise<number | string[]>;
-  readConversation(
-    meta: string,
-    members: string,
-    user: string,
-    seq: string,
-  ): Promise<string | null>;
-  muteMember(members: string, user: string, muted: '1' | '0'): Promise<number>;
-}
-
-type Client = RedisClient & ExtrasScripts;
 
 interface Shared {
   client: RedisClient;
   keys: RedisKeys;
 }
 
-function scripted({ client }: Shared): Client {
-  defineScripts(client);
-  return client as Client;
-}
-
 export class RedisNoticeBoard implements NoticeBoard {
-  private readonly redis: Client;
+  private readonly redis: RedisClient;
+  private readonly run: ScriptRunner;
   private readonly keys: RedisKeys;
 
   constructor(shared: Shared) {
-    this.redis = scripted(shared);
+    this.redis = shared.client;
+    this.run = scripts(shared.client);
     this.keys = shared.keys;
   }
 
   async publish(id: number): Promise<boolean> {
     const { keys } = this;
-    return (await this.redis.publishNotice(keys.notices(), keys.noticeHighest(), String(id))) === 1;
+    return (
+      (await this.run.publishNotice([keys.notices(), keys.noticeHighest()], [String(id)])) === 1
+    );
   }
 
   async withdraw(id: number): Promise<boolean> {
@@ -112,11 +77,13 @@ export class RedisRedDots implements RedDots {
 }
 
 export class RedisUserMarks implements UserMarks {
-  private readonly redis: Client;
+  private readonly redis: RedisClient;
+  private readonly run: ScriptRunner;
   private readonly keys: RedisKeys;
 
   constructor(shared: Shared) {
-    this.redis = scripted(shared);
+    this.redis = shared.client;
+    this.run = scripts(shared.client);
     this.keys = shared.keys;
   }
 
@@ -126,11 +93,11 @@ export class RedisUserMarks implements UserMarks {
     highestNoticeId: () => Promise<number>,
   ): Promise<{ seen: number; first: boolean }> {
     const key = this.keys.marks(user);
-    let [seen, touched] = await this.redis.seeUser(key, now, '-', SIGHT_THROTTLE_MS);
+    let [seen, touched] = await this.run.seeUser([key], [now, '-', SIGHT_THROTTLE_MS]);
     const first = seen === -1;
     if (first) {
       const highest = await highestNoticeId();
-      [seen, touched] = await this.redis.seeUser(key, now, String(highest), SIGHT_THROTTLE_MS);
+      [seen, touched] = await this.run.seeUser([key], [now, String(highest), SIGHT_THROTTLE_MS]);
     }
     if (touched === 1) await this.redis.zadd(this.keys.lastSeen(), now, user);
     return { seen: Number(seen), first };
@@ -141,7 +108,7 @@ export class RedisUserMarks implements UserMarks {
   }
 
   async advanceSeen(user: string, to: number): Promise<number> {
-    return Number(await this.redis.advanceCursor(this.keys.marks(user), 'seen', to));
+    return Number(await this.run.advanceCursor([this.keys.marks(user)], ['seen', to]));
   }
 
   async click(user: string, names: readonly string[], at: number): Promise<void> {
@@ -155,14 +122,13 @@ export class RedisUserMarks implements UserMarks {
     const index = this.keys.lastSeen();
     const candidates = await this.redis.zrangebyscore(index, '-inf', before, 'LIMIT', 0, limit);
     const outcomes = await Promise.all(
-      candidates.map((user) => this.redis.dropMarks(this.keys.marks(user), before)),
+      candidates.map((user) => this.run.dropMarks([this.keys.marks(user)], [before])),
     );
     const dropped = candidates.filter((_, i) => outcomes[i] === 0);
     if (candidates.length > 0) {
-      await this.redis.settleSights(
-        index,
-        before,
-        ...candidates.flatMap((user, i) => [user, outcomes[i]!]),
+      await this.run.settleSights(
+        [index],
+        [before, ...candidates.flatMap((user, i) => [user, outcomes[i]!])],
       );
     }
     return dropped;
@@ -178,11 +144,13 @@ export function decodeMarks(raw: Record<string, string>): UserMarksState {
 }
 
 export class RedisConversations implements Conversations {
-  private readonly redis: Client;
+  private readonly redis: RedisClient;
+  private readonly run: ScriptRunner;
   private readonly keys: RedisKeys;
 
   constructor(shared: Shared) {
-    this.redis = scripted(shared);
+    this.redis = shared.client;
+    this.run = scripts(shared.client);
     this.keys = shared.keys;
   }
 
@@ -205,9 +173,9 @@ export class RedisConversations implements Conversations {
 
   async dissolve(conversation: string): Promise<string[]> {
     const { keys } = this;
-    const members = await this.redis.dissolveConversation(
-      keys.conversation(conversation),
-      keys.conversationMembers(conversation),
+    const members = await this.run.dissolveConversation(
+      [keys.conversation(conversation), keys.conversationMembers(conversation)],
+      [],
     );
     await Promise.all(
       members.map((user) => this.redis.srem(keys.userConversations(user), conversation)),
@@ -224,10 +192,9 @@ export class RedisConversations implements Conversations {
       args.push(String(seq), from, String(ts), preview ? JSON.stringify(preview) : '');
     }
     const { keys } = this;
-    const result = await this.redis.ingestMessages(
-      keys.conversation(conversation),
-      keys.conversationMembers(conversation),
-      ...args,
+    const result = await this.run.ingestMessages(
+      [keys.conversation(conversation), keys.conversationMembers(conversation)],
+      args,
     );
     if (typeof result === 'number') return null;
     const senders: Record<string, number> = {};
@@ -237,18 +204,16 @@ export class RedisConversations implements Conversations {
 
   async read(conversation: string, user: string, seq?: number): Promise<number | null> {
     const { keys } = this;
-    const cursor = await this.redis.readConversation(
-      keys.conversation(conversation),
-      keys.conversationMembers(conversation),
-      user,
-      seq === undefined ? '-' : String(seq),
+    const cursor = await this.run.readConversation(
+      [keys.conversation(conversation), keys.conversationMembers(conversation)],
+      [user, seq === undefined ? '-' : String(seq)],
     );
     return cursor === null ? null : Number(cursor);
   }
 
   async setMuted(conversation: string, user: string, muted: boolean): Promise<boolean> {
     const members = this.keys.conversationMembers(conversation);
-    return (await this.redis.muteMember(members, user, muted ? '1' : '0')) === 1;
+    return (await this.run.muteMember([members], [user, muted ? '1' : '0'])) === 1;
   }
 
   async memberships(user: string): Promise<Membership[]> {
@@ -300,11 +265,9 @@ export class RedisConversations implements Conversations {
     await Promise.all(
       members.map((user) => this.redis.sadd(keys.userConversations(user), conversation)),
     );
-    const [added, removed] = await this.redis.joinConversation(
-      keys.conversation(conversation),
-      keys.conversationMembers(conversation),
-      mode,
-      ...members,
+    const [added, removed] = await this.run.joinConversation(
+      [keys.conversation(conversation), keys.conversationMembers(conversation)],
+      [mode, ...members],
     );
     await Promise.all(
       removed.map((user) => this.redis.srem(keys.userConversations(user), conversation)),

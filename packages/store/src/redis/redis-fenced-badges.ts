@@ -12,7 +12,7 @@ import { newEpoch } from '../epoch.js';
 import type { BadgeFields, BadgeStamp, StoredBadge } from '../types.js';
 import type { RedisClient } from './connect.js';
 import type { RedisKeys } from './keys.js';
-import { defineScripts, scriptSource } from './scripts.js';
+import { scriptSource, scripts, type ScriptRunner } from './scripts.js';
 
 export interface RedisFencedBadgesOptions {
   client: RedisClient;
@@ -26,16 +26,6 @@ export interface RedisFencedBadgesOptions {
 
 type SaveReply = -1 | string;
 
-interface FencedBadgeScripts {
-  routeUsers(
-    routes: string,
-    gateway: string,
-    expiry: number,
-    now: number,
-    ...users: string[]
-  ): Promise<number[]>;
-}
-
 const { lua: SAVE_LUA, sha: SAVE_SHA } = scriptSource('saveBadges');
 
 /**
@@ -44,7 +34,8 @@ const { lua: SAVE_LUA, sha: SAVE_SHA } = scriptSource('saveBadges');
  * the owning core listens to); every change goes to the gateways holding its user.
  */
 export class RedisFencedBadges implements FencedBadges {
-  private readonly redis: RedisClient & FencedBadgeScripts;
+  private readonly redis: RedisClient;
+  private readonly run: ScriptRunner;
   private readonly keys: RedisKeys;
   private readonly sharded: boolean;
   /** Where batches are encoded while calls are in flight (see reserve). */
@@ -53,8 +44,8 @@ export class RedisFencedBadges implements FencedBadges {
   private inFlight = 0;
 
   constructor(options: RedisFencedBadgesOptions) {
-    defineScripts(options.client);
-    this.redis = options.client as RedisClient & FencedBadgeScripts;
+    this.redis = options.client;
+    this.run = scripts(options.client);
     this.keys = options.keys;
     this.sharded = options.sharded;
   }
@@ -274,7 +265,7 @@ export class RedisFencedBadges implements FencedBadges {
     }
     const flags = await Promise.all(
       [...byPool].map(([pool, list]) =>
-        this.redis.routeUsers(this.keys.routes(pool), gateway, expiry, now, ...list),
+        this.run.routeUsers([this.keys.routes(pool)], [gateway, expiry, now, ...list]),
       ),
     );
     const orphaned: string[] = [];

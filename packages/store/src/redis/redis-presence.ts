@@ -3,7 +3,7 @@ import type { PresenceChange, PresenceStore } from '../cluster-types.js';
 import type { RedisClient } from './connect.js';
 import type { RedisKeys } from './keys.js';
 import type { RedisChangeLog } from './redis-change-log.js';
-import { defineScripts } from './scripts.js';
+import { scripts, type ScriptRunner } from './scripts.js';
 
 export interface RedisPresenceOptions {
   client: RedisClient;
@@ -12,37 +12,20 @@ export interface RedisPresenceOptions {
   log: RedisChangeLog;
 }
 
-interface PresenceScripts {
-  setOnline(
-    online: string,
-    events: string,
-    now: number,
-    maxLen: number,
-    ...userExpiryPairs: (string | number)[]
-  ): Promise<number[]>;
-  setOffline(online: string, events: string, user: string, maxLen: number): Promise<number>;
-  expirePresence(
-    online: string,
-    events: string,
-    now: number,
-    limit: number,
-    maxLen: number,
-  ): Promise<string[]>;
-}
-
 /**
  * Presence as one sorted set per pool (user → expiry), events written by the same scripts.
  * A lapsed user stays in the set, not online, until expire() removes them and records
  * their `offline` event.
  */
 export class RedisPresence implements PresenceStore {
-  private readonly redis: RedisClient & PresenceScripts;
+  private readonly redis: RedisClient;
+  private readonly run: ScriptRunner;
   private readonly keys: RedisKeys;
   private readonly maxLen: number;
 
   constructor(options: RedisPresenceOptions) {
-    defineScripts(options.client);
-    this.redis = options.client as RedisClient & PresenceScripts;
+    this.redis = options.client;
+    this.run = scripts(options.client);
     this.keys = options.keys;
     this.maxLen = options.log.maxPoolEvents;
   }
@@ -63,12 +46,9 @@ export class RedisPresence implements PresenceStore {
     // One script call per pool (one slot each), all issued together.
     await Promise.all(
       [...byPool].map(async ([pool, { indexes, pairs }]) => {
-        const flags = await this.redis.setOnline(
-          this.keys.online(pool),
-          this.keys.poolEvents(pool),
-          now,
-          this.maxLen,
-          ...pairs,
+        const flags = await this.run.setOnline(
+          [this.keys.online(pool), this.keys.poolEvents(pool)],
+          [now, this.maxLen, ...pairs],
         );
         indexes.forEach((index, j) => (changes[index]!.changed = flags[j] === 1));
       }),
@@ -78,11 +58,9 @@ export class RedisPresence implements PresenceStore {
 
   async setOffline(user: string): Promise<boolean> {
     const pool = poolOf(user, this.keys.pools);
-    const removed = await this.redis.setOffline(
-      this.keys.online(pool),
-      this.keys.poolEvents(pool),
-      user,
-      this.maxLen,
+    const removed = await this.run.setOffline(
+      [this.keys.online(pool), this.keys.poolEvents(pool)],
+      [user, this.maxLen],
     );
     return removed === 1;
   }
@@ -96,12 +74,9 @@ export class RedisPresence implements PresenceStore {
     if (!Number.isInteger(limit) || limit < 1) {
       throw new RangeError('limit must be a positive integer');
     }
-    return this.redis.expirePresence(
-      this.keys.online(pool),
-      this.keys.poolEvents(pool),
-      now,
-      limit,
-      this.maxLen,
+    return this.run.expirePresence(
+      [this.keys.online(pool), this.keys.poolEvents(pool)],
+      [now, limit, this.maxLen],
     );
   }
 

@@ -27,7 +27,7 @@ import {
 } from './redis-extras.js';
 import { RedisFencedBadges, decodeBadgeState } from './redis-fenced-badges.js';
 import { RedisPresence } from './redis-presence.js';
-import { defineScripts, type ScriptCommands } from './scripts.js';
+import { scripts, type ScriptRunner } from './scripts.js';
 
 const FEED_CURSOR = 'feed';
 /** Authors counted per script call on a standalone Redis: keeps each call well under 1 ms. */
@@ -43,12 +43,10 @@ export interface RedisStoreOptions extends RedisTarget {
   client?: RedisClient;
 }
 
-type ScriptedClient = RedisClient & ScriptCommands;
-
 export class RedisStore implements BubbleStore {
   readonly engine = 'redis' as const;
   readonly keys: RedisKeys;
-  readonly redis: ScriptedClient;
+  readonly redis: RedisClient;
   readonly follows: FollowGraph;
   readonly posts: PostIndex;
   readonly cursors: ReadCursors;
@@ -68,11 +66,11 @@ export class RedisStore implements BubbleStore {
     this.keys = new RedisKeys(options.keyPrefix, options.pools);
     this.ownsClient = !options.client;
     const client = options.client ?? connectRedis(options);
-    defineScripts(client);
-    this.redis = client as ScriptedClient;
-    this.follows = new RedisFollowGraph(this.redis, this.keys);
-    this.posts = new RedisPostIndex(this.redis, this.keys);
-    this.cursors = new RedisReadCursors(this.redis, this.keys);
+    this.redis = client;
+    const run = scripts(client);
+    this.follows = new RedisFollowGraph(client, run, this.keys);
+    this.posts = new RedisPostIndex(client, run, this.keys);
+    this.cursors = new RedisReadCursors(client, run, this.keys);
     this.pools = options.pools;
     const shared = { client, keys: this.keys };
     this.changes = new RedisChangeLog({
@@ -114,12 +112,13 @@ export class RedisStore implements BubbleStore {
 
 class RedisFollowGraph implements FollowGraph {
   constructor(
-    private readonly redis: ScriptedClient,
+    private readonly redis: RedisClient,
+    private readonly run: ScriptRunner,
     private readonly keys: RedisKeys,
   ) {}
 
   async follow(user: string, author: string, cap: number): Promise<FollowOutcome> {
-    const result = await this.redis.followAuthor(this.keys.follows(user), author, cap);
+    const result = await this.run.followAuthor([this.keys.follows(user)], [author, cap]);
     if (result === -1) {
       throw new BubbleError('UB_ERR_FOLLOW_CAP', `a user may follow at most ${cap} authors`);
     }
@@ -131,7 +130,7 @@ class RedisFollowGraph implements FollowGraph {
   }
 
   async replace(user: string, authors: readonly string[]): Promise<void> {
-    await this.redis.replaceFollows(this.keys.follows(user), ...authors);
+    await this.run.replaceFollows([this.keys.follows(user)], authors);
   }
 
   async list(user: string): Promise<string[]> {
@@ -141,7 +140,8 @@ class RedisFollowGraph implements FollowGraph {
 
 class RedisPostIndex implements PostIndex {
   constructor(
-    private readonly redis: ScriptedClient,
+    private readonly redis: RedisClient,
+    private readonly run: ScriptRunner,
     private readonly keys: RedisKeys,
   ) {}
 
@@ -157,11 +157,9 @@ class RedisPostIndex implements PostIndex {
       // Authors live in many slots: one script call each, auto-pipelined per node.
       await Promise.all(
         [...byAuthor].map(async ([author, pairs]) => {
-          const result = await this.redis.ingestPosts(
-            this.keys.posts(author),
-            this.keys.deletedPosts(author),
-            minTs,
-            ...pairs,
+          const result = await this.run.ingestPosts(
+            [this.keys.posts(author), this.keys.deletedPosts(author)],
+            [minTs, ...pairs],
           );
           outcomes.set(author, result);
         }),
@@ -169,12 +167,12 @@ class RedisPostIndex implements PostIndex {
     } else {
       // One server holds every author: the whole batch in one script call.
       const keys: string[] = [];
-      const args: (string | number)[] = [minTs];
+      const args: [minTs: number, ...postsByAuthor: (string | number)[]] = [minTs];
       for (const [author, pairs] of byAuthor) {
         keys.push(this.keys.posts(author), this.keys.deletedPosts(author));
         args.push(pairs.length / 2, ...pairs);
       }
-      const flat = await this.redis.ingestPostBatch(keys.length, ...keys, ...args);
+      const flat = await this.run.ingestPostBatch(keys, args);
       let at = 0;
       for (const [author, pairs] of byAuthor) {
         outcomes.set(author, flat.slice(at, at + pairs.length / 2));
@@ -200,12 +198,9 @@ class RedisPostIndex implements PostIndex {
   }
 
   async remove(author: string, id: string, now: number, minTs: number): Promise<number | null> {
-    const ts = await this.redis.deletePost(
-      this.keys.posts(author),
-      this.keys.deletedPosts(author),
-      id,
-      now,
-      minTs,
+    const ts = await this.run.deletePost(
+      [this.keys.posts(author), this.keys.deletedPosts(author)],
+      [id, now, minTs],
     );
     return ts === null ? null : Number(ts);
   }
@@ -247,7 +242,7 @@ class RedisPostIndex implements PostIndex {
       const chunks: Promise<number>[] = [];
       for (let i = 0; i < authors.length; i += COUNT_CHUNK) {
         const keys = authors.slice(i, i + COUNT_CHUNK).map((author) => this.keys.posts(author));
-        chunks.push(this.redis.countPosts(keys.length, ...keys, low, untilTs));
+        chunks.push(this.run.countPosts(keys, [low, untilTs]));
       }
       counts = await Promise.all(chunks);
     }
@@ -259,7 +254,8 @@ class RedisPostIndex implements PostIndex {
 
 class RedisReadCursors implements ReadCursors {
   constructor(
-    private readonly redis: ScriptedClient,
+    private readonly redis: RedisClient,
+    private readonly run: ScriptRunner,
     private readonly keys: RedisKeys,
   ) {}
 
@@ -269,13 +265,13 @@ class RedisReadCursors implements ReadCursors {
   }
 
   async advanceFeedReadAt(user: string, to: number): Promise<number> {
-    return Number(await this.redis.advanceCursor(this.keys.cursors(user), FEED_CURSOR, to));
+    return Number(await this.run.advanceCursor([this.keys.cursors(user)], [FEED_CURSOR, to]));
   }
 }
 
 class RedisBadgeStates implements BadgeStates {
   constructor(
-    private readonly redis: ScriptedClient,
+    private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
     private readonly writer: RedisFencedBadges,
   ) {}

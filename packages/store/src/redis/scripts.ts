@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Cluster, Redis } from 'ioredis';
+import { flattenLua, includesIn } from './lua-includes.js';
 
 /** The Lua scripts live in packages/store/lua, the same distance from src/ and dist/. */
 const LUA_DIR = fileURLToPath(new URL('../../lua/', import.meta.url));
@@ -9,16 +10,21 @@ const SCRIPT_FILE = /^([a-z][A-Za-z]*)-(\d+|n)\.lua$/;
 
 export interface ScriptSource {
   name: string;
+  /** The script's file in the Lua directory, `verbNoun-N.lua`. */
+  file: string;
   /** Undefined for a `verbNoun-n.lua` script: its caller passes the key count first. */
   numberOfKeys: number | undefined;
+  /** The text Redis runs: the file with its includes flattened (lua-includes.ts). */
   lua: string;
 }
 
 /**
- * Reads every `verbNoun-N.lua` file once; N is the number of KEYS the script takes, or `n` when
- * it varies per call (ioredis then takes numkeys as the first argument, as EVALSHA does).
+ * Reads every `verbNoun-N.lua` file once, its includes flattened; N is the number of KEYS the
+ * script takes, or `n` when it varies per call (ioredis then takes numkeys as the first
+ * argument, as EVALSHA does). The build writes the same texts (packages/store/scripts/build-lua.ts).
  */
 export function loadScripts(dir = LUA_DIR): ScriptSource[] {
+  const readInclude = includesIn(dir);
   return readdirSync(dir)
     .filter((file) => SCRIPT_FILE.test(file))
     .sort()
@@ -26,13 +32,147 @@ export function loadScripts(dir = LUA_DIR): ScriptSource[] {
       const [, name, keys] = SCRIPT_FILE.exec(file)!;
       return {
         name: name!,
+        file,
         numberOfKeys: keys === 'n' ? undefined : Number(keys),
-        lua: readFileSync(dir + file, 'utf8'),
+        lua: flattenLua(readFileSync(dir + file, 'utf8'), file, readInclude),
       };
     });
 }
 
+type Arg = string | number;
+
+/** A script's call as its caller makes it: the KEYS, the ARGV, and what Redis replies. */
+interface ScriptSpec<Keys extends readonly string[], Args extends readonly Arg[], Reply> {
+  /** As in the file name: the length of Keys, or `n` when Keys is a list of any length. */
+  readonly keys: number | 'n';
+  /** Never set: carries the call's types. */
+  readonly call?: (keys: Readonly<Keys>, args: Readonly<Args>) => Promise<Reply>;
+}
+
+/** The key count the file name must show for a Keys tuple: its length, or `n` for a list. */
+type KeyCount<Keys extends readonly string[]> = number extends Keys['length']
+  ? 'n'
+  : Keys['length'];
+
+function script<Keys extends readonly string[], Args extends readonly Arg[], Reply>(
+  keys: KeyCount<Keys>,
+): ScriptSpec<Keys, Args, Reply> {
+  return { keys };
+}
+
+type LogEntry = [id: string, fields: string[]];
+
+/**
+ * Every script of packages/store/lua, typed once: the KEYS and ARGV its caller passes and the
+ * reply ioredis hands back (Lua integers as numbers, strings, tables as arrays, false as null).
+ * Each file's header says what the values mean.
+ */
+export const SCRIPTS = {
+  advanceCursor: script<[cursors: string], [field: string, target: number], string>(1),
+  appendEvents: script<[log: string], [maxLen: number, ...entries: Arg[]], string>(1),
+  countPosts: script<string[], [low: string, high: number], number>('n'),
+  deletePost: script<
+    [posts: string, deleted: string],
+    [id: string, now: number, minTs: number],
+    string | null
+  >(2),
+  dissolveConversation: script<[meta: string, members: string], [], string[]>(2),
+  dropMarks: script<[marks: string], [cutoff: number], number>(1),
+  expirePresence: script<
+    [online: string, events: string],
+    [now: number, limit: number, maxLen: number],
+    string[]
+  >(2),
+  followAuthor: script<[follows: string], [author: string, cap: number], number>(1),
+  ingestMessages: script<[meta: string, members: string], string[], number | string[]>(2),
+  ingestPostBatch: script<string[], [minTs: number, ...postsByAuthor: Arg[]], number[]>('n'),
+  ingestPosts: script<
+    [posts: string, deleted: string],
+    [minTs: number, ...idTsPairs: Arg[]],
+    number[]
+  >(2),
+  joinConversation: script<
+    [meta: string, members: string],
+    [mode: 'add' | 'replace', ...users: string[]],
+    [added: string[], removed: string[]]
+  >(2),
+  listNodes: script<[nodesAlive: string, nodesInfo: string], [now: number], (string | null)[]>(2),
+  muteMember: script<[members: string], [user: string, muted: '1' | '0'], number>(1),
+  publishNotice: script<[live: string, highest: string], [id: string], number>(2),
+  readConversation: script<
+    [meta: string, members: string],
+    [user: string, seq: string],
+    string | null
+  >(2),
+  readEvents: script<
+    [log: string],
+    [after: string, limit: number],
+    [gap: number, entries: LogEntry[]]
+  >(1),
+  renewLeader: script<[leader: string], [node: string, ttlMs: number], number>(1),
+  replaceFollows: script<[follows: string], string[], number>(1),
+  resignLeader: script<[leader: string], [node: string], number>(1),
+  routeUsers: script<
+    [routes: string],
+    [gateway: string, expiry: number, now: number, ...users: string[]],
+    number[]
+  >(1),
+  /** Called through RedisFencedBadges' own encoded EVALSHA (scriptSource), not scripts(). */
+  saveBadges: script<
+    [
+      fence: string,
+      stale: string,
+      routes: string,
+      badges: string,
+      touched: string,
+      online: string,
+      events: string,
+    ],
+    Arg[],
+    -1 | string
+  >(7),
+  seeUser: script<
+    [marks: string],
+    [now: number, highest: string, throttleMs: number],
+    [seen: number, touched: number]
+  >(1),
+  setOffline: script<[online: string, events: string], [user: string, maxLen: number], number>(2),
+  setOnline: script<
+    [online: string, events: string],
+    [now: number, maxLen: number, ...userExpiryPairs: Arg[]],
+    number[]
+  >(2),
+  settleSights: script<[lastSeen: string], [cutoff: number, ...userOutcomePairs: Arg[]], number>(1),
+};
+
+export type ScriptName = keyof typeof SCRIPTS;
+
+/** One typed function per script: `await run.followAuthor([followsKey], [author, cap])`. */
+export type ScriptRunner = {
+  readonly [Name in ScriptName]: NonNullable<(typeof SCRIPTS)[Name]['call']>;
+};
+
 let cached: ScriptSource[] | undefined;
+
+/** The scripts of LUA_DIR, checked once against SCRIPTS: one entry per file, same key count. */
+function bubbleScripts(): ScriptSource[] {
+  if (cached) return cached;
+  const loaded = loadScripts();
+  const specs: Record<string, { keys: number | 'n' }> = SCRIPTS;
+  const files = new Set(loaded.map(({ name }) => name));
+  for (const { name, file, numberOfKeys } of loaded) {
+    const spec = specs[name];
+    if (!spec) throw new Error(`${file} has no entry in SCRIPTS (scripts.ts)`);
+    if (spec.keys !== (numberOfKeys ?? 'n')) {
+      throw new Error(`${file} takes ${numberOfKeys ?? 'n'} keys, SCRIPTS says ${spec.keys}`);
+    }
+  }
+  for (const name of Object.keys(SCRIPTS)) {
+    if (!files.has(name)) throw new Error(`SCRIPTS names ${name}, which has no file in ${LUA_DIR}`);
+  }
+  return (cached = loaded);
+}
+
 const defined = new WeakSet<Redis | Cluster>();
 
 /**
@@ -42,38 +182,40 @@ const defined = new WeakSet<Redis | Cluster>();
 export function defineScripts(client: Redis | Cluster): void {
   if (defined.has(client)) return;
   defined.add(client);
-  cached ??= loadScripts();
-  for (const script of cached) {
+  for (const script of bubbleScripts()) {
     client.defineCommand(script.name, { numberOfKeys: script.numberOfKeys, lua: script.lua });
   }
 }
 
-/** One script's source and the sha1 EVALSHA names it by, for callers that encode their calls. */
-export function scriptSource(name: string): ScriptSource & { sha: string } {
-  cached ??= loadScripts();
-  const script = cached.find((candidate) => candidate.name === name);
-  if (!script) throw new Error(`no script ${name} in ${LUA_DIR}`);
-  return { ...script, sha: createHash('sha1').update(script.lua).digest('hex') };
+type DefinedCommand = (...args: Arg[]) => Promise<unknown>;
+const runners = new WeakMap<Redis | Cluster, ScriptRunner>();
+
+/**
+ * The scripts as typed functions on `client` (defining them on it first). A `-n` script's
+ * function passes the key count itself. One runner per client.
+ */
+export function scripts(client: Redis | Cluster): ScriptRunner {
+  let runner = runners.get(client);
+  if (runner) return runner;
+  defineScripts(client);
+  // defineCommand puts each script on the client as a method of its name; the table types it.
+  const commands = client as unknown as Record<ScriptName, DefinedCommand>;
+  const entries = (Object.keys(SCRIPTS) as ScriptName[]).map((name) => {
+    const command = commands[name].bind(client);
+    const run =
+      SCRIPTS[name].keys === 'n'
+        ? (keys: readonly string[], args: readonly Arg[]) => command(keys.length, ...keys, ...args)
+        : (keys: readonly string[], args: readonly Arg[]) => command(...keys, ...args);
+    return [name, run];
+  });
+  runner = Object.fromEntries(entries) as ScriptRunner;
+  runners.set(client, runner);
+  return runner;
 }
 
-/** The script commands as they appear on a client after defineScripts. */
-export interface ScriptCommands {
-  followAuthor(follows: string, author: string, cap: number): Promise<number>;
-  replaceFollows(follows: string, ...authors: string[]): Promise<number>;
-  ingestPosts(
-    posts: string,
-    deleted: string,
-    minTs: number,
-    ...idTsPairs: (string | number)[]
-  ): Promise<number[]>;
-  deletePost(
-    posts: string,
-    deleted: string,
-    id: string,
-    now: number,
-    minTs: number,
-  ): Promise<string | null>;
-  advanceCursor(cursors: string, field: string, target: number): Promise<string>;
-  countPosts(numberOfKeys: number, ...keysAndBounds: (string | number)[]): Promise<number>;
-  ingestPostBatch(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Promise<number[]>;
+/** One script's source and the sha1 EVALSHA names it by, for callers that encode their calls. */
+export function scriptSource(name: ScriptName): ScriptSource & { sha: string } {
+  const script = bubbleScripts().find((candidate) => candidate.name === name);
+  if (!script) throw new Error(`no script ${name} in ${LUA_DIR}`);
+  return { ...script, sha: createHash('sha1').update(script.lua).digest('hex') };
 }

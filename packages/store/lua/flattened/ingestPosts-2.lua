@@ -1,0 +1,31 @@
+--[[
+  Store posts of one author, idempotently, and trim the index to the lookback window.
+  KEYS[1] posts      ZSET  post id → ts
+  KEYS[2] deleted    ZSET  post id → time its tombstone may be forgotten after
+  ARGV[1] minTs      posts at or before it are outside the lookback
+  ARGV[2..] pairs of (post id, ts)
+  Returns one outcome per pair: 1 stored now · 0 stored before (duplicate) · -1 ignored
+]]
+--[[
+  Store posts of one author, idempotently, and trim the author's index and tombstones to the
+  lookback window. The pairs (post id, ts) are args[first..last]; one outcome per pair is
+  appended to `outcomes`: 1 stored now · 0 stored before (duplicate) · -1 ignored (outside the
+  lookback, or deleted).
+]]
+local function ingestAuthorPosts(postsKey, deletedKey, minTs, args, first, last, outcomes)
+  for i = first, last, 2 do
+    local id = args[i]
+    local ts = tonumber(args[i + 1])
+    local tomb = redis.call('ZSCORE', deletedKey, id)
+    if ts <= minTs or (tomb and tonumber(tomb) > minTs) then
+      outcomes[#outcomes + 1] = -1
+    else
+      outcomes[#outcomes + 1] = redis.call('ZADD', postsKey, 'NX', ts, id)
+    end
+  end
+  redis.call('ZREMRANGEBYSCORE', postsKey, '-inf', minTs)
+  redis.call('ZREMRANGEBYSCORE', deletedKey, '-inf', minTs)
+end
+local outcomes = {}
+ingestAuthorPosts(KEYS[1], KEYS[2], tonumber(ARGV[1]), ARGV, 2, #ARGV, outcomes)
+return outcomes
