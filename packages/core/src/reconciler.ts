@@ -74,7 +74,7 @@ export class Reconciler {
       }),
     );
     for (const { user, follows, readAt, extras, truth, after } of checks) {
-      commands += 5 + follows.length + extras.commands;
+      commands += 8 + follows.length + extras.memberships.length * 2;
       // The windows against the stored posts, and the incremental count against the windows.
       const feedAgrees =
         truth === counter.windowCount(user, after, now - SETTLED_MS) &&
@@ -146,7 +146,7 @@ export class Reconciler {
     const stored = await readStoredExtras(this.options.store, user, marked);
     const fields: Record<string, number> = {};
     addExtraFields(fields, stored.extras);
-    return { ...stored, key: encodeCounts(fields), commands: 3 + stored.memberships.length * 2 };
+    return { ...stored, key: encodeCounts(fields) };
   }
 }
 
