@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Cluster, Redis } from 'ioredis';
 import { flattenLua, includesIn } from './lua-includes.js';
@@ -34,7 +35,7 @@ export function loadScripts(dir = LUA_DIR): ScriptSource[] {
         name: name!,
         file,
         numberOfKeys: keys === 'n' ? undefined : Number(keys),
-        lua: flattenLua(readFileSync(dir + file, 'utf8'), file, readInclude),
+        lua: flattenLua(readFileSync(join(dir, file), 'utf8'), file, readInclude),
       };
     });
 }
