@@ -35,8 +35,8 @@ export class BadgeWriteBack {
 
   constructor(private readonly options: BadgeWriteBackOptions) {}
 
-  /** Writes the badges whose feed or extras changed; `sent` is the number of pools written. */
-  async write(now: number): Promise<{ changed: number; sent: number }> {
+  /** Writes the badges whose feed or extras changed; resolves to how many states changed. */
+  async write(now: number): Promise<number> {
     const { store, counter, extras, beliefs } = this.options;
     const pools = store.pools;
     const { ids, counts } = counter.takeChanged();
@@ -97,7 +97,7 @@ export class BadgeWriteBack {
     }
     await Promise.all(saves);
     if (failure !== undefined) throw failure;
-    return { changed, sent };
+    return changed;
   }
 
   /** Saves the writes byPool[from, to) of one pool; resolves to how many changed a state. */

@@ -263,34 +263,25 @@ export class CoreNode {
   private async sweep(): Promise<void> {
     const started = performance.now();
     const { store, clock } = this.options;
-    let commands = 0;
     const reading = this.logs.reading;
     if (reading) await reading;
+    const commandsBefore = store.commandsSent();
 
     // Users loaded for newly taken pools are counted as of now, not replayed from the past.
     this.counter.advanceTo(clock.now());
     const joined = await this.tenures.follow(await store.coordination.assignment());
-    commands += 1 + 3 * joined.length;
-    if (joined.length > 0) {
-      commands += await this.loader.load(
-        joined.flatMap((p) => [...p.users]),
-        [],
-        [],
-      );
-    }
+    const joinedUsers = joined.flatMap((p) => [...p.users]);
+    await this.loader.load(joinedUsers, [], []);
 
     const read = await this.logs.catchUp(this.tenures.all());
     const now = read.now;
-    commands += read.commands;
-    commands += await this.loader.load([...read.toLoad], [...read.refollow], [...read.remark]);
-    commands += this.tenures.size;
+    await this.loader.load([...read.toLoad], [...read.refollow], [...read.remark]);
     await this.tenures.expirePresence(now);
-    const written = await this.writeBack.write(now);
-    commands += written.sent;
+    const changed = await this.writeBack.write(now);
     const durationMs = performance.now() - started;
     // Behind on the logs, every count would look drifted: reconcile only when caught up.
     const reconcileStarted = performance.now();
-    if (!read.behind) commands += await this.reconcile(now);
+    if (!read.behind) await this.reconcile(now);
     const reconcileMs = performance.now() - reconcileStarted;
 
     this.totals.sweeps++;
@@ -299,10 +290,10 @@ export class CoreNode {
       at: now,
       pools: this.tenures.size,
       users: this.counter.userCount,
-      changed: written.changed,
+      changed,
       durationMs: Math.round(durationMs * 100) / 100,
       reconcileMs: Math.round(reconcileMs * 100) / 100,
-      redisCommands: store.engine === 'redis' ? commands : 0,
+      redisCommands: store.commandsSent() - commandsBefore,
       staleWritesRejected: this.totals.staleWritesRejected,
       driftRepaired: this.totals.driftRepaired,
     };
@@ -318,7 +309,7 @@ export class CoreNode {
   }
 
   /** A method of its own: the sweep bench's diagnostic (bench/src/sweep-probe.ts) replaces it. */
-  private reconcile(now: number): Promise<number> {
+  private reconcile(now: number): Promise<void> {
     return this.reconciler.reconcile(now);
   }
 }

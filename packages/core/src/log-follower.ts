@@ -30,7 +30,6 @@ export interface LogCatchUp {
   remark: Set<string>;
   /** Some read came back full: the core is behind on the logs. */
   behind: boolean;
-  commands: number;
 }
 
 /**
@@ -102,7 +101,6 @@ export class LogFollower {
       store.changes.readPostEvents(this.postCursor, maxEventsPerRead),
       store.changes.readSharedEvents(this.sharedCursor, maxEventsPerRead),
     ]);
-    let commands = tenures.length + 2;
 
     const now = clock.now();
     counter.advanceTo(now);
@@ -122,7 +120,6 @@ export class LogFollower {
       if (read.gap) {
         log.warn({ pool: held.pool }, 'pool change log was trimmed past us; reloading the pool');
         for (const user of await store.presence.members(held.pool, now)) toLoad.add(user);
-        commands++;
       }
       for (const { id, event } of read.entries) {
         held.cursor = id;
@@ -152,13 +149,12 @@ export class LogFollower {
     }
     if (postRead.gap) {
       log.warn('post change log was trimmed past us; reloading every author window');
-      commands += await this.reloadAuthors(trackedAuthors(tenures, counter));
+      await this.reloadAuthors(trackedAuthors(tenures, counter));
     }
 
     if (sharedRead.gap) {
       log.warn('shared change log was trimmed past us; reloading notices, red dots, marks');
       await this.loadShared();
-      commands += 2;
       for (const user of counter.heldUsers()) if (!toLoad.has(user)) remark.add(user);
     }
 
@@ -166,7 +162,7 @@ export class LogFollower {
       postRead.entries.length >= maxEventsPerRead ||
       sharedRead.entries.length >= maxEventsPerRead ||
       [...poolReads.values()].some((read) => read.entries.length >= maxEventsPerRead);
-    return { now, toLoad, refollow, remark, behind, commands };
+    return { now, toLoad, refollow, remark, behind };
   }
 
   private applyPosts(entries: readonly { id: string; event: PostEvent }[]): void {
@@ -178,11 +174,10 @@ export class LogFollower {
     }
   }
 
-  private async reloadAuthors(authors: string[]): Promise<number> {
+  private async reloadAuthors(authors: string[]): Promise<void> {
     const { store, counter, lookbackMs } = this.options;
     const windows = await store.posts.window(authors, counter.time - lookbackMs);
     for (const [author, posts] of windows) counter.reloadAuthor(author, posts);
-    return authors.length;
   }
 }
 

@@ -40,7 +40,7 @@ export class Reconciler {
    * Where a count disagrees, the user's inputs and the windows of the authors that disagree are
    * reloaded; every badge that changes through this is drift repaired.
    */
-  async reconcile(now: number): Promise<number> {
+  async reconcile(now: number): Promise<void> {
     const {
       store,
       counter,
@@ -51,14 +51,13 @@ export class Reconciler {
       lookbackMs,
       perSweep,
     } = this.options;
-    if (perSweep <= 0 || counter.userCount === 0) return 0;
+    if (perSweep <= 0 || counter.userCount === 0) return;
     if (this.queue.length === 0) this.queue = counter.heldUsers();
     const suspects = [...this.suspects.keys()];
     const batch = [...suspects, ...this.queue.splice(0, perSweep)].filter((u) =>
       counter.hasUser(u),
     );
     const marked = await store.reddots.all();
-    let commands = 1;
     // The stored sources of the whole batch at once: one round trip per step, not per user.
     const checks = await Promise.all(
       batch.map(async (user) => {
@@ -74,7 +73,6 @@ export class Reconciler {
       }),
     );
     for (const { user, follows, readAt, extras, truth, after } of checks) {
-      commands += 8 + follows.length + extras.memberships.length * 2;
       // The windows against the stored posts, and the incremental count against the windows.
       const feedAgrees =
         truth === counter.windowCount(user, after, now - SETTLED_MS) &&
@@ -104,7 +102,6 @@ export class Reconciler {
       if (!feedAgrees) {
         counter.setUser(user, follows, readAt);
         const windows = await store.posts.window(follows, now - lookbackMs);
-        commands += follows.length;
         for (const [author, posts] of windows) {
           if (!counter.isAuthorLoaded(author)) counter.loadAuthor(author, posts);
           else repairedPosts += counter.reloadAuthor(author, posts);
@@ -113,7 +110,6 @@ export class Reconciler {
       }
       if (!extrasAgree) {
         await this.options.loadShared();
-        commands += 2;
         held.setUser(user, extras.marks, extras.memberships);
       }
       const repaired = counter.countOf(user);
@@ -138,7 +134,6 @@ export class Reconciler {
         'reconciliation repaired a drifted badge',
       );
     }
-    return commands;
   }
 
   /** A user's stored extras, with their badge fields as stored (encodeCounts) to compare. */

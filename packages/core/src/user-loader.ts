@@ -32,12 +32,12 @@ export class UserLoader {
   }
 
   /** Loads `users` whole, the follows of `refollow`, the marks and conversations of `remark`. */
-  async load(users: string[], refollow: string[], remark: string[]): Promise<number> {
-    if (users.length === 0 && refollow.length === 0 && remark.length === 0) return 0;
+  async load(users: string[], refollow: string[], remark: string[]): Promise<void> {
+    if (users.length === 0 && refollow.length === 0 && remark.length === 0) return;
     const marksOf = [...users, ...remark];
     const changedMeanwhile = (this.changedWhileLoading = new Set());
     try {
-      return await this.loadNow(users, refollow, marksOf, changedMeanwhile);
+      await this.loadNow(users, refollow, marksOf, changedMeanwhile);
     } finally {
       this.changedWhileLoading = null;
     }
@@ -48,7 +48,7 @@ export class UserLoader {
     refollow: string[],
     marksOf: string[],
     changedMeanwhile: ReadonlySet<string>,
-  ): Promise<number> {
+  ): Promise<void> {
     const { store, counter, extras, beliefs, lookbackMs } = this.options;
     const [inputs, stored, follows, marks, memberships] = await Promise.all([
       Promise.all(users.map((user) => store.feedInputs(user))),
@@ -75,6 +75,5 @@ export class UserLoader {
       const id = counter.users.idOf(user);
       if (id !== undefined) beliefs.loaded(id, user, stored[i] ?? null, changedMeanwhile.has(user));
     });
-    return users.length * 3 + refollow.length + marksOf.length * 2 + authors.size;
   }
 }
