@@ -40,7 +40,8 @@ const POST_FOLLOW_MS = 100;
  * bubble-core: holds the online users of the pools it owns, keeps their feed counts exact from
  * the change logs, and on every sweep writes back (fenced) and publishes only what changed.
  * This class runs the lifecycle, the timers and the order of a sweep's steps; each step is a
- * module of its own (pool-tenures, log-follower, user-loader, badge-write-back, reconciler).
+ * module of its own (pool-tenures, log-follower, user-loader, badge-write-back, reconciler),
+ * and what the core believes is stored for its users is kept in stored-beliefs.
  */
 export class CoreNode {
   readonly counter: FeedCounter;
