@@ -8,4 +8,4 @@ export { RedisKeys, KEY_PREFIX_PATTERN } from './redis/keys.js';
 export { connectRedis, type RedisClient, type RedisTarget } from './redis/connect.js';
 export { loadScripts } from './redis/scripts.js';
 export { newEpoch } from './epoch.js';
-export { encodeCounts, decodeCounts } from './redis/redis-fenced-badges.js';
+export { encodeCounts, decodeCounts } from './badge-state.js';

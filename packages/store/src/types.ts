@@ -110,6 +110,11 @@ export interface BubbleStore {
   readonly conversations: Conversations;
   /** Follows and read cursor of one user, fetched together. */
   feedInputs(user: string): Promise<FeedInputs>;
+  /**
+   * Commands sent to Redis since the store was made, each command of a pipeline or transaction
+   * counted (0 for the memory engine): what a caller's work cost, read before and after it.
+   */
+  commandsSent(): number;
   /** Resolves when the backing store answers. */
   ping(): Promise<void>;
   close(): Promise<void>;

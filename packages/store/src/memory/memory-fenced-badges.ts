@@ -1,4 +1,5 @@
 import { poolOf } from '@bubble/protocol';
+import { sameCounts } from '../badge-state.js';
 import type {
   BadgeChange,
   FencedBadges,
@@ -191,8 +192,9 @@ export class MemoryFencedBadges implements FencedBadges {
 
 /**
  * The badge-state write both memory BadgeStates and fenced writes perform on the shared map:
- * only non-zero counts are kept; the version moves on only when they differ; a user with no
- * state starts at version 1 in a fresh epoch.
+ * only non-zero counts are kept; the version moves on only when they differ (sameCounts, the
+ * rule the Redis script applies to their text); a user with no state starts at version 1 in a
+ * fresh epoch.
  */
 export function saveBadgeState(
   badges: Map<string, StoredBadge>,
@@ -211,7 +213,7 @@ export function saveBadgeState(
     badges.set(user, fresh);
     return { epoch: fresh.epoch, version: 1, changed: true };
   }
-  if (sameFields(stored.fields, nonZero)) {
+  if (sameCounts(stored.fields, nonZero)) {
     if (touchUnchanged) stored.computedAt = computedAt;
     return { epoch: stored.epoch, version: stored.version, changed: false };
   }
@@ -219,12 +221,6 @@ export function saveBadgeState(
   stored.fields = nonZero;
   stored.version++;
   return { epoch: stored.epoch, version: stored.version, changed: true };
-}
-
-function sameFields(a: Record<string, number>, b: Record<string, number>): boolean {
-  const names = Object.keys(a);
-  if (names.length !== Object.keys(b).length) return false;
-  return names.every((name) => a[name] === b[name]);
 }
 
 function checkPool(writes: readonly FencedBadgeWrite[], pool: number, pools: number): void {

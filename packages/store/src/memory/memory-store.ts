@@ -71,6 +71,11 @@ export class MemoryStore implements BubbleStore {
     this.badges = new MemoryBadgeStates(badgeStates, this.fencedBadges);
   }
 
+  /** Nothing goes over a wire. */
+  commandsSent(): number {
+    return 0;
+  }
+
   async feedInputs(user: string): Promise<FeedInputs> {
     const [follows, readAt] = await Promise.all([
       this.follows.list(user),

@@ -1,7 +1,9 @@
 import { Cluster, type ChainableCommander } from 'ioredis';
 import type { Assignment, Coordination, NodeInfo, SweepReport } from '../cluster-types.js';
 import type { RedisClient } from './connect.js';
+import type { CommandCounter } from './ioredis-internals.js';
 import type { RedisKeys } from './keys.js';
+import { listen } from './pubsub-listener.js';
 import { scripts, type ScriptRunner } from './scripts.js';
 
 export interface RedisCoordinationOptions {
@@ -14,6 +16,8 @@ export interface RedisCoordinationOptions {
    * Cluster client serves as well.
    */
   subscriber?: () => RedisClient;
+  /** Counts the commands of the subscription connections with the store's. */
+  commands?: CommandCounter;
 }
 
 /** Coordination through the {g} keys of one Redis (or one Redis Cluster slot). */
@@ -22,11 +26,13 @@ export class RedisCoordination implements Coordination {
   private readonly run: ScriptRunner;
   private readonly keys: RedisKeys;
   private readonly openSubscriber: () => RedisClient;
+  private readonly commands: CommandCounter | undefined;
 
   constructor(options: RedisCoordinationOptions) {
     this.redis = options.client;
     this.run = scripts(options.client);
     this.keys = options.keys;
+    this.commands = options.commands;
     const { client } = options;
     this.openSubscriber =
       options.subscriber ??
@@ -102,25 +108,18 @@ export class RedisCoordination implements Coordination {
     await this.redis.publish(this.keys.tickChannel(), String(seq));
   }
 
+  /** Resolves once the server confirmed the subscription: later ticks reach the handler. */
   async onTick(handler: (seq: number) => void): Promise<() => Promise<void>> {
     const channel = this.keys.tickChannel();
-    const subscriber = this.openSubscriber();
-    subscriber.on('message', (from: string, message: string) => {
-      if (from === channel) handler(Number(message));
+    return listen({
+      subscriber: this.openSubscriber(),
+      channels: [channel],
+      sharded: false,
+      onMessage: (from, message) => {
+        if (from === channel) handler(Number(message));
+      },
+      commands: this.commands,
     });
-    try {
-      // Resolves once the server confirmed the subscription: later ticks reach the handler.
-      await subscriber.subscribe(channel);
-    } catch (error) {
-      subscriber.disconnect();
-      throw error;
-    }
-    let closing: Promise<void> | undefined;
-    return () =>
-      (closing ??= subscriber.quit().then(
-        () => undefined,
-        () => subscriber.disconnect(),
-      ));
   }
 
   async reportSweep(report: SweepReport): Promise<void> {

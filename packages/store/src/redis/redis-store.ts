@@ -14,8 +14,10 @@ import type {
   StoredBadge,
   WindowPost,
 } from '../types.js';
+import { decodeBadgeState } from '../badge-state.js';
 import { Cluster } from 'ioredis';
 import { connectRedis, type RedisClient, type RedisTarget } from './connect.js';
+import { CommandCounter } from './ioredis-internals.js';
 import { RedisKeys } from './keys.js';
 import { RedisChangeLog } from './redis-change-log.js';
 import { RedisCoordination } from './redis-coordination.js';
@@ -25,7 +27,7 @@ import {
   RedisRedDots,
   RedisUserMarks,
 } from './redis-extras.js';
-import { RedisFencedBadges, decodeBadgeState } from './redis-fenced-badges.js';
+import { RedisFencedBadges } from './redis-fenced-badges.js';
 import { RedisPresence } from './redis-presence.js';
 import { scripts, type ScriptRunner } from './scripts.js';
 
@@ -61,11 +63,13 @@ export class RedisStore implements BubbleStore {
   readonly marks: RedisUserMarks;
   readonly conversations: RedisConversations;
   private readonly ownsClient: boolean;
+  private readonly commands = new CommandCounter();
 
   constructor(options: RedisStoreOptions) {
     this.keys = new RedisKeys(options.keyPrefix, options.pools);
     this.ownsClient = !options.client;
     const client = options.client ?? connectRedis(options);
+    this.commands.watch(client);
     this.redis = client;
     const run = scripts(client);
     this.follows = new RedisFollowGraph(client, run, this.keys);
@@ -79,8 +83,12 @@ export class RedisStore implements BubbleStore {
       maxPoolEvents: options.maxPoolEvents,
     });
     this.presence = new RedisPresence({ ...shared, log: this.changes });
-    this.coordination = new RedisCoordination(shared);
-    this.fencedBadges = new RedisFencedBadges({ ...shared, sharded: client instanceof Cluster });
+    this.coordination = new RedisCoordination({ ...shared, commands: this.commands });
+    this.fencedBadges = new RedisFencedBadges({
+      ...shared,
+      sharded: client instanceof Cluster,
+      commands: this.commands,
+    });
     this.badges = new RedisBadgeStates(this.redis, this.keys, this.fencedBadges);
     this.notices = new RedisNoticeBoard(shared);
     this.reddots = new RedisRedDots(shared);
@@ -94,6 +102,15 @@ export class RedisStore implements BubbleStore {
       this.redis.hget(this.keys.cursors(user), FEED_CURSOR),
     ]);
     return { follows, readAt: readAt === null ? null : Number(readAt) };
+  }
+
+  /**
+   * Counted where ioredis writes them (ioredis-internals.ts), on the store's client and the
+   * subscription connections it opens; a client handed in (options.client) is counted whole,
+   * whoever sends on it.
+   */
+  commandsSent(): number {
+    return this.commands.sent;
   }
 
   async ping(): Promise<void> {

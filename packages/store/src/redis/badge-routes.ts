@@ -1,0 +1,62 @@
+import { poolOf } from '@bubble/protocol';
+import type { RedisClient } from './connect.js';
+import type { RedisKeys } from './keys.js';
+import { scripts, type ScriptRunner } from './scripts.js';
+
+/**
+ * Which gateways hold which users: each pool's routes hash (user → "gateway=expiry;…"), read
+ * by saveBadges-7.lua to send a change to the gateways holding its user.
+ */
+export class RedisBadgeRoutes {
+  private readonly run: ScriptRunner;
+
+  constructor(
+    client: RedisClient,
+    private readonly keys: RedisKeys,
+  ) {
+    this.run = scripts(client);
+  }
+
+  async route(
+    gateway: string,
+    users: readonly string[],
+    ttlMs: number,
+    now: number,
+  ): Promise<void> {
+    await this.setRoutes(gateway, users, now + ttlMs, now);
+  }
+
+  /** Returns the users no gateway holds any more. */
+  async unroute(gateway: string, users: readonly string[], now: number): Promise<string[]> {
+    return this.setRoutes(gateway, users, 0, now);
+  }
+
+  /** One script call per pool; returns the users no gateway holds any more. */
+  private async setRoutes(
+    gateway: string,
+    users: readonly string[],
+    expiry: number,
+    now: number,
+  ): Promise<string[]> {
+    if (/[=;]/.test(gateway)) throw new RangeError('a gateway id cannot contain "=" or ";"');
+    const byPool = new Map<number, string[]>();
+    for (const user of users) {
+      const pool = poolOf(user, this.keys.pools);
+      let list = byPool.get(pool);
+      if (!list) byPool.set(pool, (list = []));
+      list.push(user);
+    }
+    const flags = await Promise.all(
+      [...byPool].map(([pool, list]) =>
+        this.run.routeUsers([this.keys.routes(pool)], [gateway, expiry, now, ...list]),
+      ),
+    );
+    const orphaned: string[] = [];
+    [...byPool.values()].forEach((list, i) =>
+      list.forEach((user, k) => {
+        if (flags[i]![k] === 0) orphaned.push(user);
+      }),
+    );
+    return orphaned;
+  }
+}
