@@ -7,25 +7,17 @@
  * BUBBLE_DASHBOARD_SCREENSHOT when set (that is how docs/images/dashboard.png is made).
  * Skipped only when /usr/bin/chromium is missing (.ci/run installs it).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { waitFor } from '@bubble/test-utils';
+import { BubbleProcess, waitFor, type RoleProcess } from '@bubble/test-utils';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
-import {
-  API_KEY,
-  JWT_SECRET,
-  ROOT,
-  buildOnce,
-  Cluster,
-  type RoleProcess,
-} from '../cluster/harness.js';
+import { API_KEY, JWT_SECRET, Cluster } from '../cluster/harness.js';
+import { buildOnce } from '../support/build.js';
 import { CHROMIUM, CHROMIUM_ARGS, HAS_CHROMIUM, watchPage } from '../support/chromium.js';
 
-const BIN = path.join(ROOT, 'packages/cli/bin/bubble.js');
 const SCREENSHOT =
   process.env.BUBBLE_DASHBOARD_SCREENSHOT ?? path.join(tmpdir(), 'bubble-dashboard.png');
 /** A sample every 5 s: three of them, and a cluster that starts, well within this. */
@@ -85,8 +77,7 @@ describe.skipIf(!HAS_CHROMIUM)('the dashboard draws the last minutes of a runnin
   let cluster: Cluster;
   let gateways: RoleProcess[];
   let cores: RoleProcess[];
-  let simulate: ChildProcess | undefined;
-  let simulateErr = '';
+  let simulate: BubbleProcess | undefined;
   let browser: Browser | undefined;
 
   beforeAll(async () => {
@@ -96,10 +87,8 @@ describe.skipIf(!HAS_CHROMIUM)('the dashboard draws the last minutes of a runnin
     await cluster.spawn('server');
     cores = [await cluster.spawn('core'), await cluster.spawn('core')];
     gateways = [await cluster.spawn('gateway'), await cluster.spawn('gateway')];
-    simulate = spawn(
-      process.execPath,
-      [
-        BIN,
+    simulate = new BubbleProcess({
+      args: [
         'simulate',
         '--url',
         gateways[0]!.url,
@@ -112,25 +101,16 @@ describe.skipIf(!HAS_CHROMIUM)('the dashboard draws the last minutes of a runnin
         '--duration',
         '10m',
       ],
-      {
-        env: { ...process.env, BUBBLE_API_KEY: API_KEY, BUBBLE_JWT_SECRET: JWT_SECRET },
-        stdio: ['ignore', 'ignore', 'pipe'],
-      },
-    );
-    simulate.stderr!.on('data', (chunk: Buffer) => {
-      simulateErr = (simulateErr + chunk.toString('utf8')).slice(-4000);
+      env: { BUBBLE_API_KEY: API_KEY, BUBBLE_JWT_SECRET: JWT_SECRET },
     });
     browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
   }, 240_000);
 
   afterAll(async () => {
     await browser?.close();
-    if (simulate && simulate.exitCode === null) {
-      const exited = new Promise((resolve) => simulate!.once('exit', resolve));
-      simulate.kill('SIGINT');
-      const timer = setTimeout(() => simulate!.kill('SIGKILL'), 10_000);
-      await exited;
-      clearTimeout(timer);
+    if (simulate?.alive) {
+      simulate.signal('SIGINT');
+      await simulate.waitExit(10_000).catch(() => simulate!.kill());
     }
     await cluster?.close();
   });
@@ -221,7 +201,7 @@ describe.skipIf(!HAS_CHROMIUM)('the dashboard draws the last minutes of a runnin
         {
           timeoutMs: CHARTS_DEADLINE_MS,
           intervalMs: 1000,
-          message: `the charts never filled and moved; simulate said:\n${simulateErr}`,
+          message: `the charts never filled and moved; simulate said:\n${simulate!.stderr.slice(-4000)}`,
         },
       ).catch(async (err: Error) => {
         await page.screenshot({ path: SCREENSHOT, fullPage: true }).catch(() => {});

@@ -7,19 +7,15 @@
  * runs in a temporary directory: its generated secrets (.bubble-dev/) stay out of the repository.
  * Skipped only when /usr/bin/chromium is missing (.ci/run installs it).
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { freePort, waitFor } from '@bubble/test-utils';
+import { BubbleProcess, freePort, RoleProcess } from '@bubble/test-utils';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildOnce } from '../support/build.js';
 import { CHROMIUM, CHROMIUM_ARGS, HAS_CHROMIUM } from '../support/chromium.js';
-import { cleanEnv } from '../support/clean-env.js';
-
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const BIN = path.join(ROOT, 'packages/cli/bin/bubble.js');
+import { httpCall } from '../support/http.js';
 /** Sweeps run every second in `bubble all`; a push should land well within this. */
 const LIVE_TIMEOUT_MS = 15_000;
 
@@ -29,44 +25,28 @@ if (!HAS_CHROMIUM) {
   );
 }
 
-interface Bubble {
-  url: string;
-  stderr(): string;
-  stop(): Promise<void>;
-}
-
 /** `bubble all` on a free port in `cwd`, healthy. */
-async function startBubble(cwd: string, env: Record<string, string> = {}): Promise<Bubble> {
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  const child: ChildProcess = spawn(process.execPath, [BIN, 'all'], {
+async function startBubble(cwd: string, env: Record<string, string> = {}): Promise<RoleProcess> {
+  const all = new RoleProcess({
+    role: 'all',
+    port: await freePort(),
     cwd,
-    env: cleanEnv({ LOG_LEVEL: 'warn', PORT: String(port), ...env }),
-    stdio: ['ignore', 'ignore', 'pipe'],
+    env: { LOG_LEVEL: 'warn', ...env },
   });
-  let stderr = '';
-  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const stop = async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    await exited;
-    clearTimeout(timer);
-  };
   try {
-    await waitFor(
-      async () => {
-        if (child.exitCode !== null) throw new Error(`bubble all exited early:\n${stderr}`);
-        return (await fetch(`${url}/healthz`).catch(() => null))?.status === 200;
-      },
-      { timeoutMs: 20_000, intervalMs: 50, message: `bubble all never became healthy at ${url}` },
-    );
+    await all.waitHttpOk(`${all.url}/healthz`, 20_000);
   } catch (err) {
-    await stop();
+    await all.stop(10_000);
     throw err;
   }
-  return { url, stderr: () => stderr, stop };
+  return all;
+}
+
+/** What `bubble <args>` printed, run in `cwd` to its end; it must succeed. */
+async function bubbleOutput(cwd: string, args: string[], env: Record<string, string> = {}) {
+  const run = await BubbleProcess.run({ args, cwd, env: { LOG_LEVEL: 'warn', ...env } });
+  expect(run.code, run.stderr).toBe(0);
+  return run.stdout;
 }
 
 /** Polls `locator.textContent()` until it equals `text`. */
@@ -87,7 +67,7 @@ describe.skipIf(!HAS_CHROMIUM)(
   () => {
     let work: string;
     let cwd: string;
-    let dev: Bubble | undefined;
+    let dev: RoleProcess | undefined;
     let url: string;
     let apiKey: string;
     let context: BrowserContext | undefined;
@@ -95,12 +75,7 @@ describe.skipIf(!HAS_CHROMIUM)(
 
     beforeAll(async () => {
       // bin/bubble.js runs dist/, and the page loads the SDK from packages/client/dist.
-      try {
-        execFileSync('npx', ['tsc', '-b'], { cwd: ROOT, stdio: 'pipe', timeout: 240_000 });
-      } catch (err) {
-        const output = err as { stdout?: Buffer; stderr?: Buffer };
-        throw new Error(`tsc -b failed:\n${output.stdout?.toString()}${output.stderr?.toString()}`);
-      }
+      await buildOnce();
       work = mkdtempSync(path.join(tmpdir(), 'bubble-demo-'));
       cwd = path.join(work, 'cwd');
       mkdirSync(cwd);
@@ -112,11 +87,7 @@ describe.skipIf(!HAS_CHROMIUM)(
       url = dev.url;
 
       // The generated API key, read the way a developer would (same cwd, same .bubble-dev/).
-      const devEnv = execFileSync(process.execPath, [BIN, 'dev-env'], {
-        cwd,
-        env: cleanEnv({ LOG_LEVEL: 'warn' }),
-        encoding: 'utf8',
-      });
+      const devEnv = await bubbleOutput(cwd, ['dev-env']);
       apiKey = /BUBBLE_API_KEY='([^']+)'/.exec(devEnv)![1]!;
 
       context = await chromium.launchPersistentContext(path.join(work, 'profile'), {
@@ -129,7 +100,7 @@ describe.skipIf(!HAS_CHROMIUM)(
 
     afterAll(async () => {
       await context?.close();
-      await dev?.stop();
+      await dev?.stop(10_000);
       if (work) rmSync(work, { recursive: true, force: true });
     });
 
@@ -141,7 +112,6 @@ describe.skipIf(!HAS_CHROMIUM)(
         if (msg.type() === 'error') problems.push(`console error: ${msg.text()}`);
       });
 
-      const platform = { 'x-api-key': apiKey, 'content-type': 'application/json' };
       await page.goto(`${url}/demo`);
       await page.getByLabel('User id').fill('alice');
       await page.screenshot({ path: path.join(shots, 'demo-signin.png'), animations: 'disabled' });
@@ -152,16 +122,10 @@ describe.skipIf(!HAS_CHROMIUM)(
       await expectText(page, '#who', 'alice');
       expect(await page.getByRole('status').textContent()).toBe('0 unread');
 
-      const followed = await fetch(`${url}/v1/users/alice/follows/bob`, {
-        method: 'PUT',
-        headers: platform,
-      });
+      const followed = await httpCall(url, 'PUT', '/v1/users/alice/follows/bob', { apiKey });
       expect(followed.status).toBe(204);
-      const posted = await fetch(`${url}/v1/posts`, {
-        method: 'POST',
-        headers: platform,
-        body: JSON.stringify({ author: 'bob', id: 'p1', ts: Date.now() - 1000 }),
-      });
+      const post = { author: 'bob', id: 'p1', ts: Date.now() - 1000 };
+      const posted = await httpCall(url, 'POST', '/v1/posts', { apiKey, body: post });
       expect(posted.status).toBe(202);
 
       await expectText(page, '#display', '1');
@@ -180,7 +144,7 @@ describe.skipIf(!HAS_CHROMIUM)(
 
       // The inline style and script passed the page's CSP, and nothing else failed.
       expect(problems).toEqual([]);
-      expect(dev!.stderr()).not.toMatch(/"level":(50|60)/);
+      expect(dev!.stderr).not.toMatch(/"level":(50|60)/);
     });
 
     it('with configured secrets mints no token and signs in with a given one', async () => {
@@ -190,11 +154,7 @@ describe.skipIf(!HAS_CHROMIUM)(
       };
       const prod = await startBubble(cwd, secrets);
       try {
-        const minted = await fetch(`${prod.url}/demo/token`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ user: 'carol' }),
-        });
+        const minted = await httpCall(prod.url, 'POST', '/demo/token', { body: { user: 'carol' } });
         expect(minted.status).toBe(404);
 
         const page = await context!.newPage();
@@ -203,11 +163,11 @@ describe.skipIf(!HAS_CHROMIUM)(
         await page.getByRole('button', { name: 'Sign in' }).click();
         await expectText(page, '#signin-error', 'A token is required.');
 
-        const token = execFileSync(process.execPath, [BIN, 'token', 'carol'], {
-          cwd,
-          env: cleanEnv({ LOG_LEVEL: 'warn', BUBBLE_JWT_SECRET: secrets.BUBBLE_JWT_SECRET }),
-          encoding: 'utf8',
-        }).trim();
+        const token = (
+          await bubbleOutput(cwd, ['token', 'carol'], {
+            BUBBLE_JWT_SECRET: secrets.BUBBLE_JWT_SECRET,
+          })
+        ).trim();
         await page.getByLabel('Token').fill(token);
         await page.getByRole('button', { name: 'Sign in' }).click();
         await expectText(page, '#display', '0');
@@ -215,7 +175,7 @@ describe.skipIf(!HAS_CHROMIUM)(
         await expectText(page, '#who', 'carol');
         await page.close();
       } finally {
-        await prod.stop();
+        await prod.stop(10_000);
       }
     });
   },

@@ -11,9 +11,10 @@
  * gateway calls run. Everything up to the race runs in beforeAll, so a broken setup fails the
  * file.
  */
-import { waitFor } from '@bubble/test-utils';
+import { waitFor, type RoleProcess } from '@bubble/test-utils';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildOnce, Cluster, type RoleProcess } from './harness.js';
+import { buildOnce } from '../support/build.js';
+import { Cluster } from './harness.js';
 
 const T0 = Date.now();
 
@@ -26,7 +27,7 @@ describe('cluster: gateway badge writes between two sweeps', () => {
     c = await Cluster.start({ label: 'gw' });
     const [, spawned] = await Promise.all([c.spawn('server'), c.spawn('core'), c.spawn('gateway')]);
     core = spawned!;
-    await c.waitSettled([core], 3 * c.leaseMs + 5_000);
+    await c.waitSettled([core], c.settleMs);
     // Two online users, each following one author with two posts: the core wrote 2 for each.
     for (const user of ['reader', 'poller']) {
       const author = `${user}-author`;

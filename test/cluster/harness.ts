@@ -5,204 +5,30 @@
  * connection to read what the cores wrote (badges, fences, stale-write counters, published
  * changes). No sleeps: everything waits for a condition with a deadline.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { mulberry32 } from '@bubble/protocol';
-import { RedisKeys } from '@bubble/store';
-import {
-  decodeBadgeState,
-  decodeChanges,
-} from '../../packages/store/src/redis/redis-fenced-badges.js';
+import { RedisKeys, type SweepReport } from '@bubble/store';
+import { decodeBadgeState, decodeChanges } from '../../packages/store/src/badge-state.js';
 import {
   freePort,
+  RoleProcess,
   startRedisServer,
   uniquePrefix,
   waitFor,
   type RedisServerHandle,
 } from '@bubble/test-utils';
 import { Redis } from 'ioredis';
-import { SignJWT } from 'jose';
-import { cleanEnv } from '../support/clean-env.js';
-import { SETPRIV } from '../support/executables.js';
-import { readJsonLines } from '../support/json-lines.js';
+import { expect } from 'vitest';
+import { httpCall, jsonBody } from '../support/http.js';
+import { TokenCache } from '../support/tokens.js';
 
-export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const BIN = path.join(ROOT, 'packages/cli/bin/bubble.js');
 export const API_KEY = 'cluster-test-api-key-4e21a9c07f3b5d86';
 export const JWT_SECRET = 'cluster-test-jwt-secret-8c3f0a9d71e2b546';
 const START_DEADLINE_MS = 20_000;
-const EXIT_DEADLINE_MS = 15_000;
-
-// ------------------------------------------------------------------------------------ build
-
-const BUILD_LOCK = path.join(
-  tmpdir(),
-  `bubble-cluster-build-${Buffer.from(ROOT).toString('hex').slice(-24)}.lock`,
-);
-
-/** Holds the pid of the vitest run (the workers' parent) that built last. */
-const BUILD_STAMP = `${BUILD_LOCK.slice(0, -'.lock'.length)}.built`;
-
-/**
- * `npx tsc -b` (incremental) once per vitest run: the test files of this folder run in worker
- * processes of one parent, serialised by a lock dir (concurrent builds of one tree would write
- * the same outputs); the first builds, the others see its stamp.
- */
-export async function buildOnce(): Promise<void> {
-  await waitFor(
-    () => {
-      try {
-        mkdirSync(BUILD_LOCK);
-        return true;
-      } catch {
-        // A lock left by a killed run is stale after two minutes.
-        try {
-          if (Date.now() - statSync(BUILD_LOCK).mtimeMs > 120_000)
-            rmSync(BUILD_LOCK, { recursive: true });
-        } catch {
-          // gone meanwhile
-        }
-        return false;
-      }
-    },
-    { timeoutMs: 240_000, intervalMs: 100, message: 'the build lock was never free' },
-  );
-  try {
-    if (readStamp() === String(process.ppid)) return;
-    // Other work may be mid-edit in packages/: a failing build is retried for a while.
-    let failure = '';
-    await waitFor(
-      () => {
-        try {
-          execFileSync('npx', ['tsc', '-b'], { cwd: ROOT, stdio: 'pipe', timeout: 240_000 });
-          return true;
-        } catch (err) {
-          const output = err as { stdout?: Buffer; stderr?: Buffer };
-          failure = `${output.stdout?.toString()}${output.stderr?.toString()}`;
-          return false;
-        }
-      },
-      { timeoutMs: 60_000, intervalMs: 2_000 },
-    ).catch(() => {
-      throw new Error(`tsc -b failed:\n${failure}`);
-    });
-    writeFileSync(BUILD_STAMP, String(process.ppid));
-  } finally {
-    rmSync(BUILD_LOCK, { recursive: true, force: true });
-  }
-}
-
-function readStamp(): string | undefined {
-  try {
-    return readFileSync(BUILD_STAMP, 'utf8');
-  } catch {
-    return undefined;
-  }
-}
-
-// ---------------------------------------------------------------------------------- processes
 
 export type RoleName = 'server' | 'core' | 'gateway';
-
-export interface LogLine {
-  level: number;
-  time: number;
-  msg: string;
-  node?: string;
-  [field: string]: unknown;
-}
-
-/** One `bubble <role>` child process and everything it logged. */
-export class RoleProcess {
-  readonly lines: LogLine[] = [];
-  /** stdout that was not a JSON line, and stderr. */
-  other = '';
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  exit: { code: number | null; signal: NodeJS.Signals | null } | null = null;
-
-  constructor(
-    readonly role: RoleName,
-    readonly name: string,
-    readonly port: number,
-    readonly child: ChildProcess,
-  ) {
-    readJsonLines<LogLine>(
-      child.stdout!,
-      (line) => this.lines.push(line),
-      (text) => (this.other += text),
-    );
-    child.stderr!.on('data', (chunk: Buffer) => (this.other += chunk.toString('utf8')));
-    this.exited = new Promise((resolve) => {
-      child.once('exit', (code, signal) => {
-        this.exit = { code, signal };
-        resolve(this.exit);
-      });
-    });
-  }
-
-  get pid(): number {
-    return this.child.pid!;
-  }
-
-  get url(): string {
-    return `http://127.0.0.1:${this.port}`;
-  }
-
-  get alive(): boolean {
-    return this.exit === null;
-  }
-
-  /** The node id the process announced (core and server log it with every line of theirs). */
-  get nodeId(): string {
-    const line = this.lines.find((l) => typeof l.node === 'string');
-    if (!line) throw new Error(`${this.name} has not logged its node id yet`);
-    return line.node!;
-  }
-
-  logs(msg: string, since = 0): LogLine[] {
-    return this.lines.filter((l) => l.msg === msg && l.time >= since);
-  }
-
-  async waitLog(
-    predicate: (line: LogLine) => boolean,
-    timeoutMs: number,
-    message: string,
-  ): Promise<LogLine> {
-    return (await waitFor(() => this.lines.find(predicate), {
-      timeoutMs,
-      intervalMs: 20,
-      message: `${this.name}: ${message}`,
-    }))!;
-  }
-
-  signal(signal: NodeJS.Signals): void {
-    if (this.alive) process.kill(this.pid, signal);
-  }
-
-  async waitExit(ms = EXIT_DEADLINE_MS) {
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`${this.name} did not exit within ${ms} ms\n${this.describe()}`)),
-        ms,
-      );
-    });
-    try {
-      return await Promise.race([this.exited, deadline]);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  describe(): string {
-    const tail = this.lines.slice(-40).map((l) => JSON.stringify(l));
-    return `--- ${this.name} (pid ${this.pid}) last log lines\n${tail.join('\n')}\n--- other output\n${this.other.slice(-4000)}`;
-  }
-}
 
 // ------------------------------------------------------------------------------------ cluster
 
@@ -211,16 +37,6 @@ export interface ClusterOptions {
   leaseMs?: number;
   tickMs?: number;
   pools?: number;
-}
-
-export interface SweepReport {
-  node: string;
-  at: number;
-  pools: number;
-  users: number;
-  changed: number;
-  staleWritesRejected: number;
-  driftRepaired: number;
 }
 
 export interface ClusterStatus {
@@ -265,7 +81,7 @@ export class Cluster {
   private tickSubscriber: Redis | undefined;
   private lockClients: Redis[] | undefined;
   private readonly cwd: string;
-  private readonly tokens = new Map<string, string>();
+  private readonly tokens = new TokenCache(JWT_SECRET);
   private gatewayUrl: string | undefined;
   private counter = 0;
 
@@ -310,37 +126,33 @@ export class Cluster {
     return this.servers.slice(0, 3).map((s) => s.url);
   }
 
-  /** Spawns `bubble <role>` and waits until it serves /healthz and announced itself. */
+  /** How long the leader may take to spread the pools over a new set of cores. */
+  get settleMs(): number {
+    return 3 * this.leaseMs + 5_000;
+  }
+
+  /** Spawns `bubble <role>` and waits until it listens. */
   async spawn(role: RoleName, extraEnv: Record<string, string> = {}): Promise<RoleProcess> {
-    const port = await freePort();
-    const env: Record<string, string> = {
-      REDIS_URL: this.storeUrl,
-      BUBBLE_LOCK_REDIS_URLS: this.lockUrls.join(','),
-      BUBBLE_KEY_PREFIX: this.prefix,
-      BUBBLE_POOLS: String(this.pools),
-      BUBBLE_TICK: String(this.tickMs),
-      BUBBLE_LEASE_MS: String(this.leaseMs),
-      PORT: String(port),
-      BUBBLE_API_KEY: API_KEY,
-      BUBBLE_JWT_SECRET: JWT_SECRET,
-      LOG_LEVEL: 'info',
-      ...extraEnv,
-    };
-    const [command, args] = SETPRIV
-      ? [SETPRIV, ['--pdeathsig', 'SIGKILL', '--', process.execPath, BIN, role]]
-      : [process.execPath, [BIN, role]];
-    const child = spawn(command, args, {
+    const proc = new RoleProcess({
+      role,
+      port: await freePort(),
+      name: `${role}#${++this.counter}`,
       cwd: this.cwd,
-      env: cleanEnv(env),
-      stdio: ['ignore', 'pipe', 'pipe'],
+      env: {
+        REDIS_URL: this.storeUrl,
+        BUBBLE_LOCK_REDIS_URLS: this.lockUrls.join(','),
+        BUBBLE_KEY_PREFIX: this.prefix,
+        BUBBLE_POOLS: String(this.pools),
+        BUBBLE_TICK: String(this.tickMs),
+        BUBBLE_LEASE_MS: String(this.leaseMs),
+        BUBBLE_API_KEY: API_KEY,
+        BUBBLE_JWT_SECRET: JWT_SECRET,
+        LOG_LEVEL: 'info',
+        ...extraEnv,
+      },
     });
-    const proc = new RoleProcess(role, `${role}#${++this.counter}`, port, child);
     this.processes.push(proc);
-    await proc.waitLog(
-      (l) => l.msg === `bubble ${role} is listening`,
-      START_DEADLINE_MS,
-      `never listened (exit ${JSON.stringify(proc.exit)})\n${proc.describe()}`,
-    );
+    await proc.listening(START_DEADLINE_MS);
     if (role === 'gateway') this.gatewayUrl ??= proc.url;
     return proc;
   }
@@ -353,15 +165,8 @@ export class Cluster {
   }
 
   async platform(method: string, route: string, body?: unknown): Promise<Reply> {
-    const headers: Record<string, string> = { 'x-api-key': API_KEY };
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    const res = await fetch(this.base + route, {
-      method,
-      headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.text();
-    return { status: res.status, body: text === '' ? undefined : (JSON.parse(text) as unknown) };
+    const reply = await httpCall(this.base, method, route, { body, apiKey: API_KEY });
+    return { status: reply.status, body: jsonBody(reply) };
   }
 
   /** Like platform(), but fails on any status other than `expected`. */
@@ -380,31 +185,14 @@ export class Cluster {
     return reply.body;
   }
 
-  async token(user: string): Promise<string> {
-    let token = this.tokens.get(user);
-    if (!token) {
-      token = await new SignJWT({})
-        .setProtectedHeader({ alg: 'HS256' })
-        .setSubject(user)
-        .setIssuedAt()
-        .setExpirationTime('30m')
-        .sign(new TextEncoder().encode(JWT_SECRET));
-      this.tokens.set(user, token);
-    }
-    return token;
+  token(user: string): Promise<string> {
+    return this.tokens.of(user);
   }
 
   /** An end-user call with the user's JWT. */
   async client(user: string, method: string, route: string, body?: unknown): Promise<Reply> {
-    const headers: Record<string, string> = { authorization: `Bearer ${await this.token(user)}` };
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    const res = await fetch(this.base + route, {
-      method,
-      headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.text();
-    return { status: res.status, body: text === '' ? undefined : (JSON.parse(text) as unknown) };
+    const reply = await httpCall(this.base, method, route, { body, token: await this.token(user) });
+    return { status: reply.status, body: jsonBody(reply) };
   }
 
   async status(): Promise<ClusterStatus> {
@@ -434,6 +222,11 @@ export class Cluster {
     return values.map((v) => Number(v ?? 0));
   }
 
+  /** The stale writes Redis refused so far, over every pool. */
+  async staleWritesTotal(): Promise<number> {
+    return (await this.staleWrites()).reduce((sum, n) => sum + n, 0);
+  }
+
   /**
    * Per pool, on how many of the three lock servers its Redlock key is set now, leaving out
    * values listed in `stale` (per pool, values of an earlier acquisition).
@@ -457,6 +250,11 @@ export class Cluster {
     const json = await this.redis.get(this.keys.assignment());
     if (json === null) return Array.from({ length: this.pools }, () => null);
     return (JSON.parse(json) as { owners: (string | null)[] }).owners;
+  }
+
+  /** The pools the leader's assignment gives `core` now. */
+  async poolsOf(core: RoleProcess): Promise<number[]> {
+    return (await this.owners()).flatMap((owner, pool) => (owner === core.nodeId ? [pool] : []));
   }
 
   async generation(): Promise<number> {
@@ -559,21 +357,44 @@ export class Cluster {
     return last;
   }
 
+  /**
+   * Waits until `core` owns every pool and holds each pool of `previous` (pool → the fence of
+   * its previous holder) under a newer fence: within three leases.
+   */
+  async waitTookOver(core: RoleProcess, previous: ReadonlyMap<number, number>): Promise<void> {
+    const timeoutMs = 3 * this.leaseMs;
+    await waitFor(
+      async () => {
+        const [owners, fences] = await Promise.all([this.owners(), this.fences()]);
+        const held = heldPools(core);
+        return (
+          owners.every((owner) => owner === core.nodeId) &&
+          [...previous].every(([pool, fence]) => fences[pool]! > fence && held.has(pool))
+        );
+      },
+      {
+        timeoutMs,
+        intervalMs: 20,
+        message: `${core.name} did not take ${previous.size} pools over within ${timeoutMs} ms`,
+      },
+    );
+  }
+
+  /**
+   * Every accepted fenced write so far carried the newest fence of its pool (none went back),
+   * and every change message was well formed.
+   */
+  expectFencesInOrder(): void {
+    expect(fenceRegressions(this.published)).toEqual([]);
+    expect(this.malformed).toEqual([]);
+  }
+
   describe(): string {
     return this.processes.map((p) => p.describe()).join('\n');
   }
 
   async close(): Promise<void> {
-    for (const proc of this.processes) {
-      if (proc.alive) {
-        try {
-          proc.child.kill('SIGKILL');
-        } catch {
-          // gone
-        }
-      }
-    }
-    await Promise.all(this.processes.map((p) => p.waitExit(5_000).catch(() => undefined)));
+    await Promise.all(this.processes.map((p) => p.kill().catch(() => undefined)));
     await Promise.all(this.proxies.map((p) => p.close()));
     this.subscriber?.disconnect();
     this.tickSubscriber?.disconnect();
@@ -586,10 +407,17 @@ export class Cluster {
 
 /** The pools a core holds according to its own log: taken and not dropped since. */
 export function heldPools(core: RoleProcess): Set<number> {
-  const held = new Set<number>();
+  return new Set(heldFences(core).keys());
+}
+
+/** The pools a core holds according to its own log, each with the fence it took it under. */
+export function heldFences(core: RoleProcess): Map<number, number> {
+  const held = new Map<number, number>();
   for (const line of core.lines) {
-    if (line.msg === 'pools taken') for (const pool of line.pools as number[]) held.add(pool);
-    else if (line.msg === 'pool dropped') held.delete(line.pool as number);
+    if (line.msg === 'pools taken') {
+      const fences = line.fences as number[];
+      (line.pools as number[]).forEach((pool, i) => held.set(pool, fences[i]!));
+    } else if (line.msg === 'pool dropped') held.delete(line.pool as number);
   }
   return held;
 }
@@ -794,6 +622,3 @@ export class HoldingProxy {
 function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
-
-/** The shared seeded random (mulberry32), so a failing workload can be replayed by seed. */
-export const rng = mulberry32;

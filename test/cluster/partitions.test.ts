@@ -17,9 +17,10 @@
  * again a sweep later, so that write comes a sweep late). Its sweep reports and metrics count
  * those pools as owned.
  */
-import { waitFor } from '@bubble/test-utils';
+import { waitFor, type RoleProcess } from '@bubble/test-utils';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildOnce, Cluster, heldPools, type HoldingProxy, type RoleProcess } from './harness.js';
+import { buildOnce } from '../support/build.js';
+import { Cluster, heldPools, type HoldingProxy } from './harness.js';
 
 describe('cluster: a core partitioned from its lock servers for a moment', () => {
   let c: Cluster;
@@ -36,7 +37,7 @@ describe('cluster: a core partitioned from its lock servers for a moment', () =>
       c.spawn('gateway'),
     ]);
     cut = spawned!;
-    await c.waitSettled([cut], 3 * c.leaseMs + 5_000);
+    await c.waitSettled([cut], c.settleMs);
     await waitFor(async () => (await c.lockVotes()).every((votes) => votes === 3), {
       timeoutMs: 5_000,
       message: 'the core never held every lock',
@@ -104,7 +105,7 @@ describe('cluster: a core partitioned from the main Redis', () => {
     ]);
     cut = a!;
     other = b!;
-    await c.waitSettled([cut, other], 3 * c.leaseMs + 5_000);
+    await c.waitSettled([cut, other], c.settleMs);
   }, 300_000);
 
   afterAll(async () => {

@@ -13,8 +13,8 @@
  * trip [sent, answered]; no post is ever given a ts inside such an interval, so every count is
  * still determined (the model uses the interval's end).
  */
-import { DAY_MS } from '@bubble/protocol';
-import { waitFor } from '@bubble/test-utils';
+import { DAY_MS, poolOf } from '@bubble/protocol';
+import { waitFor, type RoleProcess } from '@bubble/test-utils';
 import type { Cluster } from './harness.js';
 
 const L = 7 * DAY_MS;
@@ -83,6 +83,16 @@ export class FeedWorkload {
 
   get users(): string[] {
     return this.options.users;
+  }
+
+  /** The users online now whose pool is one of `pools`. */
+  onlineIn(pools: readonly number[]): string[] {
+    return [...this.model.online].filter((u) => pools.includes(poolOf(u, this.cluster.pools)));
+  }
+
+  /** The authors any of `users` follows. */
+  authorsFollowedBy(users: readonly string[]): string[] {
+    return [...new Set(users.flatMap((u) => [...(this.model.follows.get(u) ?? [])]))];
   }
 
   private pick<T>(list: readonly T[]): T {
@@ -323,12 +333,9 @@ export class FeedWorkload {
   background(everyMs: number): () => Promise<number> {
     let stopped = false;
     let posted = 0;
-    const followed = () => [
-      ...new Set([...this.model.online].flatMap((u) => [...(this.model.follows.get(u) ?? [])])),
-    ];
     const loop = (async () => {
       while (!stopped) {
-        const authors = followed();
+        const authors = this.authorsFollowedBy([...this.model.online]);
         await this.post(this.pick(authors.length > 0 ? authors : this.options.authors), 1);
         posted++;
         await new Promise((resolve) => setTimeout(resolve, everyMs));
@@ -359,7 +366,7 @@ export class FeedWorkload {
    * (a) The stored badge of every online user equals the model, within a few sweeps. Reads the
    * Redis hash directly, before any GET of the user (which would cold-compute and rewrite it).
    */
-  async expectStoredBadges(timeoutMs: number): Promise<void> {
+  async expectStoredBadges(timeoutMs = 10 * this.cluster.tickMs + 2_000): Promise<void> {
     const online = [...this.model.online].sort();
     let last: string[] = [];
     try {
@@ -384,6 +391,12 @@ export class FeedWorkload {
           [...last, ...history].join('\n  '),
       );
     }
+  }
+
+  /** Once `cores` swept twice after the last write, (a) holds. */
+  async expectWrittenBy(cores: RoleProcess[]): Promise<void> {
+    await this.cluster.waitSwept(cores, this.lastWriteAt);
+    await this.expectStoredBadges();
   }
 
   /** (b) GET /v1/users/{u}/badge of every user, online or not, equals the model. */

@@ -12,11 +12,9 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { freePort, waitFor } from '@bubble/test-utils';
+import { cleanEnv, diesWithParent, findExecutable, freePort, waitFor } from '@bubble/test-utils';
 import YAML from 'yaml';
 import { execForm, lastArgs, readDockerfile, stageEnv, type Stage } from './dockerfile.js';
-import { cleanEnv } from '../support/clean-env.js';
-import { findExecutable, SETPRIV } from '../support/executables.js';
 
 const START_DEADLINE_MS = 40_000;
 const EXIT_DEADLINE_MS = 15_000;
@@ -424,10 +422,8 @@ export class ComposeRun {
         argv = this.localCommand(full);
       }
     }
-    const [command, args] = SETPRIV
-      ? [SETPRIV, ['--pdeathsig', 'SIGKILL', '--', ...argv]]
-      : [argv[0]!, argv.slice(1)];
-    const child = spawn(command, args, {
+    const [command, ...args] = diesWithParent(argv);
+    const child = spawn(command!, args, {
       cwd: dir ?? this.options.root,
       env,
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -5,7 +5,7 @@
  * the stage's ENTRYPOINT and ENV against a real redis-server, checked with the stage's
  * HEALTHCHECK command, /healthz and /readyz, and stopped with SIGTERM through tini.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import {
   cpSync,
   existsSync,
@@ -18,16 +18,17 @@ import {
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import {
+  cleanEnv,
+  findExecutable,
   freePort,
+  RoleProcess,
   startRedisServer,
   uniquePrefix,
   waitFor,
   type RedisServerHandle,
 } from '@bubble/test-utils';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildOnce, ROOT } from '../cluster/harness.js';
-import { cleanEnv } from '../support/clean-env.js';
-import { findExecutable } from '../support/executables.js';
+import { buildOnce, ROOT } from '../support/build.js';
 import {
   execForm,
   healthcheckCommand,
@@ -105,12 +106,9 @@ function reproduceRuntime(stages: Stage[], runtime: Stage, dir: string): string[
 }
 
 interface RoleChild {
-  role: (typeof ROLES)[number];
-  port: number;
-  child: ChildProcess;
-  output: string;
-  exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  env: NodeJS.ProcessEnv;
+  proc: RoleProcess;
+  /** Its whole environment, which the HEALTHCHECK command gets too. */
+  env: Record<string, string>;
 }
 
 describe('the image (Dockerfile runtime stage), run as processes', () => {
@@ -131,8 +129,7 @@ describe('the image (Dockerfile runtime stage), run as processes', () => {
   }, 180_000);
 
   afterAll(async () => {
-    for (const c of children) c.child.kill('SIGKILL');
-    await Promise.all(children.map((c) => c.exit));
+    await Promise.all(children.map((c) => c.proc.kill().catch(() => undefined)));
     await redis?.stop();
     if (dir) rmSync(dir, { recursive: true, force: true });
   }, 60_000);
@@ -202,35 +199,19 @@ describe('the image (Dockerfile runtime stage), run as processes', () => {
     const local = TINI
       ? [TINI, ...entrypoint.slice(1)]
       : entrypoint.slice(entrypoint.indexOf('--') + 1);
+    const command = local.map((part) => (part === 'node' ? process.execPath : part));
     for (const role of ROLES) {
       const port = await freePort();
-      const env = cleanEnv({
+      const env = {
         ...stageEnv(runtime),
         REDIS_URL: redis!.url,
         BUBBLE_KEY_PREFIX: prefix,
-        PORT: String(port),
         ...SECRETS,
-      });
-      const argv = [...local, role].map((part) => (part === 'node' ? process.execPath : part));
-      const child = spawn(argv[0]!, argv.slice(1), {
-        cwd: appDir,
-        env,
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      const entry: RoleChild = {
-        role,
-        port,
-        child,
-        env,
-        output: '',
-        exit: new Promise((resolve) =>
-          child.once('exit', (code, signal) => resolve({ code, signal })),
-        ),
       };
-      const keep = (chunk: Buffer) => (entry.output = (entry.output + chunk).slice(-6000));
-      child.stdout.on('data', keep);
-      child.stderr.on('data', keep);
-      children.push(entry);
+      children.push({
+        proc: new RoleProcess({ role, port, env, command, cwd: appDir }),
+        env: cleanEnv({ ...env, PORT: String(port) }),
+      });
     }
     const healthcheck = healthcheckCommand(runtime).map((part) =>
       part === 'node' ? process.execPath : part,
@@ -244,20 +225,21 @@ describe('the image (Dockerfile runtime stage), run as processes', () => {
             stdio: 'ignore',
             timeout: 5_000,
           }).status === 0,
-        { timeoutMs: 40_000, intervalMs: 250, message: `${c.role}: HEALTHCHECK\n${c.output}` },
+        {
+          timeoutMs: 40_000,
+          intervalMs: 250,
+          message: `${c.proc.role}: HEALTHCHECK\n${c.proc.describe()}`,
+        },
       );
       for (const route of ['/healthz', '/readyz']) {
-        const res = await fetch(`http://127.0.0.1:${c.port}${route}`);
-        expect(res.status, `${c.role} ${route}`).toBe(200);
+        const res = await fetch(c.proc.url + route);
+        expect(res.status, `${c.proc.role} ${route}`).toBe(200);
       }
     }
-    for (const c of children) c.child.kill('SIGTERM');
+    for (const c of children) c.proc.signal('SIGTERM');
     for (const c of children) {
-      const exit = await Promise.race([
-        c.exit,
-        new Promise<null>((resolve) => setTimeout(() => resolve(null), 15_000)),
-      ]);
-      expect(exit, `${c.role} exits cleanly on SIGTERM\n${c.output}`).toEqual({
+      const exit = await c.proc.waitExit(15_000);
+      expect(exit, `${c.proc.role} exits cleanly on SIGTERM\n${c.proc.describe()}`).toEqual({
         code: 0,
         signal: null,
       });

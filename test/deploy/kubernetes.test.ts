@@ -7,10 +7,17 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { configSchema, loadConfig } from '@bubble/cli';
-import { freePort, startRedisServer, waitFor, type RedisServerHandle } from '@bubble/test-utils';
+import {
+  freePort,
+  startRedisServer,
+  waitFor,
+  type RedisServerHandle,
+  type RoleProcess,
+} from '@bubble/test-utils';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Cluster, ROOT, buildOnce, type RoleProcess } from '../cluster/harness.js';
+import { Cluster } from '../cluster/harness.js';
+import { buildOnce, ROOT } from '../support/build.js';
 import {
   OVERLAYS,
   findKubectl,

@@ -4,89 +4,33 @@
  * simulate find there). The dashboard's script also runs in Chromium when /usr/bin/chromium
  * exists. Runs the built CLI (bin → dist), so the workspace is compiled first.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { freePort, waitFor } from '@bubble/test-utils';
+import { BubbleProcess, freePort, waitFor } from '@bubble/test-utils';
 import { chromium } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { buildOnce } from '../support/build.js';
 import { CHROMIUM, CHROMIUM_ARGS, HAS_CHROMIUM, watchPage } from '../support/chromium.js';
-import { cleanEnv } from '../support/clean-env.js';
+import { httpCall, jsonBody } from '../support/http.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const BIN = path.join(ROOT, 'packages/cli/bin/bubble.js');
 const EXIT_DEADLINE_MS = 30_000;
 
-interface Run {
-  child: ChildProcess;
-  stdout: () => string;
-  stderr: () => string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-const running = new Set<ChildProcess>();
+const running: BubbleProcess[] = [];
 let cwd: string;
 
-function bubble(args: string[], env: Record<string, string> = {}): Run {
-  const child = spawn(process.execPath, [BIN, ...args], {
-    cwd,
-    env: cleanEnv({ LOG_LEVEL: 'warn', ...env }),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  running.add(child);
-  let out = '';
-  let err = '';
-  child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
-  child.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-    child.once('exit', (code, signal) => {
-      running.delete(child);
-      resolve({ code, signal });
-    });
-  });
-  return { child, stdout: () => out, stderr: () => err, exited };
-}
-
-async function exitWithin(run: Run, ms = EXIT_DEADLINE_MS) {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () =>
-        reject(
-          new Error(
-            `the process did not exit within ${ms} ms\n--- stdout\n${run.stdout()}\n--- stderr\n${run.stderr()}`,
-          ),
-        ),
-      ms,
-    );
-  });
-  try {
-    return await Promise.race([run.exited, deadline]);
-  } finally {
-    clearTimeout(timer);
-  }
+function bubble(args: string[], env: Record<string, string> = {}): BubbleProcess {
+  const run = new BubbleProcess({ args, cwd, env: { LOG_LEVEL: 'warn', ...env } });
+  running.push(run);
+  return run;
 }
 
 /** Runs a short-lived command to its end. */
 async function complete(args: string[], env: Record<string, string> = {}) {
   const run = bubble(args, env);
-  const exit = await exitWithin(run);
-  return { ...exit, stdout: run.stdout(), stderr: run.stderr() };
-}
-
-async function waitHealthy(run: Run, url: string): Promise<void> {
-  await waitFor(
-    async () => {
-      if (run.child.exitCode !== null) {
-        throw new Error(`bubble exited early: ${run.child.exitCode}\n${run.stderr()}`);
-      }
-      return (await fetch(`${url}/healthz`).catch(() => null))?.status === 200;
-    },
-    { timeoutMs: 20_000, intervalMs: 50, message: `bubble all never became healthy at ${url}` },
-  );
+  const exit = await run.waitExit(EXIT_DEADLINE_MS);
+  return { ...exit, stdout: run.stdout, stderr: run.stderr };
 }
 
 interface Cluster {
@@ -97,9 +41,9 @@ interface Cluster {
 }
 
 async function cluster(url: string, apiKey: string): Promise<Cluster> {
-  const res = await fetch(`${url}/v1/cluster`, { headers: { 'x-api-key': apiKey } });
-  expect(res.status).toBe(200);
-  return (await res.json()) as Cluster;
+  const reply = await httpCall(url, 'GET', '/v1/cluster', { apiKey });
+  expect(reply.status).toBe(200);
+  return jsonBody(reply) as Cluster;
 }
 
 /** Until a leader leads, every pool has an owner and the core has reported a sweep. */
@@ -124,7 +68,7 @@ async function metric(url: string, name: string): Promise<number | undefined> {
 const sha256 = (text: string) => `'sha256-${createHash('sha256').update(text).digest('base64')}'`;
 
 describe('dashboard, bubble status and bubble simulate against bubble all', () => {
-  let all: Run | undefined;
+  let all: BubbleProcess | undefined;
   let port: number;
   let url: string;
   let apiKey: string;
@@ -132,19 +76,13 @@ describe('dashboard, bubble status and bubble simulate against bubble all', () =
   let core: string;
 
   beforeAll(async () => {
-    // bin/bubble.js runs dist/; make sure it reflects the sources.
-    try {
-      execFileSync('npx', ['tsc', '-b'], { cwd: ROOT, stdio: 'pipe', timeout: 240_000 });
-    } catch (err) {
-      const output = err as { stdout?: Buffer; stderr?: Buffer };
-      throw new Error(`tsc -b failed:\n${output.stdout?.toString()}${output.stderr?.toString()}`);
-    }
+    await buildOnce();
     cwd = mkdtempSync(path.join(tmpdir(), 'bubble-dash-'));
     port = await freePort();
     url = `http://127.0.0.1:${port}`;
     // Development mode: no secrets configured, generated into cwd/.bubble-dev/.
     all = bubble(['all'], { PORT: String(port) });
-    await waitHealthy(all, url);
+    await all.waitHttpOk(`${url}/healthz`, 20_000);
     apiKey = (
       JSON.parse(readFileSync(path.join(cwd, '.bubble-dev', 'secrets.json'), 'utf8')) as {
         apiKey: string;
@@ -155,16 +93,13 @@ describe('dashboard, bubble status and bubble simulate against bubble all', () =
     core = settledCluster.nodes.find((n) => n.role === 'core')!.id;
   }, 300_000);
 
-  afterEach(() => {
-    for (const child of running) if (child !== all?.child) child.kill('SIGKILL');
+  afterEach(async () => {
+    await Promise.all(running.filter((run) => run !== all).map((run) => run.kill()));
   });
 
   afterAll(async () => {
-    if (all && all.child.exitCode === null) {
-      all.child.kill('SIGTERM');
-      await exitWithin(all).catch(() => all!.child.kill('SIGKILL'));
-    }
-    for (const child of running) child.kill('SIGKILL');
+    await all?.stop(EXIT_DEADLINE_MS);
+    await Promise.all(running.splice(0).map((run) => run.kill()));
     if (cwd) rmSync(cwd, { recursive: true, force: true });
   });
 
@@ -352,9 +287,9 @@ describe('dashboard, bubble status and bubble simulate against bubble all', () =
         ],
         {},
       );
-      const exit = await exitWithin(run);
-      expect(exit, run.stderr()).toEqual({ code: 0, signal: null });
-      const summary = JSON.parse(run.stdout()) as {
+      const exit = await run.waitExit(EXIT_DEADLINE_MS);
+      expect(exit, run.stderr).toEqual({ code: 0, signal: null });
+      const summary = JSON.parse(run.stdout) as {
         stoppedBy: string;
         follows: number;
         posts: { sent: number; accepted: number };
@@ -372,10 +307,8 @@ describe('dashboard, bubble status and bubble simulate against bubble all', () =
       expect(summary.pushes.received).toBeGreaterThan(0);
       expect(summary.errors, JSON.stringify(summary.errors.samples)).toMatchObject({ total: 0 });
       // Live progress on stderr, and no credential anywhere in the output.
-      expect(run.stderr()).toMatch(
-        /posts \d+\/s \(\d+\) · pushes \d+\/s \(\d+\) · clients \d+\/16/,
-      );
-      expect(run.stdout() + run.stderr()).not.toContain(apiKey);
+      expect(run.stderr).toMatch(/posts \d+\/s \(\d+\) · pushes \d+\/s \(\d+\) · clients \d+\/16/);
+      expect(run.stdout + run.stderr).not.toContain(apiKey);
       // Every socket was closed on the way out.
       await waitFor(async () => (await metric(url, 'bubble_ws_connections')) === 0, {
         timeoutMs: 5000,
@@ -397,16 +330,16 @@ describe('dashboard, bubble status and bubble simulate against bubble all', () =
         '--duration',
         '10m',
       ]);
-      await waitFor(() => /clients 8\/8/.test(run.stderr()), {
+      await waitFor(() => /clients 8\/8/.test(run.stderr), {
         timeoutMs: 20_000,
-        message: `no progress with every client connected:\n${run.stderr()}`,
+        message: `no progress with every client connected:\n${run.stderr}`,
       });
       expect(await metric(url, 'bubble_ws_connections')).toBe(8);
-      run.child.kill('SIGINT');
-      const exit = await exitWithin(run, 10_000);
-      expect(exit, run.stderr()).toEqual({ code: 0, signal: null });
-      expect(run.stdout()).toContain('stopped by a signal');
-      expect(run.stdout()).toMatch(/clients\s+8\/8 connected at the end/);
+      run.signal('SIGINT');
+      const exit = await run.waitExit(10_000);
+      expect(exit, run.stderr).toEqual({ code: 0, signal: null });
+      expect(run.stdout).toContain('stopped by a signal');
+      expect(run.stdout).toMatch(/clients\s+8\/8 connected at the end/);
       await waitFor(async () => (await metric(url, 'bubble_ws_connections')) === 0, {
         timeoutMs: 5000,
         message: 'simulated sockets left open',
@@ -437,16 +370,13 @@ describe('dashboard, bubble status and bubble simulate against bubble all', () =
 
 describe('with BUBBLE_INTERNAL_PORT, the dashboard is on the operator port', () => {
   const API_KEY = 'dash-test-api-key-5d2e8a0c3f71b946e2';
-  let run: Run | undefined;
+  let run: BubbleProcess | undefined;
 
   beforeAll(() => {
     cwd = mkdtempSync(path.join(tmpdir(), 'bubble-dash-internal-'));
   });
   afterAll(async () => {
-    if (run && run.child.exitCode === null) {
-      run.child.kill('SIGTERM');
-      await exitWithin(run).catch(() => run!.child.kill('SIGKILL'));
-    }
+    await run?.stop(EXIT_DEADLINE_MS);
     rmSync(cwd, { recursive: true, force: true });
   });
 
@@ -460,7 +390,7 @@ describe('with BUBBLE_INTERNAL_PORT, the dashboard is on the operator port', () 
     });
     const internal = `http://127.0.0.1:${internalPort}`;
     const publicUrl = `http://127.0.0.1:${publicPort}`;
-    await waitHealthy(run, internal);
+    await run.waitHttpOk(`${internal}/healthz`, 20_000);
     expect((await fetch(`${internal}/dashboard`)).status).toBe(200);
     expect((await fetch(`${publicUrl}/dashboard`)).status).toBe(404);
     expect((await fetch(`${internal}/v1/cluster`)).status).toBe(401);

@@ -7,28 +7,46 @@
  */
 import { spawn } from 'node:child_process';
 import { accessSync, constants as fsConstants, mkdtempSync, rmSync } from 'node:fs';
+import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import {
+  BUBBLE_BIN,
+  cleanEnv,
   freePort,
+  RoleProcess,
   startRedisServer,
   uniquePrefix,
+  waitFor,
+  type Exit,
   type RedisServerHandle,
+  type Role,
 } from '@bubble/test-utils';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { waitFor } from '@bubble/test-utils';
-import { cleanEnv } from '../support/clean-env.js';
-import { BIN, CliRun, accepts, buildOnce, runProbingPort } from './cli-run.js';
+import { buildOnce } from '../support/build.js';
+import { httpCall, jsonBody } from '../support/http.js';
 
 const API_KEY = 'dev-mode-test-api-key-8e41c0b7d2a95f36';
 /** Exactly the floor: 32 bytes. */
 const JWT_SECRET = 'dev-mode-jwt-secret-4c2e9a7b1d5f';
 const SHORT = 'x'.repeat(31);
 
+/** Whether a TCP connection to host:port is accepted (false when refused). */
+function accepts(port: number, host = '127.0.0.1'): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ port, host });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
 describe('development mode and secrets', () => {
   let redis: RedisServerHandle;
   let cwd: string;
-  const runs: CliRun[] = [];
+  const runs: RoleProcess[] = [];
 
   beforeAll(async () => {
     await buildOnce();
@@ -41,36 +59,47 @@ describe('development mode and secrets', () => {
     rmSync(cwd, { recursive: true, force: true });
   });
 
-  afterEach(() => {
-    for (const run of runs.splice(0)) run.kill();
+  afterEach(async () => {
+    await Promise.all(runs.splice(0).map((run) => run.kill()));
   });
 
-  function start(args: string[], env: Record<string, string>): CliRun {
-    const run = new CliRun(args, env, cwd);
+  function start(role: Role, port: number, env: Record<string, string>): RoleProcess {
+    const run = new RoleProcess({ role, port, cwd, env: { LOG_LEVEL: 'info', ...env } });
     runs.push(run);
     return run;
+  }
+
+  /**
+   * Runs `bubble <role>` and keeps trying to connect to its port until it exits: the answer
+   * says whether any attempt was accepted, so a refusal "before it listens" is checked.
+   */
+  async function runProbingPort(role: Role, port: number, env: Record<string, string>) {
+    const run = start(role, port, env);
+    let accepted = false;
+    const probing = (async () => {
+      while (run.alive) {
+        if (await accepts(port)) accepted = true;
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    })();
+    const exit: Exit = await run.waitExit();
+    await probing;
+    return { run, exit, accepted };
   }
 
   const onRedis = () => ({ REDIS_URL: redis.url, BUBBLE_KEY_PREFIX: uniquePrefix('dev') });
 
   async function demoToken(port: number, host = '127.0.0.1'): Promise<number> {
-    const res = await fetch(`http://${host}:${port}/demo/token`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ user: 'alice' }),
+    const reply = await httpCall(`http://${host}:${port}`, 'POST', '/demo/token', {
+      body: { user: 'alice' },
     });
-    if (res.status === 200) expect(await res.json()).toMatchObject({ token: expect.any(String) });
-    return res.status;
+    if (reply.status === 200) expect(jsonBody(reply)).toMatchObject({ token: expect.any(String) });
+    return reply.status;
   }
 
   it('bubble all on Redis without secrets and without BUBBLE_DEV stops before it listens, naming them', async () => {
     const port = await freePort();
-    const { run, exit, accepted } = await runProbingPort(
-      ['all'],
-      { ...onRedis(), PORT: String(port) },
-      cwd,
-      port,
-    );
+    const { run, exit, accepted } = await runProbingPort('all', port, onRedis());
     expect(exit, run.describe()).toEqual({ code: 1, signal: null });
     expect(accepted).toBe(false);
     expect(run.stderr).toContain('BUBBLE_API_KEY');
@@ -81,13 +110,12 @@ describe('development mode and secrets', () => {
 
   it('bubble all on Redis with secrets serves, on every interface, without /demo/token', async () => {
     const port = await freePort();
-    const run = start(['all'], {
+    const run = start('all', port, {
       ...onRedis(),
-      PORT: String(port),
       BUBBLE_API_KEY: API_KEY,
       BUBBLE_JWT_SECRET: JWT_SECRET,
     });
-    const line = await run.listening('all');
+    const line = await run.listening();
     expect(line).toMatchObject({ host: '0.0.0.0', development: false });
     expect(await demoToken(port)).toBe(404);
     // 0.0.0.0 also answers on another loopback address
@@ -97,8 +125,8 @@ describe('development mode and secrets', () => {
 
   it('bubble all on Redis with BUBBLE_DEV=1 is in development mode: generated secrets, /demo/token', async () => {
     const port = await freePort();
-    const run = start(['all'], { ...onRedis(), PORT: String(port), BUBBLE_DEV: '1' });
-    const line = await run.listening('all');
+    const run = start('all', port, { ...onRedis(), BUBBLE_DEV: '1' });
+    const line = await run.listening();
     expect(line).toMatchObject({ host: '0.0.0.0', development: true });
     expect(await demoToken(port)).toBe(200);
     expect(run.stderr).toContain('development mode');
@@ -107,8 +135,8 @@ describe('development mode and secrets', () => {
 
   it('bubble all on the embedded engine without secrets serves /demo/token on loopback only', async () => {
     const port = await freePort();
-    const run = start(['all'], { PORT: String(port) });
-    const line = await run.listening('all');
+    const run = start('all', port, {});
+    const line = await run.listening();
     expect(line).toMatchObject({ host: '127.0.0.1', engine: 'memory', development: true });
     expect(await demoToken(port)).toBe(200);
     // bound to 127.0.0.1 itself: another address, even of lo, is refused
@@ -119,23 +147,18 @@ describe('development mode and secrets', () => {
 
   it('bubble all on the embedded engine with configured secrets is not development mode', async () => {
     const port = await freePort();
-    const run = start(['all'], {
-      PORT: String(port),
-      BUBBLE_API_KEY: API_KEY,
-      BUBBLE_JWT_SECRET: JWT_SECRET,
-    });
-    expect(await run.listening('all')).toMatchObject({ host: '0.0.0.0', development: false });
+    const run = start('all', port, { BUBBLE_API_KEY: API_KEY, BUBBLE_JWT_SECRET: JWT_SECRET });
+    expect(await run.listening()).toMatchObject({ host: '0.0.0.0', development: false });
     expect(await demoToken(port)).toBe(404);
   });
 
   it('bubble server and bubble core need no secrets', async () => {
-    for (const role of ['server', 'core']) {
-      const run = start([role], { ...onRedis(), PORT: String(await freePort()) });
-      await run.listening(role);
+    for (const role of ['server', 'core'] as const) {
+      await start(role, await freePort(), onRedis()).listening();
     }
   });
 
-  const cases = ['server', 'core', 'gateway', 'all'].flatMap((role) =>
+  const cases = (['server', 'core', 'gateway', 'all'] as const).flatMap((role) =>
     (['BUBBLE_API_KEY', 'BUBBLE_JWT_SECRET'] as const).map((name) => ({ role, name })),
   );
   it.each(cases)(
@@ -144,12 +167,11 @@ describe('development mode and secrets', () => {
       const port = await freePort();
       const env: Record<string, string> = {
         ...onRedis(),
-        PORT: String(port),
         BUBBLE_API_KEY: API_KEY,
         BUBBLE_JWT_SECRET: JWT_SECRET,
         [name]: SHORT,
       };
-      const { run, exit, accepted } = await runProbingPort([role], env, cwd, port);
+      const { run, exit, accepted } = await runProbingPort(role, port, env);
       expect(exit, run.describe()).toEqual({ code: 1, signal: null });
       expect(accepted).toBe(false);
       expect(run.stderr).toContain(`${name} is 31 bytes; it must be at least 32`);
@@ -169,7 +191,7 @@ describe('development mode and secrets', () => {
   });
   it.skipIf(!script)('on a terminal the logs are readable lines, not JSON', async () => {
     const port = await freePort();
-    const child = spawn(script!, ['-qfec', `${process.execPath} ${BIN} all`, '/dev/null'], {
+    const child = spawn(script!, ['-qfec', `${process.execPath} ${BUBBLE_BIN} all`, '/dev/null'], {
       cwd,
       env: cleanEnv({ LOG_LEVEL: 'info', PORT: String(port), NO_COLOR: '1' }),
       stdio: ['pipe', 'pipe', 'pipe'],
@@ -193,12 +215,10 @@ describe('development mode and secrets', () => {
 
   it('BUBBLE_DEV=1 with NODE_ENV=production stops, naming both', async () => {
     const port = await freePort();
-    const { run, exit, accepted } = await runProbingPort(
-      ['all'],
-      { PORT: String(port), BUBBLE_DEV: '1', NODE_ENV: 'production' },
-      cwd,
-      port,
-    );
+    const { run, exit, accepted } = await runProbingPort('all', port, {
+      BUBBLE_DEV: '1',
+      NODE_ENV: 'production',
+    });
     expect(exit.code).toBe(1);
     expect(accepted).toBe(false);
     expect(run.stderr).toContain('BUBBLE_DEV');

@@ -6,12 +6,14 @@
  * header is ignored and everyone shares loopback's bucket. A disallowed Origin is answered 403
  * at the upgrade, never 101.
  */
+import type { RoleProcess } from '@bubble/test-utils';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildOnce } from '../support/build.js';
 import { rawUpgrade, type UpgradeResult } from '../support/ws-upgrade.js';
-import { Deployment, buildOnce, type BubbleProcess } from '../ws/processes.js';
+import { Deployment } from '../ws/processes.js';
 
 /** A gateway process on this shared machine may answer slower than an in-process one. */
-function upgrade(gateway: BubbleProcess, headers: Record<string, string>): Promise<UpgradeResult> {
+function upgrade(gateway: RoleProcess, headers: Record<string, string>): Promise<UpgradeResult> {
   return rawUpgrade(gateway, headers, { timeoutMs: 10_000 });
 }
 

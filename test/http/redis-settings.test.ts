@@ -8,12 +8,15 @@ import {
   startRedisCluster,
   startRedisServer,
   waitFor,
+  type LogLine,
   type RedisClusterHandle,
   type RedisServerHandle,
+  type RoleProcess,
 } from '@bubble/test-utils';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Deployment, buildOnce, type BubbleProcess, type LogLine } from '../ws/processes.js';
+import { buildOnce } from '../support/build.js';
+import { Deployment } from '../ws/processes.js';
 
 const WARN = 40;
 
@@ -26,11 +29,11 @@ async function denyCommands(server: RedisServerHandle, commands: string[]): Prom
   }
 }
 
-const settingsLines = (proc: BubbleProcess): LogLine[] =>
+const settingsLines = (proc: RoleProcess): LogLine[] =>
   proc.lines.filter((line) => line.module === 'redis-settings');
 
 async function settingsLine(
-  proc: BubbleProcess,
+  proc: RoleProcess,
   redisPort: number,
   purpose = 'store',
 ): Promise<LogLine> {

@@ -12,8 +12,8 @@
 import { BubbleClient } from '@bubble/client';
 import { waitFor } from '@bubble/test-utils';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { buildOnce } from '../support/build.js';
 import {
-  buildOnce,
   Deployment,
   essentials,
   recordingFetch,
@@ -103,7 +103,7 @@ describe('SDK clients of a gateway killed with SIGKILL', () => {
       });
     }
 
-    await gatewayA.kill9();
+    await gatewayA.kill();
     // A renewed nothing after this.
     const diedAt = Date.now();
     expect(gatewayA.exit?.signal).toBe('SIGKILL');

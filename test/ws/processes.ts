@@ -1,12 +1,11 @@
 /**
  * Real bubble processes for the SDK tests of this folder: one redis-server started here,
- * `bubble all` / `bubble gateway` as child processes of the built CLI (built once per run by the
- * cluster harness's buildOnce), each on a port the test chooses, so a gateway can be started
+ * `bubble all` / `bubble gateway` as child processes of the built CLI (built once per run by
+ * buildOnce), each on a port the test chooses, so a gateway can be started
  * where a client already expects one. Platform calls go over HTTP to any live gateway. The SDK
  * runs in this process with the real `ws` WebSocket and the global fetch, both wrapped only to
  * record what went over the wire. No sleeps: every wait has a deadline.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -14,84 +13,21 @@ import type { Badge, BubbleClient, FetchLike, WebSocketConstructor } from '@bubb
 import { poolOf } from '@bubble/protocol';
 import {
   freePort,
+  RoleProcess,
   startRedisServer,
   uniquePrefix,
   waitFor,
   type RedisServerHandle,
+  type Role,
 } from '@bubble/test-utils';
-import { SignJWT } from 'jose';
 import { expect } from 'vitest';
 import { WebSocket } from 'ws';
-import { ROOT } from '../cluster/harness.js';
-import { cleanEnv } from '../support/clean-env.js';
-import { SETPRIV } from '../support/executables.js';
-import { readJsonLines } from '../support/json-lines.js';
+import { httpCall, jsonBody } from '../support/http.js';
+import { TokenCache } from '../support/tokens.js';
 
-export { buildOnce } from '../cluster/harness.js';
-
-const BIN = path.join(ROOT, 'packages/cli/bin/bubble.js');
 export const API_KEY = 'sdk-test-api-key-71c2e9b05a3d8f4c16';
 const JWT_SECRET = 'sdk-test-jwt-secret-5d09e3b8a4f17c62';
 const START_DEADLINE_MS = 30_000;
-
-export type Role = 'all' | 'gateway' | 'server' | 'core';
-
-export interface LogLine {
-  level: number;
-  time: number;
-  msg: string;
-  [field: string]: unknown;
-}
-
-/** One `bubble <role>` child process and what it logged. */
-export class BubbleProcess {
-  readonly lines: LogLine[] = [];
-  other = '';
-  exit: { code: number | null; signal: NodeJS.Signals | null } | null = null;
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-
-  constructor(
-    readonly name: string,
-    readonly port: number,
-    readonly child: ChildProcess,
-  ) {
-    readJsonLines<LogLine>(
-      child.stdout!,
-      (line) => this.lines.push(line),
-      (text) => (this.other += text),
-    );
-    child.stderr!.on('data', (chunk: Buffer) => (this.other += chunk.toString('utf8')));
-    this.exited = new Promise((resolve) => {
-      child.once('exit', (code, signal) => resolve((this.exit = { code, signal })));
-    });
-  }
-
-  get url(): string {
-    return `http://127.0.0.1:${this.port}`;
-  }
-
-  get wsUrl(): string {
-    return `ws://127.0.0.1:${this.port}/v1/ws`;
-  }
-
-  get alive(): boolean {
-    return this.exit === null;
-  }
-
-  /** kill -9, and waits until the process is gone. */
-  async kill9(): Promise<void> {
-    if (this.alive) this.child.kill('SIGKILL');
-    await waitFor(() => !this.alive, {
-      timeoutMs: 10_000,
-      message: `${this.name} did not die on SIGKILL`,
-    });
-  }
-
-  describe(): string {
-    const tail = this.lines.slice(-30).map((l) => JSON.stringify(l));
-    return `--- ${this.name} (exit ${JSON.stringify(this.exit)})\n${tail.join('\n')}\n${this.other.slice(-3000)}`;
-  }
-}
 
 export interface ClusterStatus {
   pools: Array<{ pool: number; owner: string | null; online: number }>;
@@ -102,12 +38,12 @@ export interface ClusterStatus {
 
 /** A redis-server and the bubble processes started on it (one key prefix). */
 export class Deployment {
-  readonly processes: BubbleProcess[] = [];
+  readonly processes: RoleProcess[] = [];
   readonly prefix = uniquePrefix('sdk');
   readonly pools = 8;
   readonly tickMs = 200;
   private readonly cwd = mkdtempSync(path.join(tmpdir(), 'bubble-sdk-'));
-  private readonly tokens = new Map<string, string>();
+  private readonly tokens = new TokenCache(JWT_SECRET);
   private counter = 0;
 
   private constructor(readonly redis: RedisServerHandle) {}
@@ -120,14 +56,13 @@ export class Deployment {
    * Spawns `bubble <role>` on `port` (a free one by default) and waits until it listens.
    * `env` adds to (and overrides) the common configuration.
    */
-  async spawn(role: Role, env: Record<string, string> = {}, port?: number): Promise<BubbleProcess> {
-    const listenPort = port ?? (await freePort());
-    const [command, args] = SETPRIV
-      ? [SETPRIV, ['--pdeathsig', 'SIGKILL', '--', process.execPath, BIN, role]]
-      : [process.execPath, [BIN, role]];
-    const child = spawn(command, args, {
+  async spawn(role: Role, env: Record<string, string> = {}, port?: number): Promise<RoleProcess> {
+    const proc = new RoleProcess({
+      role,
+      port: port ?? (await freePort()),
+      name: `${role}#${++this.counter}`,
       cwd: this.cwd,
-      env: cleanEnv({
+      env: {
         REDIS_URL: this.redis.url,
         BUBBLE_KEY_PREFIX: this.prefix,
         BUBBLE_POOLS: String(this.pools),
@@ -136,18 +71,11 @@ export class Deployment {
         BUBBLE_API_KEY: API_KEY,
         BUBBLE_JWT_SECRET: JWT_SECRET,
         LOG_LEVEL: 'info',
-        PORT: String(listenPort),
         ...env,
-      }),
-      stdio: ['ignore', 'pipe', 'pipe'],
+      },
     });
-    const proc = new BubbleProcess(`${role}#${++this.counter}`, listenPort, child);
     this.processes.push(proc);
-    await waitFor(() => proc.lines.some((l) => l.msg === `bubble ${role} is listening`), {
-      timeoutMs: START_DEADLINE_MS,
-      intervalMs: 20,
-      message: `${proc.name} never listened\n${proc.describe()}`,
-    });
+    await proc.listening(START_DEADLINE_MS);
     return proc;
   }
 
@@ -156,12 +84,7 @@ export class Deployment {
   }
 
   async close(): Promise<void> {
-    for (const proc of this.processes) if (proc.alive) proc.child.kill('SIGKILL');
-    await Promise.all(
-      this.processes.map((p) =>
-        waitFor(() => !p.alive, { timeoutMs: 10_000 }).catch(() => undefined),
-      ),
-    );
+    await Promise.all(this.processes.map((p) => p.kill().catch(() => undefined)));
     await this.redis.stop();
     rmSync(this.cwd, { recursive: true, force: true });
   }
@@ -170,36 +93,29 @@ export class Deployment {
 
   /** A platform call (X-Api-Key) to `gateway`; fails on any status other than `expected`. */
   async platform(
-    gateway: BubbleProcess,
+    gateway: RoleProcess,
     method: string,
     route: string,
     body: unknown,
     expected: number,
   ): Promise<unknown> {
-    const headers: Record<string, string> = { 'x-api-key': API_KEY };
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    const res = await fetch(gateway.url + route, {
-      method,
-      headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.text();
-    expect(res.status, `${method} ${route}: ${text}`).toBe(expected);
-    return text === '' ? undefined : (JSON.parse(text) as unknown);
+    const reply = await httpCall(gateway.url, method, route, { body, apiKey: API_KEY });
+    expect(reply.status, `${method} ${route}: ${reply.text}`).toBe(expected);
+    return jsonBody(reply);
   }
 
-  async follow(gateway: BubbleProcess, user: string, author: string): Promise<void> {
+  async follow(gateway: RoleProcess, user: string, author: string): Promise<void> {
     await this.platform(gateway, 'PUT', `/v1/users/${user}/follows/${author}`, undefined, 204);
   }
 
-  async post(gateway: BubbleProcess, author: string, id: string): Promise<void> {
+  async post(gateway: RoleProcess, author: string, id: string): Promise<void> {
     const body = { author, id, ts: Date.now() - 1000 };
     const reply = await this.platform(gateway, 'POST', '/v1/posts', body, 202);
     expect(reply).toEqual({ accepted: 1, ignored: 0 });
   }
 
   /** GET /v1/users/{user}/badge: what the platform sees. */
-  async badge(gateway: BubbleProcess, user: string): Promise<Badge> {
+  async badge(gateway: RoleProcess, user: string): Promise<Badge> {
     return (await this.platform(
       gateway,
       'GET',
@@ -209,12 +125,12 @@ export class Deployment {
     )) as Badge;
   }
 
-  async status(gateway: BubbleProcess): Promise<ClusterStatus> {
+  async status(gateway: RoleProcess): Promise<ClusterStatus> {
     return (await this.platform(gateway, 'GET', '/v1/cluster', undefined, 200)) as ClusterStatus;
   }
 
   /** Waits until every pool has an owner that reported a sweep: posts are pushed from now on. */
-  async waitSweeping(gateway: BubbleProcess): Promise<void> {
+  async waitSweeping(gateway: RoleProcess): Promise<void> {
     await waitFor(
       async () => {
         const status = await this.status(gateway);
@@ -230,7 +146,7 @@ export class Deployment {
   }
 
   /** Users online in `user`'s pool, by GET /v1/cluster. */
-  async onlineInPool(gateway: BubbleProcess, user: string): Promise<number> {
+  async onlineInPool(gateway: RoleProcess, user: string): Promise<number> {
     const status = await this.status(gateway);
     return status.pools[poolOf(user, this.pools)]!.online;
   }
@@ -250,18 +166,8 @@ export class Deployment {
     return users;
   }
 
-  async token(user: string): Promise<string> {
-    let token = this.tokens.get(user);
-    if (!token) {
-      token = await new SignJWT({})
-        .setProtectedHeader({ alg: 'HS256' })
-        .setSubject(user)
-        .setIssuedAt()
-        .setExpirationTime('30m')
-        .sign(new TextEncoder().encode(JWT_SECRET));
-      this.tokens.set(user, token);
-    }
-    return token;
+  token(user: string): Promise<string> {
+    return this.tokens.of(user);
   }
 }
 

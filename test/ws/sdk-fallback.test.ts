@@ -10,8 +10,8 @@
 import { BubbleClient } from '@bubble/client';
 import { freePort, waitFor } from '@bubble/test-utils';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { buildOnce } from '../support/build.js';
 import {
-  buildOnce,
   Deployment,
   essentials,
   etagOf,

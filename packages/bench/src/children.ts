@@ -1,25 +1,6 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
-
-/** The CLI entry point, beside this package in the monorepo. */
-export const BUBBLE_BIN = fileURLToPath(new URL('../../cli/bin/bubble.js', import.meta.url));
-
-const STOP_GRACE_MS = 15_000;
-const TAIL_LINES = 40;
-
-export interface RoleChild {
-  readonly pid: number;
-  /** The last lines the child printed (pino JSON), for failure messages. */
-  tail(): string;
-  /** Set once the child exited; the exit code or signal. */
-  exited(): string | null;
-  /** SIGTERM, SIGKILL after a grace period. Idempotent. */
-  stop(): Promise<void>;
-}
-
-const live = new Set<ChildProcess>();
-let hooked = false;
+import { freePort, reapOnExit, RoleProcess } from '@bubble/test-utils';
 
 /** CPU seconds (user + system) a process used so far, from /proc (Linux); null elsewhere. */
 export async function processCpuSeconds(pid: number): Promise<number | null> {
@@ -67,94 +48,53 @@ export async function openFilesHardLimit(): Promise<number | null> {
   }
 }
 
-/** A bench that dies must not leave cores behind. */
-function killLiveOnExit(): void {
-  if (hooked) return;
-  hooked = true;
-  process.on('exit', () => {
-    for (const child of live) child.kill('SIGKILL');
-  });
-  // A bench stopped by a signal exits through 'exit' too, so its role children go with it.
+let exitsOnSignals = false;
+
+/**
+ * A bench stopped by a signal exits through 'exit', where the children it still runs are
+ * killed (reapOnExit): a bench that dies must not leave cores behind.
+ */
+function exitOnSignals(): void {
+  if (exitsOnSignals) return;
+  exitsOnSignals = true;
   process.once('SIGINT', () => process.exit(130));
   process.once('SIGTERM', () => process.exit(143));
 }
 
 /** Kills `child` with SIGKILL if this process exits while it still runs. */
 export function killOnExit(child: ChildProcess): void {
-  killLiveOnExit();
-  live.add(child);
-  child.once('exit', () => live.delete(child));
+  exitOnSignals();
+  const forget = reapOnExit(child);
+  child.once('exit', forget);
 }
 
 /** Stops `children` last started first (a core before the server that assigns it pools). */
-export async function stopAll(children: RoleChild[]): Promise<void> {
+export async function stopAll(children: RoleProcess[]): Promise<void> {
   for (const child of [...children].reverse()) await child.stop().catch(() => {});
 }
 
 /**
- * Runs `bubble <role>` as a child process of its own. Lines at warn level or above go to `log`.
+ * Runs `bubble <role>` on a free port as a child process of its own, in this process's
+ * environment plus `env`. Lines at warn level or above go to `log` until it is asked to stop.
  */
-export function spawnRole(options: {
+export async function spawnRole(options: {
   role: 'core' | 'server' | 'gateway';
   env: Record<string, string>;
   nodeArgs?: string[];
   log: (line: string) => void;
-}): RoleChild {
-  killLiveOnExit();
-  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), BUBBLE_BIN, options.role], {
-    env: { ...process.env, ...options.env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+}): Promise<RoleProcess> {
+  exitOnSignals();
+  const child: RoleProcess = new RoleProcess({
+    role: options.role,
+    port: await freePort(),
+    env: options.env,
+    nodeArgs: options.nodeArgs,
+    inheritEnv: true,
+    dieWithParent: false,
+    onLine: (text, log) => {
+      const quiet = typeof log?.level === 'number' && log.level < 40;
+      if (!quiet && !child.stopRequested) options.log(`  [${options.role}] ${text}`);
+    },
   });
-  live.add(child);
-  const lines: string[] = [];
-  let exit: string | null = null;
-  let stopRequested = false;
-  const exitedPromise = new Promise<void>((resolve) => {
-    child.once('exit', (code, signal) => {
-      exit = signal ?? String(code);
-      live.delete(child);
-      resolve();
-    });
-    child.once('error', (err) => {
-      exit = `spawn failed: ${err.message}`;
-      live.delete(child);
-      resolve();
-    });
-  });
-  const onData = (chunk: Buffer) => {
-    for (const line of chunk.toString('utf8').split('\n')) {
-      if (line.trim() === '') continue;
-      lines.push(line);
-      if (lines.length > TAIL_LINES) lines.shift();
-      const level = /"level":(\d+)/.exec(line);
-      if (!stopRequested && (!level || Number(level[1]) >= 40))
-        options.log(`  [${options.role}] ${line}`);
-    }
-  };
-  child.stdout!.on('data', onData);
-  child.stderr!.on('data', onData);
-  let stopping: Promise<void> | undefined;
-  return {
-    pid: child.pid ?? -1,
-    tail: () => lines.join('\n'),
-    exited: () => exit,
-    stop: () =>
-      (stopping ??= (async () => {
-        if (exit !== null) return;
-        stopRequested = true;
-        child.kill('SIGTERM');
-        let timer: NodeJS.Timeout | undefined;
-        const graceful = await Promise.race([
-          exitedPromise.then(() => true),
-          new Promise<boolean>((resolve) => {
-            timer = setTimeout(() => resolve(false), STOP_GRACE_MS);
-          }),
-        ]);
-        clearTimeout(timer);
-        if (!graceful) {
-          child.kill('SIGKILL');
-          await exitedPromise;
-        }
-      })()),
-  };
+  return child;
 }

@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import type { RoleProcess } from '@bubble/test-utils';
 import { startBenchRedis } from './bench-redis.js';
 import {
   openFilesHardLimit,
@@ -18,7 +19,6 @@ import {
   seedStore,
   sleep,
   startGateway,
-  type GatewayChild,
 } from './live-stack.js';
 import { sampleProcessMemory, type ProcessMemorySample } from './process-memory.js';
 import { buildScenarioWorkload, type Workload } from './workload.js';
@@ -81,7 +81,7 @@ export async function benchConnections(partial: Partial<ConnectionsOptions> = {}
   const { store, service } = redis;
   const dir = await mkdtemp(path.join(tmpdir(), 'bubble-connections-'));
   const memoryFile = path.join(dir, 'memory.jsonl');
-  let gateway: GatewayChild | undefined;
+  let gateway: RoleProcess | undefined;
   const drivers: DriverHandle[] = [];
   let figures: Record<string, unknown>;
   try {

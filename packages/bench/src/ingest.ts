@@ -1,7 +1,7 @@
 import { BadgeService } from '@bubble/badges';
 import { systemClock } from '@bubble/protocol';
 import { RedisStore } from '@bubble/store';
-import { startRedisServer } from '@bubble/test-utils';
+import { startRedisServer, type RoleProcess } from '@bubble/test-utils';
 import { Redis } from 'ioredis';
 import { RawHttpConnection, httpRequest } from './http-client.js';
 import { logProfiles } from './profile-summary.js';
@@ -15,7 +15,6 @@ import {
   machineFacts,
   round2,
   startGateway,
-  type GatewayChild,
 } from './live-stack.js';
 import { callsBetween, commandCalls, redisCpuSeconds, sum } from './redis-probe.js';
 import { buildWorkload, percentile } from './workload.js';
@@ -70,7 +69,7 @@ export async function benchIngest(partial: Partial<IngestOptions> = {}) {
   const store = new RedisStore({ url: redis.url, keyPrefix: KEY_PREFIX, pools: options.pools });
   const service = new BadgeService(store, systemClock);
   const admin = new Redis(redis.url);
-  let gateway: GatewayChild | undefined;
+  let gateway: RoleProcess | undefined;
   const connections: RawHttpConnection[] = [];
   let figures: Record<string, unknown>;
   try {

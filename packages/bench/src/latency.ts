@@ -2,10 +2,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os, { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DAY_MS, HOUR_MS, poolOf } from '@bubble/protocol';
-import { freePort } from '@bubble/test-utils';
+import type { RoleProcess } from '@bubble/test-utils';
 import type { Redis } from 'ioredis';
 import { startBenchRedis } from './bench-redis.js';
-import { spawnRole, stopAll, type RoleChild } from './children.js';
+import { spawnRole, stopAll } from './children.js';
 import { forkDriver, type DriverHandle } from './driver-process.js';
 import { RawHttpConnection, httpRequest } from './http-client.js';
 import {
@@ -22,7 +22,6 @@ import {
   sleep,
   startGateway,
   wallNow,
-  type GatewayChild,
 } from './live-stack.js';
 import { ProbeReader, type ProbeRecord } from './probe-reader.js';
 import { logProfiles } from './profile-summary.js';
@@ -106,7 +105,7 @@ export async function benchLatency(partial: Partial<LatencyOptions> = {}) {
   const redis = await startBenchRedis(options);
   const { store, service, admin } = redis;
   const dir = await mkdtemp(path.join(tmpdir(), 'bubble-latency-'));
-  const children: RoleChild[] = [];
+  const children: RoleProcess[] = [];
   const drivers: DriverHandle[] = [];
   let poster: RawHttpConnection | undefined;
   let figures: Record<string, unknown>;
@@ -119,17 +118,17 @@ export async function benchLatency(partial: Partial<LatencyOptions> = {}) {
       BUBBLE_FOLLOW_CAP: String(options.followCap),
     };
     children.push(
-      spawnRole({
+      await spawnRole({
         role: 'server',
-        env: { ...env, PORT: String(await freePort()) },
+        env,
         nodeArgs: await cpuProfileArgs(options.profileDir, `${stamp}-server`),
         log,
       }),
     );
     const probeFile = path.join(dir, 'probe.jsonl');
-    const core = spawnRole({
+    const core = await spawnRole({
       role: 'core',
-      env: { ...env, PORT: String(await freePort()), BUBBLE_BENCH_PROBE: probeFile },
+      env: { ...env, BUBBLE_BENCH_PROBE: probeFile },
       nodeArgs: [
         ...(await cpuProfileArgs(options.profileDir, `${stamp}-core`)),
         '--import',
@@ -138,7 +137,7 @@ export async function benchLatency(partial: Partial<LatencyOptions> = {}) {
       log,
     });
     children.push(core);
-    const gateway: GatewayChild = await startGateway({
+    const gateway = await startGateway({
       redisUrl: redis.url,
       pools: options.pools,
       secrets,
@@ -242,7 +241,7 @@ export async function benchLatency(partial: Partial<LatencyOptions> = {}) {
 async function connectClients(
   options: LatencyOptions,
   workload: Workload,
-  gateway: GatewayChild,
+  gateway: RoleProcess,
   jwtSecret: string,
   drivers: DriverHandle[],
 ): Promise<number> {

@@ -5,8 +5,8 @@ import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { BadgeService } from '@bubble/badges';
 import type { RedisStore } from '@bubble/store';
-import { freePort } from '@bubble/test-utils';
-import { processCpuSeconds, spawnRole, type RoleChild } from './children.js';
+import type { RoleProcess } from '@bubble/test-utils';
+import { processCpuSeconds, spawnRole } from './children.js';
 import type { Workload } from './workload.js';
 
 export { wallNow } from './identity.js';
@@ -72,12 +72,6 @@ export async function seedStore(
   return { edges, seconds };
 }
 
-export interface GatewayChild extends RoleChild {
-  port: number;
-  /** http://127.0.0.1:<port> */
-  url: string;
-}
-
 /** `bubble gateway` as a child process on a free port, once /readyz answers 200. */
 export async function startGateway(options: {
   redisUrl: string;
@@ -86,13 +80,11 @@ export async function startGateway(options: {
   env?: Record<string, string>;
   nodeArgs?: string[];
   log: (line: string) => void;
-}): Promise<GatewayChild> {
-  const port = await freePort();
-  const child = spawnRole({
+}): Promise<RoleProcess> {
+  const child = await spawnRole({
     role: 'gateway',
     env: {
       ...roleEnv(options.redisUrl, options.pools),
-      PORT: String(port),
       BUBBLE_API_KEY: options.secrets.apiKey,
       BUBBLE_JWT_SECRET: options.secrets.jwtSecret,
       ...options.env,
@@ -100,14 +92,13 @@ export async function startGateway(options: {
     nodeArgs: options.nodeArgs ?? [],
     log: options.log,
   });
-  const url = `http://127.0.0.1:${port}`;
   try {
-    await waitHttpOk(`${url}/readyz`, 30, child);
+    await child.waitHttpOk(`${child.url}/readyz`, 30_000);
   } catch (err) {
     await child.stop();
     throw err;
   }
-  return { ...child, port, url };
+  return child;
 }
 
 /** The environment every role child of a scenario shares. */
@@ -118,27 +109,6 @@ export function roleEnv(redisUrl: string, pools: number): Record<string, string>
     BUBBLE_KEY_PREFIX: KEY_PREFIX,
     LOG_LEVEL: 'info',
   };
-}
-
-/** Polls `url` until it answers 200; fails when `child` exits or the time is up. */
-export async function waitHttpOk(url: string, seconds: number, child?: RoleChild): Promise<void> {
-  const deadline = performance.now() + seconds * 1000;
-  let last = '';
-  while (performance.now() < deadline) {
-    const exit = child?.exited();
-    if (exit !== null && exit !== undefined) {
-      throw new Error(`the child exited (${exit}) before ${url} answered:\n${child!.tail()}`);
-    }
-    try {
-      const response = await fetch(url, { signal: AbortSignal.timeout(2000) });
-      if (response.status === 200) return;
-      last = `status ${response.status}`;
-    } catch (err) {
-      last = String(err);
-    }
-    await sleep(100);
-  }
-  throw new Error(`${url} did not answer 200 within ${seconds} s (${last})`);
 }
 
 /** Node flags that make a child write a CPU profile on exit into `dir` (none without a dir). */

@@ -4,10 +4,10 @@ import path from 'node:path';
 import { BadgeService } from '@bubble/badges';
 import { DAY_MS, type Clock } from '@bubble/protocol';
 import type { SweepReport } from '@bubble/store';
-import { freePort, waitFor } from '@bubble/test-utils';
+import { exitText, waitFor, type RoleProcess } from '@bubble/test-utils';
 import type { Redis } from 'ioredis';
 import { startBenchRedis } from './bench-redis.js';
-import { spawnRole, stopAll, type RoleChild } from './children.js';
+import { spawnRole, stopAll } from './children.js';
 import { forkDriver, type DriverHandle } from './driver-process.js';
 import {
   KEY_PREFIX,
@@ -17,7 +17,6 @@ import {
   round2,
   seedStore,
   startGateway,
-  type GatewayChild,
 } from './live-stack.js';
 import { sampleProcessMemory, type ProcessMemorySample } from './process-memory.js';
 import {
@@ -85,9 +84,9 @@ export async function benchMemory(partial: Partial<MemoryOptions> = {}) {
   const redis = await startBenchRedis(options);
   const { store, service, admin } = redis;
   const dir = await mkdtemp(path.join(tmpdir(), 'bubble-memory-'));
-  const children: RoleChild[] = [];
+  const children: RoleProcess[] = [];
   const drivers: DriverHandle[] = [];
-  let gateway: GatewayChild | undefined;
+  let gateway: RoleProcess | undefined;
   const n = options.users;
   try {
     const empty = await redisMemory(admin, KEY_PREFIX);
@@ -102,12 +101,10 @@ export async function benchMemory(partial: Partial<MemoryOptions> = {}) {
     });
     const coreProbe = probe('core');
     const gatewayProbe = probe('gateway');
-    children.push(
-      spawnRole({ role: 'server', env: { ...env, PORT: String(await freePort()) }, log }),
-    );
-    const core = spawnRole({
+    children.push(await spawnRole({ role: 'server', env, log }));
+    const core = await spawnRole({
       role: 'core',
-      env: { ...env, PORT: String(await freePort()), BUBBLE_BENCH_MEMORY_PROBE: coreProbe.file },
+      env: { ...env, BUBBLE_BENCH_MEMORY_PROBE: coreProbe.file },
       nodeArgs: coreProbe.nodeArgs,
       log,
     });
@@ -269,14 +266,13 @@ export async function benchMemory(partial: Partial<MemoryOptions> = {}) {
 /** The core's latest sweep report once it holds every pool and exactly `users` users. */
 async function waitHeld(
   admin: Redis,
-  core: RoleChild,
+  core: RoleProcess,
   options: MemoryOptions,
   users: number,
 ): Promise<SweepReport> {
   const report = await waitFor(
     async () => {
-      const exit = core.exited();
-      if (exit !== null) throw new Error(`the core exited (${exit}):\n${core.tail()}`);
+      if (core.exit) throw new Error(`the core exited (${exitText(core.exit)}):\n${core.tail()}`);
       const reports = Object.values(await admin.hgetall(`${KEY_PREFIX}:{g}:sweeps`)).map(
         (json) => JSON.parse(json) as SweepReport,
       );

@@ -1,3 +1,4 @@
+import type { RoleProcess } from '@bubble/test-utils';
 import { startBenchRedis } from './bench-redis.js';
 import { benchColdStart } from './cold-start.js';
 import { forkDriver, type DriverHandle } from './driver-process.js';
@@ -11,7 +12,6 @@ import {
   round2,
   seedStore,
   startGateway,
-  type GatewayChild,
 } from './live-stack.js';
 import type { PollRunResult } from './poll-driver.js';
 import { buildScenarioWorkload } from './workload.js';
@@ -70,7 +70,7 @@ export async function benchPoll(partial: Partial<PollOptions> = {}) {
   const workload = buildScenarioWorkload('poll', options);
   const redis = await startBenchRedis(options);
   const { store, service } = redis;
-  let gateway: GatewayChild | undefined;
+  let gateway: RoleProcess | undefined;
   const drivers: DriverHandle[] = [];
   let figures: Record<string, unknown>;
   try {

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import type { SweepReport } from '@bubble/store';
-import type { RoleChild } from './children.js';
+import { exitText, type RoleProcess } from '@bubble/test-utils';
 
 /** One line of the core's probe: its SweepReport and the commands it sent for that sweep. */
 export interface ProbeRecord {
@@ -16,15 +16,16 @@ export class ProbeReader {
 
   constructor(
     private readonly file: string,
-    private readonly children: readonly RoleChild[],
+    private readonly children: readonly RoleProcess[],
     readonly corePid: number,
   ) {}
 
   /** Records appended since the last call. */
   private async poll(): Promise<ProbeRecord[]> {
     for (const child of this.children) {
-      const exit = child.exited();
-      if (exit !== null) throw new Error(`a bubble child exited (${exit}):\n${child.tail()}`);
+      if (child.exit) {
+        throw new Error(`a bubble child exited (${exitText(child.exit)}):\n${child.tail()}`);
+      }
     }
     let text: string;
     try {

@@ -1,10 +1,10 @@
 import os from 'node:os';
 import { HOUR_MS } from '@bubble/protocol';
 import type { Assignment, SweepReport } from '@bubble/store';
-import { freePort, waitFor } from '@bubble/test-utils';
+import { waitFor, type RoleProcess } from '@bubble/test-utils';
 import { Redis } from 'ioredis';
 import { startBenchRedis } from './bench-redis.js';
-import { spawnRole, stopAll, type RoleChild } from './children.js';
+import { spawnRole, stopAll } from './children.js';
 import { LivePosts } from './live-posts.js';
 import { KEY_PREFIX, machineFacts, roleEnv, round2, seedStore } from './live-stack.js';
 import { buildScenarioWorkload, percentile, type ScenarioWorkloadOptions } from './workload.js';
@@ -68,7 +68,7 @@ export async function benchScale(partial: Partial<ScaleOptions> = {}) {
   const redis = await startBenchRedis(options);
   const { store, service, admin } = redis;
   const audit = new WriteAudit(redis.url, options.pools);
-  const children: RoleChild[] = [];
+  const children: RoleProcess[] = [];
   let posting: LivePosts | undefined;
   const loadBefore = round2(os.loadavg()[0]!);
   try {
@@ -87,7 +87,7 @@ export async function benchScale(partial: Partial<ScaleOptions> = {}) {
       BUBBLE_LEASE_MS: String(options.leaseMs),
     };
     const spawn = async (role: 'server' | 'core') => {
-      const child = spawnRole({ role, env: { ...env, PORT: String(await freePort()) }, log });
+      const child = await spawnRole({ role, env, log });
       children.push(child);
       return child;
     };
@@ -110,7 +110,7 @@ export async function benchScale(partial: Partial<ScaleOptions> = {}) {
     const leaves: MoveFigures[] = [];
     const crashes: MoveFigures[] = [];
     for (let round = 1; round <= options.rounds; round++) {
-      let second: RoleChild | undefined;
+      let second: RoleProcess | undefined;
       joins.push(
         await measureMove('join', round, cluster, audit, 2, async () => {
           second = await spawn('core');
@@ -124,8 +124,7 @@ export async function benchScale(partial: Partial<ScaleOptions> = {}) {
       });
       crashes.push(
         await measureMove('crash (SIGKILL)', round, cluster, audit, 1, async () => {
-          process.kill(second!.pid, 'SIGKILL');
-          await waitFor(() => second!.exited() !== null, { timeoutMs: 10_000 });
+          await second!.kill();
         }),
       );
     }

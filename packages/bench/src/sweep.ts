@@ -4,10 +4,10 @@ import path from 'node:path';
 import type { BadgeService } from '@bubble/badges';
 import { HOUR_MS, mulberry32 } from '@bubble/protocol';
 import type { RedisStore } from '@bubble/store';
-import { freePort } from '@bubble/test-utils';
+import type { RoleProcess } from '@bubble/test-utils';
 import type { Redis } from 'ioredis';
 import { startBenchRedis } from './bench-redis.js';
-import { processCpuSeconds, spawnRole, stopAll, type RoleChild } from './children.js';
+import { processCpuSeconds, spawnRole, stopAll } from './children.js';
 import { LivePosts } from './live-posts.js';
 import { KEY_PREFIX } from './live-stack.js';
 import { ProbeReader, type ProbeRecord } from './probe-reader.js';
@@ -174,7 +174,7 @@ async function runSetup(
   const redis = await startBenchRedis(options);
   const { store, service, admin } = redis;
   const dir = await mkdtemp(path.join(tmpdir(), 'bubble-sweep-'));
-  const children: RoleChild[] = [];
+  const children: RoleProcess[] = [];
   let driver: LivePosts | undefined;
   try {
     const seedStarted = performance.now();
@@ -190,18 +190,11 @@ async function runSetup(
       BUBBLE_FOLLOW_CAP: String(options.followCap),
       LOG_LEVEL: 'info',
     };
-    children.push(
-      spawnRole({ role: 'server', env: { ...env, PORT: String(await freePort()) }, log }),
-    );
+    children.push(await spawnRole({ role: 'server', env, log }));
     const probeFile = path.join(dir, 'probe.jsonl');
-    const core = spawnRole({
+    const core = await spawnRole({
       role: 'core',
-      env: {
-        ...env,
-        ...options.coreEnv,
-        PORT: String(await freePort()),
-        BUBBLE_BENCH_PROBE: probeFile,
-      },
+      env: { ...env, ...options.coreEnv, BUBBLE_BENCH_PROBE: probeFile },
       nodeArgs: [
         ...options.coreNodeArgs,
         '--import',

@@ -1,10 +1,11 @@
-import { spawn, execFile, type ChildProcess } from 'node:child_process';
-import { accessSync, constants as fsConstants, rmSync } from 'node:fs';
+import { spawn, execFile } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
+import { diesWithParent, findExecutable, reapOnExit, terminate } from './child-processes.js';
 
 const HOST = '127.0.0.1' as const;
 const START_DEADLINE_MS = 10_000;
@@ -71,72 +72,6 @@ export async function freePort(): Promise<number> {
   });
 }
 
-// --- child process bookkeeping -------------------------------------------------------------
-
-interface LiveChild {
-  child: ChildProcess;
-  dir: string;
-}
-
-const liveChildren = new Set<LiveChild>();
-let exitHooksInstalled = false;
-
-function reapChildren(): void {
-  for (const entry of liveChildren) {
-    try {
-      entry.child.kill('SIGKILL');
-    } catch {
-      // already gone
-    }
-    try {
-      rmSync(entry.dir, { recursive: true, force: true });
-    } catch {
-      // best effort
-    }
-  }
-  liveChildren.clear();
-}
-
-/**
- * Kills any redis-server still running when the test process goes away. 'exit' covers normal
- * exits; vitest stops fork workers with SIGTERM, which skips 'exit', so termination signals are
- * handled too (re-raised afterwards when nobody else handles them, keeping the default action).
- * A parent killed with SIGKILL is covered by the parent-death signal set via setpriv.
- */
-function installExitHooks(): void {
-  if (exitHooksInstalled) return;
-  exitHooksInstalled = true;
-  process.on('exit', reapChildren);
-  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
-    const onSignal = (): void => {
-      reapChildren();
-      if (process.listenerCount(signal) === 1) {
-        process.off(signal, onSignal);
-        process.kill(process.pid, signal);
-      }
-    };
-    process.on(signal, onSignal);
-  }
-}
-
-function findExecutable(name: string): string | undefined {
-  const dirs = (process.env.PATH ?? '').split(path.delimiter).filter((d) => d.length > 0);
-  // Minimal PATHs (e.g. some CI shells) may lack these; Debian installs to /usr/bin.
-  for (const extra of ['/usr/local/bin', '/usr/bin', '/usr/sbin']) {
-    if (!dirs.includes(extra)) dirs.push(extra);
-  }
-  for (const dir of dirs) {
-    const candidate = path.join(dir, name);
-    try {
-      accessSync(candidate, fsConstants.X_OK);
-      return candidate;
-    } catch {
-      // keep looking
-    }
-  }
-  return undefined;
-}
-
 let redisBinaryCache: string | undefined;
 
 function findRedisServer(): string {
@@ -149,10 +84,6 @@ function findRedisServer(): string {
   }
   return redisBinaryCache;
 }
-
-// util-linux's setpriv execs the target with PR_SET_PDEATHSIG, so redis dies with its parent
-// even when the parent is SIGKILLed; the pid stays the same. Linux only, optional.
-const setprivBinary = process.platform === 'linux' ? findExecutable('setpriv') : undefined;
 
 let redisVersionCache: Promise<[number, number, number]> | undefined;
 
@@ -253,10 +184,8 @@ async function spawnRedisOnce(
   }
   args.push(...(opts.args ?? []));
 
-  const [command, commandArgs] = setprivBinary
-    ? [setprivBinary, ['--pdeathsig', 'SIGKILL', '--', binary, ...args]]
-    : [binary, args];
-  const child = spawn(command, commandArgs, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  const [command, ...commandArgs] = diesWithParent([binary, ...args]);
+  const child = spawn(command!, commandArgs, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
 
   // Keep draining stdout/stderr for the whole lifetime: a full pipe would block redis.
   let tail = '';
@@ -266,20 +195,19 @@ async function spawnRedisOnce(
   child.stdout?.on('data', onOutput);
   child.stderr?.on('data', onOutput);
 
-  const entry: LiveChild = { child, dir };
-  liveChildren.add(entry);
+  const forget = reapOnExit(child, () => rmSync(dir, { recursive: true, force: true }));
 
   let spawnError: Error | undefined;
   const exited = new Promise<void>((resolve) => {
     child.once('exit', () => {
-      liveChildren.delete(entry);
+      forget();
       resolve();
     });
     child.once('error', (err) => {
       spawnError = err;
       // 'exit' may never fire when spawning itself failed.
       if (child.pid === undefined) {
-        liveChildren.delete(entry);
+        forget();
         resolve();
       }
     });
@@ -298,22 +226,8 @@ async function spawnRedisOnce(
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
-      if (!hasExited) {
-        child.kill('SIGTERM');
-        let timer: NodeJS.Timeout | undefined;
-        const timedOut = await Promise.race([
-          exited.then(() => false),
-          new Promise<boolean>((resolve) => {
-            timer = setTimeout(() => resolve(true), STOP_GRACE_MS);
-          }),
-        ]);
-        clearTimeout(timer);
-        if (timedOut) {
-          child.kill('SIGKILL');
-          await Promise.race([exited, sleep(STOP_GRACE_MS)]);
-        }
-      }
-      liveChildren.delete(entry);
+      if (!hasExited) await terminate(child, exited, STOP_GRACE_MS);
+      forget();
       await rm(dir, { recursive: true, force: true });
     })();
     return stopping;
@@ -356,7 +270,6 @@ async function spawnRedisOnce(
 /** Spawns a throwaway `redis-server` on 127.0.0.1 with persistence disabled and a temp dir. */
 export async function startRedisServer(opts: RedisServerOptions = {}): Promise<RedisServerHandle> {
   const binary = findRedisServer();
-  installExitHooks();
   if (opts.port !== undefined) return spawnRedisOnce(opts.port, opts, binary);
 
   // freePort() closes its listener before redis binds, so another process may grab the port.
