@@ -11,8 +11,8 @@ import { waitFor } from '@bubble/test-utils';
 import { Cluster as RedisCluster, Redis } from 'ioredis';
 import YAML from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { decodeBadgeState } from '../../packages/store/src/redis/redis-fenced-badges.js';
-import { buildOnce, ROOT } from '../cluster/harness.js';
+import { decodeBadgeState } from '../../packages/store/src/badge-state.js';
+import { buildOnce, ROOT } from '../support/build.js';
 import {
   ComposeRun,
   composeConfig,
