@@ -15,9 +15,10 @@
  */
 import { DAY_MS, poolOf } from '@bubble/protocol';
 import { waitFor, type RoleProcess } from '@bubble/test-utils';
+import { feedCount, LOOKBACK_MS } from '../support/feed-definition.js';
 import type { Cluster } from './harness.js';
 
-const L = 7 * DAY_MS;
+const L = LOOKBACK_MS;
 const ONLINE_TTL_MS = 3_600_000;
 
 export class FeedModel {
@@ -33,14 +34,7 @@ export class FeedModel {
 
   feed(user: string, T = Date.now()): number {
     const follows = this.follows.get(user) ?? new Set<string>();
-    const lower = Math.max(this.readAt.get(user) ?? -Infinity, T - L);
-    let count = 0;
-    for (const [key, post] of this.posts) {
-      if (follows.has(post.author) && lower < post.ts && post.ts <= T && !this.deleted.has(key)) {
-        count++;
-      }
-    }
-    return count;
+    return feedCount(this.posts, this.deleted, follows, this.readAt.get(user), T);
   }
 
   /** Whether a post ts would fall into the uncertainty of a read without upTo. */

@@ -3,15 +3,10 @@
  * against an in-process gateway, once per storage engine.
  */
 import { DAY_MS } from '@bubble/protocol';
-import { MemoryStore, RedisStore, type BubbleStore } from '@bubble/store';
-import {
-  startRedisServer,
-  uniquePrefix,
-  waitFor,
-  type RedisServerHandle,
-} from '@bubble/test-utils';
+import { RedisStore } from '@bubble/store';
+import { startRedisServer, uniquePrefix, waitFor } from '@bubble/test-utils';
 import { SignJWT } from 'jose';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import {
   API_KEY,
   JWT_SECRET,
@@ -24,10 +19,9 @@ import {
   parseJson,
   platform,
   platformBadge,
-  startApp,
   tokenFor,
+  useApps,
   type App,
-  type AppOptions,
   type Badge,
 } from './support.js';
 
@@ -53,43 +47,11 @@ const b64url = (value: unknown): string => Buffer.from(JSON.stringify(value)).to
 
 for (const engine of ENGINES) {
   describe(`HTTP gateway routes [${engine}]`, () => {
-    let redis: RedisServerHandle | undefined;
-    const stores: BubbleStore[] = [];
-    const apps: App[] = [];
+    const apps = useApps(engine, 'http');
     let app: App;
 
-    function newStore(): BubbleStore {
-      const store: BubbleStore =
-        engine === 'memory'
-          ? new MemoryStore()
-          : new RedisStore({ url: redis!.url, keyPrefix: uniquePrefix('http'), pools: 100 });
-      stores.push(store);
-      return store;
-    }
-
-    /** Another app on a fresh store (own prefix), closed after the test. */
-    async function extraApp(options: AppOptions = {}): Promise<App> {
-      const started = await startApp(newStore(), options);
-      apps.push(started);
-      return started;
-    }
-
-    if (engine === 'redis') {
-      beforeAll(async () => {
-        redis = await startRedisServer();
-      });
-      afterAll(async () => {
-        await redis?.stop();
-      });
-    }
-
     beforeEach(async () => {
-      app = await extraApp();
-    });
-
-    afterEach(async () => {
-      await Promise.all(apps.splice(0).map((a) => a.close()));
-      await Promise.all(stores.splice(0).map((s) => s.close()));
+      app = await apps.start();
     });
 
     /** Follows `authors` for `user` and checks the 204s. */
@@ -584,7 +546,7 @@ for (const engine of ENGINES) {
       });
 
       it('display follows a configured displayCap', async () => {
-        const capped = await extraApp({ rules: { displayCap: 3 } });
+        const capped = await apps.start({ rules: { displayCap: 3 } });
         const token = await tokenFor('u1');
         expect((await platform(capped, 'PUT', '/v1/users/u1/follows/a1')).status).toBe(204);
         const ts = capped.clock.now() - 1000;
@@ -727,7 +689,7 @@ for (const engine of ENGINES) {
       });
 
       it('the audience is checked when one is configured', async () => {
-        const withAud = await extraApp({ jwtAudience: 'bubble-clients' });
+        const withAud = await apps.start({ jwtAudience: 'bubble-clients' });
         const check = async (token: string, status: number) => {
           const reply = await client(withAud, token, 'GET', '/v1/badge');
           if (status === 401) expectError(reply, 401, 'UB_ERR_UNAUTHORIZED');
@@ -1131,7 +1093,7 @@ for (const engine of ENGINES) {
       });
 
       it('/readyz is 503 UB_ERR_UNAVAILABLE with Retry-After once the gateway is closing', async () => {
-        const closing = await extraApp({ gateway: { drainTimeoutMs: 5000 } });
+        const closing = await apps.start({ gateway: { drainTimeoutMs: 5000 } });
         // A request in flight (its body half sent) keeps its connection open across close();
         // a /readyz pipelined behind it is answered while the gateway drains.
         const body = JSON.stringify({ author: 'a1', id: 'p1', ts: closing.clock.now() });
@@ -1169,9 +1131,7 @@ for (const engine of ENGINES) {
             });
             // the store's client has no 'error' listener; keep the expected ones out of the log
             store.redis.on('error', () => {});
-            stores.push(store);
-            const down = await startApp(store);
-            apps.push(down);
+            const down = await apps.start({}, store);
             const token = await tokenFor('u1');
             expect((await call(down, 'GET', '/readyz')).status).toBe(200);
             expect((await client(down, token, 'GET', '/v1/badge')).status).toBe(200);

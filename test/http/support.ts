@@ -6,11 +6,20 @@
 import net from 'node:net';
 import { BadgeService, type BadgeRules } from '@bubble/badges';
 import { HttpGateway, mintToken, type GatewayOptions } from '@bubble/gateway';
-import { ManualClock } from '@bubble/protocol';
-import type { BubbleStore } from '@bubble/store';
-import { waitFor } from '@bubble/test-utils';
+import { ManualClock, type Badge } from '@bubble/protocol';
+import { MemoryStore, RedisStore, type BubbleStore } from '@bubble/store';
+import {
+  startRedisServer,
+  uniquePrefix,
+  waitFor,
+  type RedisServerHandle,
+} from '@bubble/test-utils';
 import { pino } from 'pino';
-import { expect } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect } from 'vitest';
+import { httpCall, type CallOptions, type Reply } from '../support/http.js';
+
+export type { Badge } from '@bubble/protocol';
+export type { CallOptions, Reply } from '../support/http.js';
 
 export const API_KEY = 'test-api-key-5d0b1c3e9a7f2046d81be35c';
 export const JWT_SECRET = 'test-jwt-secret-7f9a2c41e8b3d6a0';
@@ -55,33 +64,57 @@ export async function startApp(store: BubbleStore, options: AppOptions = {}): Pr
   };
 }
 
-export interface Reply {
-  status: number;
-  headers: Headers;
-  text: string;
+/**
+ * Registers the lifecycle of one engine's apps in the calling describe block: for Redis one
+ * redis-server per file (every store under its own key prefix); every app and store started
+ * through it closed after each test.
+ */
+export function useApps(
+  engine: 'memory' | 'redis',
+  label: string,
+): {
+  /** A fresh, empty store of the engine. */
+  newStore(): BubbleStore;
+  /** An app on `store` (a fresh one by default). */
+  start(options?: AppOptions, store?: BubbleStore): Promise<App>;
+} {
+  let redis: RedisServerHandle | undefined;
+  const stores: BubbleStore[] = [];
+  const apps: App[] = [];
+  if (engine === 'redis') {
+    beforeAll(async () => {
+      redis = await startRedisServer();
+    });
+    afterAll(async () => {
+      await redis?.stop();
+    });
+  }
+  afterEach(async () => {
+    await Promise.all(apps.splice(0).map((a) => a.close()));
+    await Promise.all(stores.splice(0).map((s) => s.close()));
+  });
+  const newStore = (): BubbleStore =>
+    engine === 'memory'
+      ? new MemoryStore()
+      : new RedisStore({ url: redis!.url, keyPrefix: uniquePrefix(label), pools: 100 });
+  return {
+    newStore,
+    async start(options = {}, store = newStore()) {
+      stores.push(store);
+      const app = await startApp(store, options);
+      apps.push(app);
+      return app;
+    },
+  };
 }
 
-export interface CallOptions {
-  body?: unknown;
-  /** Sent as is (no JSON encoding). */
-  rawBody?: string;
-  headers?: Record<string, string>;
-}
-
-export async function call(
+export function call(
   app: App,
   method: string,
   path: string,
   options: CallOptions = {},
 ): Promise<Reply> {
-  const headers: Record<string, string> = { ...options.headers };
-  let body: string | undefined = options.rawBody;
-  if (options.body !== undefined) {
-    body = JSON.stringify(options.body);
-    headers['content-type'] = 'application/json';
-  }
-  const res = await fetch(app.url + path, { method, headers, body });
-  return { status: res.status, headers: res.headers, text: await res.text() };
+  return httpCall(app.url, method, path, options);
 }
 
 /** A platform call (X-Api-Key). */
@@ -91,10 +124,7 @@ export function platform(
   path: string,
   options: CallOptions = {},
 ): Promise<Reply> {
-  return call(app, method, path, {
-    ...options,
-    headers: { 'x-api-key': API_KEY, ...options.headers },
-  });
+  return httpCall(app.url, method, path, { apiKey: API_KEY, ...options });
 }
 
 /** An end-user call (Bearer JWT). */
@@ -105,10 +135,7 @@ export function client(
   path: string,
   options: CallOptions = {},
 ): Promise<Reply> {
-  return call(app, method, path, {
-    ...options,
-    headers: { authorization: `Bearer ${token}`, ...options.headers },
-  });
+  return httpCall(app.url, method, path, { token, ...options });
 }
 
 export function tokenFor(user: string, ttlSeconds = 600, audience?: string): Promise<string> {
@@ -135,20 +162,6 @@ export function expectError(reply: Reply | RawResponse, status: number, code: st
   expect(error.code).toBe(code);
   expect(typeof error.message).toBe('string');
   expect((error.message as string).length).toBeGreaterThan(0);
-}
-
-export interface Badge {
-  user: string;
-  epoch: string;
-  version: number;
-  feed: number;
-  notices: number;
-  conversations: Record<string, number>;
-  conversationsTotal: number;
-  reddots: string[];
-  total: number;
-  display: string;
-  computedAt: number;
 }
 
 /** The user's badge through the platform route (which never counts as seeing the user). */

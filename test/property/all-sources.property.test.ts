@@ -16,6 +16,7 @@ import { BubbleError, type Badge } from '@bubble/protocol';
 import type { BadgeService } from '@bubble/badges';
 import fc from 'fast-check';
 import { expect, it } from 'vitest';
+import { badgeState, type BadgeState } from '../support/badges.js';
 import { describeEachEngine, manualService, type EngineName } from '../support/engines.js';
 
 const USERS = ['u0', 'u1', 'u2'] as const;
@@ -41,16 +42,6 @@ interface Conversation {
   members: Map<string, Member>;
 }
 
-interface Shown {
-  feed: number;
-  notices: number;
-  conversations: Record<string, number>;
-  conversationsTotal: number;
-  reddots: string[];
-  total: number;
-  display: string;
-}
-
 class Model {
   now: number;
   readonly live = new Set<number>();
@@ -71,7 +62,7 @@ class Model {
     if (!this.seen.has(user)) this.seen.set(user, this.highest);
   }
 
-  badge(user: string): Shown {
+  badge(user: string): BadgeState {
     const readAt = this.readAt.get(user) ?? -Infinity;
     const feed = this.posts.filter((ts) => ts > readAt && ts <= this.now).length;
     const seen = this.seen.get(user);
@@ -141,15 +132,10 @@ interface Real {
   clock: { now(): number; advance(ms: number): void };
 }
 
-function shownOf(badge: Badge): Shown {
-  const { feed, notices, conversations, conversationsTotal, reddots, total, display } = badge;
-  return { feed, notices, conversations, conversationsTotal, reddots, total, display };
-}
-
 function checkBadge(model: Model, user: string, badge: Badge, context: string): void {
   const where = `${context}, badge of ${user}\n${model.describe()}`;
   const expected = model.badge(user);
-  expect(shownOf(badge), where).toEqual(expected);
+  expect(badgeState(badge), where).toEqual(expected);
   const key = JSON.stringify(expected);
   const previous = model.last.get(user);
   if (previous) {

@@ -29,8 +29,9 @@ import { ManualClock } from '@bubble/protocol';
 import fc from 'fast-check';
 import { expect, it } from 'vitest';
 import { describeEachEngine, manualService, type EngineName } from '../support/engines.js';
+import { feedCount, LOOKBACK_MS } from '../support/feed-definition.js';
 
-const L = 7 * DAY_MS;
+const L = LOOKBACK_MS;
 const SKEW = 60_000;
 const FOLLOW_CAP = 3;
 
@@ -74,16 +75,13 @@ class Model {
   }
 
   feed(user: string): number {
-    const follows = this.followsOf(user);
-    const T = this.now;
-    const lower = Math.max(this.readAt.get(user) ?? -Infinity, T - L);
-    let count = 0;
-    for (const [key, post] of this.posts) {
-      if (follows.has(post.author) && lower < post.ts && post.ts <= T && !this.deleted.has(key)) {
-        count++;
-      }
-    }
-    return count;
+    return feedCount(
+      this.posts,
+      this.deleted,
+      this.followsOf(user),
+      this.readAt.get(user),
+      this.now,
+    );
   }
 
   follow(user: string, author: string): Outcome {

@@ -9,6 +9,7 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import { describe, expect, it } from 'vitest';
+import { badgeState } from '../support/badges.js';
 import {
   ENGINES,
   call,
@@ -33,16 +34,6 @@ interface State {
   reddots: string[];
   total: number;
 }
-
-const stateOf = (badge: Badge): State & { feed: number; display: string } => ({
-  feed: badge.feed,
-  notices: badge.notices,
-  conversations: badge.conversations,
-  conversationsTotal: badge.conversationsTotal,
-  reddots: badge.reddots,
-  total: badge.total,
-  display: badge.display,
-});
 
 async function expectStatus(reply: Promise<{ status: number; text: string }>, status: number) {
   const done = await reply;
@@ -83,11 +74,11 @@ for (const engine of ENGINES) {
       };
       const got = await Promise.all(
         sockets.map((s, i) =>
-          s.waitBadge((b) => isDeepStrictEqual(stateOf(b), want), {
+          s.waitBadge((b) => isDeepStrictEqual(badgeState(b), want), {
             from: from[i],
             timeoutMs: PUSH_DEADLINE_MS,
             message: `no push after ${what} (want ${JSON.stringify(want)}; last ${JSON.stringify(
-              s.lastBadge && stateOf(s.lastBadge),
+              s.lastBadge && badgeState(s.lastBadge),
             )})`,
           }),
         ),
@@ -123,7 +114,7 @@ for (const engine of ENGINES) {
         reddots: [],
         total: 0,
       };
-      for (const s of [a, b]) expect(stateOf(s.lastBadge!)).toMatchObject(zero);
+      for (const s of [a, b]) expect(badgeState(s.lastBadge!)).toMatchObject(zero);
       // a second online user who is in none of the conversations
       const bystander = await connect(app, other, 'other');
       const both = [a, b];
@@ -288,7 +279,7 @@ for (const engine of ENGINES) {
 
       // What both devices hold last is what the store serves.
       const stored = await platformBadge(app, user);
-      expect(stateOf(stored)).toEqual(stateOf(a.lastBadge!));
+      expect(badgeState(stored)).toEqual(badgeState(a.lastBadge!));
       expect({ epoch: stored.epoch, version: stored.version }).toEqual({
         epoch: b.lastBadge!.epoch,
         version: b.lastBadge!.version,
@@ -298,7 +289,7 @@ for (const engine of ENGINES) {
       expect(bystander.badges.some((x) => x.notices === 1)).toBe(true);
       expect(bystander.badges.some((x) => x.reddots.includes('wallet'))).toBe(true);
       expect(bystander.badges.every((x) => Object.keys(x.conversations).length === 0)).toBe(true);
-      expect(stateOf(bystander.lastBadge!)).toMatchObject({ notices: 1, reddots: ['settings'] });
+      expect(badgeState(bystander.lastBadge!)).toMatchObject({ notices: 1, reddots: ['settings'] });
 
       // Versions: B, which sent nothing, saw them strictly increase; A may see a read's answer
       // repeat a version at most once per read it sent.

@@ -12,7 +12,7 @@ import { rmSync } from 'node:fs';
 import { CoreNode } from '@bubble/core';
 import { BadgeService } from '@bubble/badges';
 import { HttpGateway, mintToken } from '@bubble/gateway';
-import { systemClock } from '@bubble/protocol';
+import { systemClock, type Badge } from '@bubble/protocol';
 import { SchedulerNode } from '@bubble/server';
 import {
   MemoryPoolLocks,
@@ -33,7 +33,11 @@ import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import { WebSocket, type RawData } from 'ws';
+import { httpCall, type CallOptions, type Reply } from '../support/http.js';
 import type { UpgradeResult } from '../support/ws-upgrade.js';
+
+export type { Badge } from '@bubble/protocol';
+export type { Reply } from '../support/http.js';
 
 export const API_KEY = 'ws-test-api-key-3b7e91c05d4a28f6e1b3';
 export const JWT_SECRET = 'ws-test-jwt-secret-0c8d4f2a6e19b73c58';
@@ -46,20 +50,6 @@ export { CLOSE } from '@bubble/protocol';
 const POOLS = 16;
 const TICK_MS = 100;
 const LEASE_MS = 1500;
-
-export interface Badge {
-  user: string;
-  epoch: string;
-  version: number;
-  feed: number;
-  notices: number;
-  conversations: Record<string, number>;
-  conversationsTotal: number;
-  reddots: string[];
-  total: number;
-  display: string;
-  computedAt: number;
-}
 
 // ------------------------------------------------------------------------------ the rig
 
@@ -267,26 +257,13 @@ export async function sweeps(app: LiveApp, n = 2): Promise<void> {
 
 // ----------------------------------------------------------------------------- HTTP calls
 
-export interface Reply {
-  status: number;
-  headers: Headers;
-  text: string;
-}
-
-export async function call(
+export function call(
   app: LiveApp,
   method: string,
   path: string,
-  options: { body?: unknown; headers?: Record<string, string> } = {},
+  options: CallOptions = {},
 ): Promise<Reply> {
-  const headers: Record<string, string> = { ...options.headers };
-  let body: string | undefined;
-  if (options.body !== undefined) {
-    body = JSON.stringify(options.body);
-    headers['content-type'] = 'application/json';
-  }
-  const res = await fetch(app.url + path, { method, headers, body });
-  return { status: res.status, headers: res.headers, text: await res.text() };
+  return httpCall(app.url, method, path, options);
 }
 
 export function platform(
@@ -295,7 +272,7 @@ export function platform(
   path: string,
   body?: unknown,
 ): Promise<Reply> {
-  return call(app, method, path, { body, headers: { 'x-api-key': API_KEY } });
+  return httpCall(app.url, method, path, { body, apiKey: API_KEY });
 }
 
 export async function follow(app: LiveApp, user: string, author: string): Promise<void> {
