@@ -6,9 +6,16 @@
  */
 import http, { type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Badge, BubbleClient, ClientEvents, Timers } from '@bubble/client';
+import {
+  BubbleClient,
+  type Badge,
+  type BubbleClientOptions,
+  type ClientEvents,
+  type Timers,
+} from '@bubble/client';
 import { CLOSE } from '@bubble/protocol';
-import { WebSocketServer, type WebSocket } from 'ws';
+import { afterEach, beforeEach } from 'vitest';
+import WebSocket, { WebSocketServer } from 'ws';
 
 export const GOOD = 'token-good';
 
@@ -25,6 +32,49 @@ export function makeBadge(epoch: string, version: number, feed = version): Badge
     total: feed,
     display: `${feed}`,
     computedAt: 1_700_000_000_000 + version,
+  };
+}
+
+/**
+ * The rig of the SDK's unit tests, registered in the calling file: a FakeGateway per test, and
+ * `connect` for a client on it with the `ws` package's WebSocket, no pings and a connect that
+ * does not time out (plus `defaults`, then `options`); both are closed after each test.
+ */
+export function useFakeGateway(defaults: Partial<BubbleClientOptions> = {}): {
+  readonly gw: FakeGateway;
+  connect(timers: TestTimers, options?: Partial<BubbleClientOptions>): BubbleClient;
+} {
+  let gw: FakeGateway | undefined;
+  let client: BubbleClient | undefined;
+  beforeEach(async () => {
+    gw = await FakeGateway.start();
+  });
+  afterEach(async () => {
+    client?.close();
+    client = undefined;
+    await gw?.close();
+  });
+  const current = (): FakeGateway => {
+    if (!gw) throw new Error('the fake gateway only runs inside a test');
+    return gw;
+  };
+  return {
+    get gw() {
+      return current();
+    },
+    connect(timers, options = {}) {
+      client = new BubbleClient({
+        url: current().url,
+        token: GOOD,
+        WebSocket,
+        timers,
+        pingIntervalMs: 0,
+        connectTimeoutMs: 600_000,
+        ...defaults,
+        ...options,
+      });
+      return client;
+    },
   };
 }
 

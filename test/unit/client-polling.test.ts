@@ -1,49 +1,28 @@
-import { BubbleClient, type BubbleClientOptions } from '@bubble/client';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import WebSocket from 'ws';
-import { FakeGateway, GOOD, next, record, TestTimers, until } from '../client/support.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { GOOD, next, record, TestTimers, until, useFakeGateway } from '../client/support.js';
 
-let gw: FakeGateway;
-let client: BubbleClient | undefined;
-
-beforeEach(async () => {
-  gw = await FakeGateway.start();
+const rig = useFakeGateway({
+  // 0.3 keeps every backoff off the 1 000 ms poll interval: 300, 600, 1 200, …
+  random: () => 0.3,
 });
+const { connect } = rig;
 
-afterEach(async () => {
-  client?.close();
-  client = undefined;
+afterEach(() => {
   vi.unstubAllGlobals();
-  await gw.close();
 });
 
-function connect(timers: TestTimers, options: Partial<BubbleClientOptions> = {}): BubbleClient {
-  client = new BubbleClient({
-    url: gw.url,
-    token: GOOD,
-    WebSocket,
-    timers,
-    pingIntervalMs: 0,
-    connectTimeoutMs: 600_000,
-    // 0.3 keeps every backoff off the 1 000 ms poll interval: 300, 600, 1 200, …
-    random: () => 0.3,
-    ...options,
-  });
-  return client;
-}
-
-const polls = () => gw.requests.filter((r) => r.method === 'GET' && r.path === '/v1/badge');
+const polls = () => rig.gw.requests.filter((r) => r.method === 'GET' && r.path === '/v1/badge');
 
 describe('BubbleClient polling', () => {
   it('polls after three refused upgrades, with If-None-Match, handling 304, at X-Poll-Interval; back to the socket when it accepts', async () => {
     const timers = new TestTimers(0.01);
-    gw.refuseUpgrades = Infinity;
+    rig.gw.refuseUpgrades = Infinity;
     let fetches = 0; // counted as the client starts them: the server may not have seen the last yet
     const c = connect(timers, { fetch: (url, init) => (fetches++, fetch(url, init)) });
     const events = record(c);
     c.start();
     await next(c, 'state', (s) => s === 'polling');
-    expect(gw.upgrades).toBe(3);
+    expect(rig.gw.upgrades).toBe(3);
 
     await until(() => polls().length >= 3, 'three polls');
     const [first, second, third] = polls();
@@ -58,18 +37,18 @@ describe('BubbleClient polling', () => {
     expect(timers.delays.filter((d) => d === 1_000).length).toBeGreaterThanOrEqual(2);
 
     // A change while polling arrives with the next poll.
-    gw.bump({ feed: 4 });
+    rig.gw.bump({ feed: 4 });
     await next(c, 'badge', (b) => b.version === 2);
     await until(() => polls().length >= 5, 'a poll after the change');
     expect(polls().at(-1)?.headers['if-none-match']).toBe('"E1.2"');
 
     // The socket keeps being retried in the background; once one authenticates, polling stops.
-    gw.refuseUpgrades = 0;
+    rig.gw.refuseUpgrades = 0;
     await next(c, 'state', (s) => s === 'open');
     expect(events.states).toEqual(['connecting', 'polling', 'open']);
     const fetchesSoFar = fetches;
     expect(timers.pending).toBe(0); // no poll, reconnect or timeout timer left
-    gw.bump({ feed: 5 });
+    rig.gw.bump({ feed: 5 });
     await next(c, 'badge', (b) => b.version === 3);
     expect(fetches).toBe(fetchesSoFar);
     expect(events.errors).toEqual([]);
@@ -89,7 +68,7 @@ describe('BubbleClient polling', () => {
   it('respects Retry-After on 503, and never polls faster than the interval', async () => {
     vi.stubGlobal('WebSocket', undefined);
     const timers = new TestTimers(0.01);
-    gw.pollOverrides.push({ status: 503, retryAfter: 3 }, { status: 503, retryAfter: 0 });
+    rig.gw.pollOverrides.push({ status: 503, retryAfter: 3 }, { status: 503, retryAfter: 0 });
     const c = connect(timers, { WebSocket: undefined, pollIntervalMs: 2_000 });
     const events = record(c);
     c.start();

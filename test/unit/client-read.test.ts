@@ -1,47 +1,24 @@
-import { BubbleClient, type BubbleClientOptions } from '@bubble/client';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
+import { BubbleClient } from '@bubble/client';
+import { beforeEach, describe, expect, it } from 'vitest';
 import {
-  FakeGateway,
   GOOD,
   makeBadge,
   next,
   record,
   TestTimers,
   until,
+  useFakeGateway,
 } from '../client/support.js';
 
-let gw: FakeGateway;
-let client: BubbleClient | undefined;
+const rig = useFakeGateway({ readTimeoutMs: 600_000, random: () => 0.5 });
+const { connect } = rig;
 
-beforeEach(async () => {
-  gw = await FakeGateway.start();
-  gw.badge = { ...gw.badge, feed: 3, total: 3, display: '3' };
+beforeEach(() => {
+  rig.gw.badge = { ...rig.gw.badge, feed: 3, total: 3, display: '3' };
 });
 
-afterEach(async () => {
-  client?.close();
-  client = undefined;
-  await gw.close();
-});
-
-function connect(timers: TestTimers, options: Partial<BubbleClientOptions> = {}): BubbleClient {
-  client = new BubbleClient({
-    url: gw.url,
-    token: GOOD,
-    WebSocket,
-    timers,
-    pingIntervalMs: 0,
-    connectTimeoutMs: 600_000,
-    readTimeoutMs: 600_000,
-    random: () => 0.5,
-    ...options,
-  });
-  return client;
-}
-
-const posts = () => gw.requests.filter((r) => r.method === 'POST');
-const readFrames = () => gw.sockets.flatMap((s) => s.frames.filter((f) => f.type === 'read'));
+const posts = () => rig.gw.requests.filter((r) => r.method === 'POST');
+const readFrames = () => rig.gw.sockets.flatMap((s) => s.frames.filter((f) => f.type === 'read'));
 
 describe('BubbleClient.read', () => {
   it('goes over the socket when one is authenticated', async () => {
@@ -69,11 +46,11 @@ describe('BubbleClient.read', () => {
     expect(post?.body).toEqual({ scope: 'all' });
     expect(post?.headers.authorization).toBe(`Bearer ${GOOD}`);
     expect(post?.headers['content-type']).toBe('application/json');
-    expect(gw.upgrades).toBe(0);
+    expect(rig.gw.upgrades).toBe(0);
   });
 
   it('goes over HTTP while polling', async () => {
-    gw.refuseUpgrades = Infinity;
+    rig.gw.refuseUpgrades = Infinity;
     const c = connect(new TestTimers(0.01));
     c.start();
     await next(c, 'state', (s) => s === 'polling');
@@ -87,7 +64,7 @@ describe('BubbleClient.read', () => {
     const c = connect(timers, { readTimeoutMs: 2_000 });
     c.start();
     await next(c, 'state', (s) => s === 'open');
-    gw.answerReads = false;
+    rig.gw.answerReads = false;
     const badge = await c.read({ scope: 'feed' });
     expect(badge.feed).toBe(0);
     expect(readFrames()).toHaveLength(1);
@@ -99,10 +76,10 @@ describe('BubbleClient.read', () => {
     const c = connect(new TestTimers(0.01), { readTimeoutMs: 600_000 });
     c.start();
     await next(c, 'state', (s) => s === 'open');
-    gw.answerReads = false;
+    rig.gw.answerReads = false;
     const reading = c.read({ scope: 'notices', upTo: 7 });
     await until(() => readFrames().length === 1, 'the read frame');
-    gw.open[0]?.ws.terminate();
+    rig.gw.open[0]?.ws.terminate();
     const badge = await reading;
     expect(badge.feed).toBe(0);
     expect(posts().map((p) => p.body)).toEqual([{ scope: 'notices', upTo: 7 }]);
@@ -114,14 +91,14 @@ describe('BubbleClient.read', () => {
       readTimeoutMs: 1_000,
       fetch: async () => {
         // While the answer (of the old epoch) is on its way, the socket brings a new epoch.
-        gw.push(makeBadge('E2', 1));
+        rig.gw.push(makeBadge('E2', 1));
         await next(c, 'badge', (b) => b.epoch === 'E2');
         return { status: 200, headers: { get: () => null }, json: async () => late };
       },
     });
     c.start();
     await next(c, 'state', (s) => s === 'open');
-    gw.answerReads = false;
+    rig.gw.answerReads = false;
     const badge = await c.read({ scope: 'feed' }); // times out, then "HTTP" answers E1.7
     expect(badge).toMatchObject({ epoch: 'E2', version: 1 });
     expect(c.badge).toMatchObject({ epoch: 'E2', version: 1 });
@@ -132,7 +109,7 @@ describe('BubbleClient.read', () => {
     const events = record(c);
     c.start();
     await next(c, 'state', (s) => s === 'open');
-    gw.readError = { code: 'UB_ERR_FORBIDDEN', message: 'not a member' };
+    rig.gw.readError = { code: 'UB_ERR_FORBIDDEN', message: 'not a member' };
     await expect(c.read({ scope: 'conversation', id: 'c7', seq: 4 })).rejects.toMatchObject({
       name: 'BubbleClientError',
       code: 'UB_ERR_FORBIDDEN',

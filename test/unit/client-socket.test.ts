@@ -1,44 +1,18 @@
-import { BubbleClient, type BubbleClientOptions } from '@bubble/client';
 import { CLOSE } from '@bubble/protocol';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import WebSocket from 'ws';
+import { describe, expect, it, vi } from 'vitest';
 import {
   drawing,
-  FakeGateway,
   GOOD,
   makeBadge,
   next,
   record,
   TestTimers,
   until,
+  useFakeGateway,
 } from '../client/support.js';
 
-let gw: FakeGateway;
-let client: BubbleClient | undefined;
-
-beforeEach(async () => {
-  gw = await FakeGateway.start();
-});
-
-afterEach(async () => {
-  client?.close();
-  client = undefined;
-  await gw.close();
-});
-
-/** A client on `gw` with the `ws` package's WebSocket, timers 100× as fast, no pings. */
-function connect(timers: TestTimers, options: Partial<BubbleClientOptions> = {}): BubbleClient {
-  client = new BubbleClient({
-    url: gw.url,
-    token: GOOD,
-    WebSocket,
-    timers,
-    pingIntervalMs: 0,
-    connectTimeoutMs: 600_000,
-    ...options,
-  });
-  return client;
-}
+const rig = useFakeGateway();
+const { connect } = rig;
 
 describe('BubbleClient over a WebSocket', () => {
   it('authenticates with a first auth frame, no header and no token in the URL', async () => {
@@ -46,11 +20,11 @@ describe('BubbleClient over a WebSocket', () => {
     const events = record(c);
     c.start();
     const badge = await next(c, 'badge');
-    expect(badge).toEqual(gw.badge);
-    expect(c.badge).toEqual(gw.badge);
+    expect(badge).toEqual(rig.gw.badge);
+    expect(c.badge).toEqual(rig.gw.badge);
     expect(c.state).toBe('open');
     expect(events.states).toEqual(['connecting', 'open']);
-    const [socket] = gw.sockets;
+    const [socket] = rig.gw.sockets;
     expect(socket?.url).toBe('/v1/ws');
     expect(socket?.headers.authorization).toBeUndefined();
     expect(socket?.frames[0]).toEqual({ type: 'auth', token: GOOD });
@@ -61,18 +35,18 @@ describe('BubbleClient over a WebSocket', () => {
     const events = record(c);
     c.start();
     await next(c, 'state', (s) => s === 'open');
-    gw.push(makeBadge('E1', 5));
-    gw.push(makeBadge('E1', 3)); // stale: lower version, same epoch
-    gw.push(makeBadge('E1', 5)); // repeated
-    gw.push(makeBadge('E1', 6));
+    rig.gw.push(makeBadge('E1', 5));
+    rig.gw.push(makeBadge('E1', 3)); // stale: lower version, same epoch
+    rig.gw.push(makeBadge('E1', 5)); // repeated
+    rig.gw.push(makeBadge('E1', 6));
     await next(c, 'badge', (b) => b.version === 6);
     expect(events.badges.map((b) => b.version)).toEqual([1, 5, 6]);
 
-    gw.push(makeBadge('E2', 1)); // another epoch replaces, whatever its version
+    rig.gw.push(makeBadge('E2', 1)); // another epoch replaces, whatever its version
     await next(c, 'badge', (b) => b.epoch === 'E2');
-    gw.push(makeBadge('E1', 9)); // the old epoch again is "another epoch" too
-    gw.push(makeBadge('E1', 8));
-    gw.push(makeBadge('E1', 10));
+    rig.gw.push(makeBadge('E1', 9)); // the old epoch again is "another epoch" too
+    rig.gw.push(makeBadge('E1', 8));
+    rig.gw.push(makeBadge('E1', 10));
     await next(c, 'badge', (b) => b.version === 10);
     expect(events.badges.map((b) => `${b.epoch}.${b.version}`)).toEqual([
       'E1.1',
@@ -93,11 +67,11 @@ describe('BubbleClient over a WebSocket', () => {
     c.start();
     await next(c, 'state', (s) => s === 'open');
 
-    gw.refuseUpgrades = 3;
-    gw.open[0]?.ws.terminate();
+    rig.gw.refuseUpgrades = 3;
+    rig.gw.open[0]?.ws.terminate();
     await next(c, 'state', (s) => s === 'connecting');
     await next(c, 'state', (s) => s === 'open');
-    expect(gw.upgrades).toBe(5); // the first, three refused, the one that authenticated
+    expect(rig.gw.upgrades).toBe(5); // the first, three refused, the one that authenticated
     // A drop after authenticating: bound 0.5 s. Then 1 s, 2 s, 4 s after 1, 2, 3 failures.
     expect(draws.backoffs()).toEqual([
       { value: 0.5, delay: 250 },
@@ -106,7 +80,7 @@ describe('BubbleClient over a WebSocket', () => {
       { value: 0.999, delay: 3996 },
     ]);
 
-    gw.open[0]?.ws.terminate();
+    rig.gw.open[0]?.ws.terminate();
     await next(c, 'state', (s) => s === 'open');
     expect(draws.backoffs()[4]).toEqual({ value: 0.999, delay: 499.5 }); // reset: bound 0.5 s again
     expect(events.errors).toEqual([]);
@@ -124,7 +98,7 @@ describe('BubbleClient over a WebSocket', () => {
     const timers = new TestTimers(0.005);
     const draws = drawing(timers, Math.random);
     const c = connect(timers, { pollAfterFailures: 100, random: draws.random });
-    gw.refuseUpgrades = 8;
+    rig.gw.refuseUpgrades = 8;
     c.start();
     await next(c, 'state', (s) => s === 'open', 10_000);
     const delays = draws.backoffs().map((d) => d.delay);
@@ -144,16 +118,16 @@ describe('BubbleClient over a WebSocket', () => {
     await next(c, 'state', (s) => s === 'open');
 
     const delaysBefore = timers.delays.length;
-    gw.open[0]?.ws.close(CLOSE.goingAway);
+    rig.gw.open[0]?.ws.close(CLOSE.goingAway);
     await next(c, 'state', (s) => s === 'connecting');
     await next(c, 'state', (s) => s === 'open');
     expect(draws.draws).toHaveLength(0);
     expect(timers.delays.slice(delaysBefore)).toEqual([0, 600_000]); // reconnect, connect timeout
 
-    gw.open[0]?.ws.close(CLOSE.overloaded);
+    rig.gw.open[0]?.ws.close(CLOSE.overloaded);
     await next(c, 'state', (s) => s === 'open');
     expect(draws.backoffs()).toEqual([{ value: 0.5, delay: 250 }]);
-    expect(gw.upgrades).toBe(3);
+    expect(rig.gw.upgrades).toBe(3);
   });
 
   it('on 4401 asks getToken for a new token and retries with it', async () => {
@@ -164,27 +138,27 @@ describe('BubbleClient over a WebSocket', () => {
     c.start();
     await next(c, 'state', (s) => s === 'open');
     expect(getToken).toHaveBeenCalledTimes(2);
-    expect(gw.sockets.map((s) => s.frames[0])).toEqual([
+    expect(rig.gw.sockets.map((s) => s.frames[0])).toEqual([
       { type: 'auth', token: 'expired' },
       { type: 'auth', token: GOOD },
     ]);
-    expect(gw.sockets[0]?.closeCode).toBe(CLOSE.authFailed);
+    expect(rig.gw.sockets[0]?.closeCode).toBe(CLOSE.authFailed);
     expect(events.errors).toEqual([]);
   });
 
   it('after a 4401 on an authenticated socket (token expired), reconnects with a fresh token', async () => {
-    gw.tokens.add('second');
+    rig.gw.tokens.add('second');
     const tokens = ['second'];
     const getToken = vi.fn(async () => tokens.shift() ?? 'none');
     const c = connect(new TestTimers(0.01), { getToken });
     c.start();
     await next(c, 'state', (s) => s === 'open');
     expect(getToken).not.toHaveBeenCalled(); // `token` covers the first connection
-    gw.open[0]?.ws.close(CLOSE.authFailed);
+    rig.gw.open[0]?.ws.close(CLOSE.authFailed);
     await next(c, 'state', (s) => s === 'connecting');
     await next(c, 'state', (s) => s === 'open');
     expect(getToken).toHaveBeenCalledTimes(1);
-    expect(gw.sockets[1]?.frames[0]).toEqual({ type: 'auth', token: 'second' });
+    expect(rig.gw.sockets[1]?.frames[0]).toEqual({ type: 'auth', token: 'second' });
   });
 
   it('stops with auth-failed when the refused token comes back', async () => {
@@ -196,7 +170,7 @@ describe('BubbleClient over a WebSocket', () => {
     const error = await next(c, 'error');
     expect(error).toMatchObject({ code: 'auth-failed', fatal: true });
     expect(getToken).toHaveBeenCalledTimes(2);
-    expect(gw.upgrades).toBe(1); // the same token is not sent twice
+    expect(rig.gw.upgrades).toBe(1); // the same token is not sent twice
     expect(c.state).toBe('closed');
     expect(events.states).toEqual(['connecting', 'closed']);
     expect(timers.pending).toBe(0);
@@ -207,7 +181,7 @@ describe('BubbleClient over a WebSocket', () => {
     const c = connect(timers, { token: 'bad' });
     c.start();
     expect(await next(c, 'error')).toMatchObject({ code: 'auth-failed', fatal: true });
-    expect(gw.upgrades).toBe(1);
+    expect(rig.gw.upgrades).toBe(1);
     expect(timers.pending).toBe(0);
   });
 
@@ -217,7 +191,7 @@ describe('BubbleClient over a WebSocket', () => {
     [CLOSE.tooLarge, 'frame-too-large'],
   ])('stops for good on %i (%s)', async (code, name) => {
     const timers = new TestTimers(0.01);
-    gw.closeOnOpen = code;
+    rig.gw.closeOnOpen = code;
     const c = connect(timers);
     const events = record(c);
     c.start();
@@ -225,7 +199,7 @@ describe('BubbleClient over a WebSocket', () => {
     expect(error).toMatchObject({ code: name, fatal: true, closeCode: code });
     expect(events.states).toEqual(['connecting', 'closed']);
     expect(timers.pending).toBe(0);
-    expect(gw.upgrades).toBe(1);
+    expect(rig.gw.upgrades).toBe(1);
   });
 
   it('pings while frames come, and drops a socket that stops answering', async () => {
@@ -233,27 +207,27 @@ describe('BubbleClient over a WebSocket', () => {
     const c = connect(timers, { pingIntervalMs: 1_000, random: () => 0.5 });
     c.start();
     await next(c, 'state', (s) => s === 'open');
-    const pings = () => gw.sockets[0]?.frames.filter((f) => f.type === 'ping').length ?? 0;
+    const pings = () => rig.gw.sockets[0]?.frames.filter((f) => f.type === 'ping').length ?? 0;
     await until(() => pings() >= 3, 'three answered pings');
-    expect(gw.upgrades).toBe(1);
+    expect(rig.gw.upgrades).toBe(1);
     expect(c.state).toBe('open');
 
-    gw.answerPings = false;
+    rig.gw.answerPings = false;
     await next(c, 'state', (s) => s === 'connecting');
     await next(c, 'state', (s) => s === 'open');
-    expect(gw.upgrades).toBe(2);
-    await until(() => gw.sockets[0]?.closeCode !== undefined, 'the dead socket to close');
+    expect(rig.gw.upgrades).toBe(2);
+    await until(() => rig.gw.sockets[0]?.closeCode !== undefined, 'the dead socket to close');
   });
 
   it('drops a socket that gets no badge within connectTimeoutMs', async () => {
     const timers = new TestTimers(0.1);
     const c = connect(timers, { connectTimeoutMs: 1_000, random: () => 0.1 });
-    gw.silent = true;
+    rig.gw.silent = true;
     c.start();
-    await until(() => gw.upgrades >= 2, 'a second attempt');
+    await until(() => rig.gw.upgrades >= 2, 'a second attempt');
     expect(c.state).toBe('connecting');
-    await until(() => gw.sockets[0]?.closeCode !== undefined, 'the silent socket to close');
-    gw.silent = false;
+    await until(() => rig.gw.sockets[0]?.closeCode !== undefined, 'the silent socket to close');
+    rig.gw.silent = false;
     await next(c, 'state', (s) => s === 'open');
     expect(timers.delays.filter((d) => d === 1_000).length).toBeGreaterThanOrEqual(2);
   });
@@ -269,21 +243,21 @@ describe('BubbleClient over a WebSocket', () => {
     expect(c.state).toBe('closed');
     expect(events.states).toEqual(['connecting', 'open', 'closed']);
     expect(timers.pending).toBe(0);
-    await until(() => gw.sockets[0]?.closeCode !== undefined, 'the server to see the close');
-    expect(gw.sockets[0]?.closeCode).toBe(1000);
-    expect(gw.upgrades).toBe(1);
+    await until(() => rig.gw.sockets[0]?.closeCode !== undefined, 'the server to see the close');
+    expect(rig.gw.sockets[0]?.closeCode).toBe(1000);
+    expect(rig.gw.upgrades).toBe(1);
 
     c.start(); // and starts again
     await next(c, 'state', (s) => s === 'open');
-    expect(gw.upgrades).toBe(2);
+    expect(rig.gw.upgrades).toBe(2);
   });
 
   it('close() while connecting stops the attempt', async () => {
     const timers = new TestTimers(0.01);
-    gw.refuseUpgrades = Infinity;
+    rig.gw.refuseUpgrades = Infinity;
     const c = connect(timers, { random: () => 0.5 });
     c.start();
-    await until(() => gw.upgrades >= 2, 'two attempts');
+    await until(() => rig.gw.upgrades >= 2, 'two attempts');
     c.close();
     expect(c.state).toBe('closed');
     expect(timers.pending).toBe(0);
