@@ -4,6 +4,7 @@ import { HOUR_MS, systemClock } from '@bubble/protocol';
 import { MemoryPoolLocks, RedisStore, type Post } from '@bubble/store';
 import { startRedisServer } from '@bubble/test-utils';
 import { Redis } from 'ioredis';
+import { storePostsAndCursors } from './live-stack.js';
 import {
   callsBetween,
   commandCalls,
@@ -13,15 +14,10 @@ import {
   sum,
   writeCommands,
 } from './redis-probe.js';
-import { buildScenarioWorkload, type Workload } from './workload.js';
+import { buildScenarioWorkload, type Workload, type ScenarioWorkloadOptions } from './workload.js';
 
-export interface FanoutOptions {
-  users: number;
-  authors: number;
+export interface FanoutOptions extends ScenarioWorkloadOptions {
   pools: number;
-  windowPosts: number;
-  followMedian: number;
-  followCap: number;
   /** Posts measured, authors drawn by activity; the 1M-follower author's post comes on top. */
   posts: number;
   megaFollowers: number;
@@ -31,8 +27,6 @@ export interface FanoutOptions {
   traditionalSeconds: number;
   /** Bound on the in-process core loading its users. */
   loadSeconds: number;
-  seed: number;
-  log: (line: string) => void;
 }
 
 export const FANOUT_DEFAULTS: FanoutOptions = {
@@ -383,19 +377,8 @@ async function seed(
     `fanout: followers of ${followers.size + 1} authors stored (${MEGA}: ${options.megaFollowers})`,
   );
 
-  for (let i = 0; i < workload.posts.length; i += 5000) {
-    await service.ingestPosts(
-      workload.posts
-        .slice(i, i + 5000)
-        .map((p) => ({ author: workload.authors[p.author]!, id: p.id, ts: p.ts })),
-    );
-  }
-  const cursors: Promise<number>[] = [];
-  workload.readAt.forEach((readAt, u) => {
-    if (readAt !== null) cursors.push(store.cursors.advanceFeedReadAt(workload.users[u]!, readAt));
-  });
-  await Promise.all(cursors);
-  log(`fanout: ${workload.posts.length} window posts, ${cursors.length} read cursors`);
+  const cursors = await storePostsAndCursors(store, service, workload);
+  log(`fanout: ${workload.posts.length} window posts, ${cursors} read cursors`);
 }
 
 /**

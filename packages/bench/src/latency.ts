@@ -23,19 +23,19 @@ import {
   startGateway,
   wallNow,
 } from './live-stack.js';
-import { ProbeReader, type ProbeRecord } from './probe-reader.js';
+import { spawnProbedCore, type ProbeReader, type ProbeRecord } from './probe-reader.js';
 import { logProfiles } from './profile-summary.js';
 import { redisCpuSeconds } from './redis-probe.js';
 import { pushFigures, readPushMetrics, type PushSnapshot } from './push-metrics.js';
-import { buildScenarioWorkload, percentile, type Workload } from './workload.js';
+import {
+  buildScenarioWorkload,
+  percentile,
+  type Workload,
+  type ScenarioWorkloadOptions,
+} from './workload.js';
 import type { WsBatch, WsConnectResult, WsReport } from './ws-driver.js';
 
-export interface LatencyOptions {
-  users: number;
-  authors: number;
-  windowPosts: number;
-  followMedian: number;
-  followCap: number;
+export interface LatencyOptions extends ScenarioWorkloadOptions {
   pools: number;
   /** BUBBLE_TICK of the server and core children, ms. */
   tickMs: number;
@@ -52,12 +52,10 @@ export interface LatencyOptions {
   perAddress: number;
   connectConcurrency: number;
   connectSeconds: number;
-  seed: number;
   /** Who posts (WorkloadOptions.activity); `popularity` is the figure of the table. */
   activity: 'popularity' | 'independent';
   /** Write CPU profiles of the gateway, core and server children here. */
   profileDir: string | undefined;
-  log: (line: string) => void;
 }
 
 export const LATENCY_DEFAULTS: LatencyOptions = {
@@ -125,18 +123,13 @@ export async function benchLatency(partial: Partial<LatencyOptions> = {}) {
         log,
       }),
     );
-    const probeFile = path.join(dir, 'probe.jsonl');
-    const core = await spawnRole({
-      role: 'core',
-      env: { ...env, BUBBLE_BENCH_PROBE: probeFile },
-      nodeArgs: [
-        ...(await cpuProfileArgs(options.profileDir, `${stamp}-core`)),
-        '--import',
-        new URL('./sweep-probe.js', import.meta.url).href,
-      ],
+    const { core, probe } = await spawnProbedCore({
+      dir,
+      env,
+      nodeArgs: await cpuProfileArgs(options.profileDir, `${stamp}-core`),
+      children,
       log,
     });
-    children.push(core);
     const gateway = await startGateway({
       redisUrl: redis.url,
       pools: options.pools,
@@ -145,13 +138,7 @@ export async function benchLatency(partial: Partial<LatencyOptions> = {}) {
       log,
     });
     children.push(gateway);
-    const probe = new ProbeReader(probeFile, children, core.pid);
-    await probe.waitFor(
-      (r) => r.report.pools === options.pools,
-      60,
-      (r) => `core holds ${r.report.pools} pools`,
-      log,
-    );
+    await probe.holdsPools(options.pools, log);
     log(`latency: the core holds every pool; ${options.users} clients connect`);
 
     const connected = await connectClients(options, workload, gateway, secrets.jwtSecret, drivers);

@@ -52,21 +52,10 @@ export async function seedStore(
     await Promise.all(writes);
   }
   log(`${label}: follows of ${n} users stored (${edges} edges)`);
-  for (let i = 0; i < workload.posts.length; i += 5000) {
-    await service.ingestPosts(
-      workload.posts
-        .slice(i, i + 5000)
-        .map((p) => ({ author: workload.authors[p.author]!, id: p.id, ts: p.ts })),
-    );
-  }
-  const cursors: Promise<number>[] = [];
-  workload.readAt.forEach((readAt, u) => {
-    if (readAt !== null) cursors.push(store.cursors.advanceFeedReadAt(workload.users[u]!, readAt));
-  });
-  await Promise.all(cursors);
+  const cursors = await storePostsAndCursors(store, service, workload);
   const seconds = (performance.now() - started) / 1000;
   log(
-    `${label}: ${workload.posts.length} posts and ${cursors.length} read cursors stored ` +
+    `${label}: ${workload.posts.length} posts and ${cursors} read cursors stored ` +
       `(${seconds.toFixed(1)} s in all)`,
   );
   return { edges, seconds };
@@ -99,6 +88,27 @@ export async function startGateway(options: {
     throw err;
   }
   return child;
+}
+
+/** The window's posts (through the service, 5000 a call) and the read cursors of `workload`. */
+export async function storePostsAndCursors(
+  store: RedisStore,
+  service: BadgeService,
+  workload: Workload,
+): Promise<number> {
+  for (let i = 0; i < workload.posts.length; i += 5000) {
+    await service.ingestPosts(
+      workload.posts
+        .slice(i, i + 5000)
+        .map((p) => ({ author: workload.authors[p.author]!, id: p.id, ts: p.ts })),
+    );
+  }
+  const cursors: Promise<number>[] = [];
+  workload.readAt.forEach((readAt, u) => {
+    if (readAt !== null) cursors.push(store.cursors.advanceFeedReadAt(workload.users[u]!, readAt));
+  });
+  await Promise.all(cursors);
+  return cursors.length;
 }
 
 /** The environment every role child of a scenario shares. */

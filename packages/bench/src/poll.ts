@@ -14,14 +14,9 @@ import {
   startGateway,
 } from './live-stack.js';
 import type { PollRunResult } from './poll-driver.js';
-import { buildScenarioWorkload } from './workload.js';
+import { buildScenarioWorkload, type ScenarioWorkloadOptions } from './workload.js';
 
-export interface PollOptions {
-  users: number;
-  authors: number;
-  windowPosts: number;
-  followMedian: number;
-  followCap: number;
+export interface PollOptions extends ScenarioWorkloadOptions {
   pools: number;
   /** Driver processes, keep-alive connections per driver, requests in flight per connection. */
   drivers: number;
@@ -32,9 +27,7 @@ export interface PollOptions {
   /** Cold computes of 2000-follow users (cold-start's approach): users and repeats each. */
   coldUsers: number;
   coldRepeats: number;
-  seed: number;
   profileDir: string | undefined;
-  log: (line: string) => void;
 }
 
 export const POLL_DEFAULTS: PollOptions = {

@@ -1,6 +1,8 @@
 import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import type { SweepReport } from '@bubble/store';
 import { exitText, type RoleProcess } from '@bubble/test-utils';
+import { spawnRole } from './children.js';
 
 /** One line of the core's probe: its SweepReport and the commands it sent for that sweep. */
 export interface ProbeRecord {
@@ -79,6 +81,16 @@ export class ProbeReader {
     return records;
   }
 
+  /** Waits (a minute at most) until the core's sweeps cover all `pools`. */
+  holdsPools(pools: number, log: (line: string) => void): Promise<ProbeRecord> {
+    return this.waitFor(
+      (r) => r.report.pools === pools,
+      60,
+      (r) => `core holds ${r.report.pools} pools`,
+      log,
+    );
+  }
+
   async waitFor(
     done: (r: ProbeRecord) => boolean,
     seconds: number,
@@ -105,3 +117,25 @@ export class ProbeReader {
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/**
+ * `bubble core` with the sweep probe loaded (sweep-probe.ts), its records in `dir`, added to
+ * `children`; the reader fails once any of them (added later too) has exited.
+ */
+export async function spawnProbedCore(options: {
+  dir: string;
+  env: Record<string, string>;
+  nodeArgs: string[];
+  children: RoleProcess[];
+  log: (line: string) => void;
+}): Promise<{ core: RoleProcess; probe: ProbeReader }> {
+  const file = path.join(options.dir, 'probe.jsonl');
+  const core = await spawnRole({
+    role: 'core',
+    env: { ...options.env, BUBBLE_BENCH_PROBE: file },
+    nodeArgs: [...options.nodeArgs, '--import', new URL('./sweep-probe.js', import.meta.url).href],
+    log: options.log,
+  });
+  options.children.push(core);
+  return { core, probe: new ProbeReader(file, options.children, core.pid) };
+}

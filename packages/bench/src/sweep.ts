@@ -10,17 +10,18 @@ import { startBenchRedis } from './bench-redis.js';
 import { processCpuSeconds, spawnRole, stopAll } from './children.js';
 import { LivePosts } from './live-posts.js';
 import { KEY_PREFIX } from './live-stack.js';
-import { ProbeReader, type ProbeRecord } from './probe-reader.js';
+import { spawnProbedCore, type ProbeReader, type ProbeRecord } from './probe-reader.js';
 import { callsBetween, commandCalls, redisCpuSeconds } from './redis-probe.js';
-import { buildScenarioWorkload, percentile, ZipfSampler, type Workload } from './workload.js';
+import {
+  buildScenarioWorkload,
+  percentile,
+  ZipfSampler,
+  type Workload,
+  type ScenarioWorkloadOptions,
+} from './workload.js';
 
-export interface SweepOptions {
-  users: number;
-  authors: number;
+export interface SweepOptions extends ScenarioWorkloadOptions {
   pools: number;
-  windowPosts: number;
-  followMedian: number;
-  followCap: number;
   postsPerSec: number;
   /** Sweeps measured in the first phase, and its time bound. */
   sweeps: number;
@@ -34,11 +35,9 @@ export interface SweepOptions {
   onlineBatch: number;
   /** Bound on the core loading every user. */
   loadSeconds: number;
-  seed: number;
   /** Extra node flags and environment for the core child, for investigations. */
   coreNodeArgs: string[];
   coreEnv: Record<string, string>;
-  log: (line: string) => void;
 }
 
 export const SWEEP_DEFAULTS: SweepOptions = {
@@ -191,26 +190,14 @@ async function runSetup(
       LOG_LEVEL: 'info',
     };
     children.push(await spawnRole({ role: 'server', env, log }));
-    const probeFile = path.join(dir, 'probe.jsonl');
-    const core = await spawnRole({
-      role: 'core',
-      env: { ...env, ...options.coreEnv, BUBBLE_BENCH_PROBE: probeFile },
-      nodeArgs: [
-        ...options.coreNodeArgs,
-        '--import',
-        new URL('./sweep-probe.js', import.meta.url).href,
-      ],
+    const { probe } = await spawnProbedCore({
+      dir,
+      env: { ...env, ...options.coreEnv },
+      nodeArgs: options.coreNodeArgs,
+      children,
       log,
     });
-    children.push(core);
-    const probe = new ProbeReader(probeFile, children, core.pid);
-
-    await probe.waitFor(
-      (r) => r.report.pools === options.pools,
-      60,
-      (r) => `core holds ${r.report.pools} pools`,
-      log,
-    );
+    await probe.holdsPools(options.pools, log);
     log(
       `sweep: ${name}: the core holds every pool; users come online ${options.onlineBatch} at a time`,
     );
