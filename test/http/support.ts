@@ -19,7 +19,7 @@ import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import { httpCall, type CallOptions, type Reply } from '../support/http.js';
 
 export type { Badge } from '@bubble/protocol';
-export type { CallOptions, Reply } from '../support/http.js';
+export { call, type CallOptions, type Reply } from '../support/http.js';
 
 export const API_KEY = 'test-api-key-5d0b1c3e9a7f2046d81be35c';
 export const JWT_SECRET = 'test-jwt-secret-7f9a2c41e8b3d6a0';
@@ -106,15 +106,6 @@ export function useApps(
       return app;
     },
   };
-}
-
-export function call(
-  app: App,
-  method: string,
-  path: string,
-  options: CallOptions = {},
-): Promise<Reply> {
-  return httpCall(app.url, method, path, options);
 }
 
 /** A platform call (X-Api-Key). */

@@ -42,6 +42,16 @@ export async function httpCall(
   return { status: res.status, headers: res.headers, text: await res.text() };
 }
 
+/** httpCall to a rig's gateway (anything with a url). */
+export function call(
+  gateway: { url: string },
+  method: string,
+  path: string,
+  options: CallOptions = {},
+): Promise<Reply> {
+  return httpCall(gateway.url, method, path, options);
+}
+
 /** The reply's body as JSON; undefined when it is empty. */
 export function jsonBody(reply: Reply): unknown {
   return reply.text === '' ? undefined : (JSON.parse(reply.text) as unknown);

@@ -33,11 +33,11 @@ import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import { WebSocket, type RawData } from 'ws';
-import { httpCall, type CallOptions, type Reply } from '../support/http.js';
+import { httpCall, type Reply } from '../support/http.js';
 import type { UpgradeResult } from '../support/ws-upgrade.js';
 
 export type { Badge } from '@bubble/protocol';
-export type { Reply } from '../support/http.js';
+export { call, type Reply } from '../support/http.js';
 
 export const API_KEY = 'ws-test-api-key-3b7e91c05d4a28f6e1b3';
 export const JWT_SECRET = 'ws-test-jwt-secret-0c8d4f2a6e19b73c58';
@@ -256,15 +256,6 @@ export async function sweeps(app: LiveApp, n = 2): Promise<void> {
 }
 
 // ----------------------------------------------------------------------------- HTTP calls
-
-export function call(
-  app: LiveApp,
-  method: string,
-  path: string,
-  options: CallOptions = {},
-): Promise<Reply> {
-  return httpCall(app.url, method, path, options);
-}
 
 export function platform(
   app: LiveApp,
