@@ -174,31 +174,20 @@ function bubbleScripts(): ScriptSource[] {
   return (cached = loaded);
 }
 
-const defined = new WeakSet<Redis | Cluster>();
-
-/**
- * Registers every script on a client through defineCommand (EVALSHA with EVAL fallback).
- * Once per client: every store component built on a shared client calls it.
- */
-export function defineScripts(client: Redis | Cluster): void {
-  if (defined.has(client)) return;
-  defined.add(client);
-  for (const script of bubbleScripts()) {
-    client.defineCommand(script.name, { numberOfKeys: script.numberOfKeys, lua: script.lua });
-  }
-}
-
 type DefinedCommand = (...args: Arg[]) => Promise<unknown>;
 const runners = new WeakMap<Redis | Cluster, ScriptRunner>();
 
 /**
- * The scripts as typed functions on `client` (defining them on it first). A `-n` script's
- * function passes the key count itself. One runner per client.
+ * The scripts as typed functions on `client`. The first call for a client registers every script
+ * on it through defineCommand (EVALSHA with EVAL fallback); every store component built on a
+ * shared client then gets the same runner. A `-n` script's function passes the key count itself.
  */
 export function scripts(client: Redis | Cluster): ScriptRunner {
   let runner = runners.get(client);
   if (runner) return runner;
-  defineScripts(client);
+  for (const script of bubbleScripts()) {
+    client.defineCommand(script.name, { numberOfKeys: script.numberOfKeys, lua: script.lua });
+  }
   // defineCommand puts each script on the client as a method of its name; the table types it.
   const commands = client as unknown as Record<ScriptName, DefinedCommand>;
   const entries = (Object.keys(SCRIPTS) as ScriptName[]).map((name) => {
