@@ -33,7 +33,9 @@ export function writeText(target: Buffer, pos: number, text: string): number {
 /** A number as String() writes it; small non-negative integers without making the string. */
 export function writeNumber(target: Buffer, pos: number, value: number): number {
   // Small integers (every count and version) in int32 arithmetic: a double's % is a call.
-  if (!isSmallInteger(value)) return writeText(target, pos, String(value));
+  if (!(Number.isInteger(value) && value >= 0 && value <= 0x7fffffff)) {
+    return writeText(target, pos, String(value));
+  }
   const end = pos + numberLength(value);
   let rest = value | 0;
   for (let p = end - 1; p >= pos; p--) {
@@ -46,12 +48,10 @@ export function writeNumber(target: Buffer, pos: number, value: number): number 
 
 /** The length of what writeNumber writes (String() of a number is ASCII). */
 export function numberLength(value: number): number {
-  if (!isSmallInteger(value)) return String(value).length;
+  if (!(Number.isInteger(value) && value >= 0 && value <= 0x7fffffff)) {
+    return String(value).length;
+  }
   let length = 1;
   for (let rest = value; rest >= 10; rest = (rest / 10) | 0) length++;
   return length;
-}
-
-function isSmallInteger(value: number): boolean {
-  return Number.isInteger(value) && value >= 0 && value <= 0x7fffffff;
 }

@@ -16,8 +16,10 @@ import { sendEncodedScript, type CommandCounter } from './ioredis-internals.js';
 import type { RedisKeys } from './keys.js';
 import { listen, subscriberConnection } from './pubsub-listener.js';
 import {
+  CR,
   EncodingSlab,
   FRAMING_BOUND,
+  LF,
   bulkStringBound,
   endBulkString,
   writeArrayHeader,
@@ -172,7 +174,14 @@ export class RedisFencedBadges implements FencedBadges {
         );
         const start = pos;
         pos = writeLengthPrefix(room, pos, length);
-        pos = endBulkString(room, start, pos, state.write(room, pos), length);
+        const end = state.write(room, pos);
+        if (end - pos === length) {
+          room[end] = CR;
+          room[end + 1] = LF;
+          pos = end + 2;
+        } else {
+          pos = endBulkString(room, start, pos, end, length);
+        }
         if (order) order[at] = i;
         beliefs[at++] = known;
       }

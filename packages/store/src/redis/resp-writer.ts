@@ -34,7 +34,10 @@ export function writeArrayHeader(target: Buffer, pos: number, count: number): nu
 /** "$<length>\r\n": a bulk string of `length` bytes follows. */
 export function writeLengthPrefix(target: Buffer, pos: number, length: number): number {
   target[pos++] = DOLLAR;
-  return writeLineEnd(target, writeNumber(target, pos, length));
+  pos = writeNumber(target, pos, length);
+  target[pos++] = CR;
+  target[pos++] = LF;
+  return pos;
 }
 
 export function writeLineEnd(target: Buffer, pos: number): number {
@@ -49,7 +52,10 @@ export function writeBulkString(target: Buffer, pos: number, text: string): numb
   // Written as if ASCII (one byte a code unit); endBulkString mends the prefix otherwise.
   pos = writeLengthPrefix(target, pos, text.length);
   const end = writeText(target, pos, text);
-  return endBulkString(target, start, pos, end, text.length);
+  if (end - pos !== text.length) return endBulkString(target, start, pos, end, text.length);
+  target[end] = CR;
+  target[end + 1] = LF;
+  return end + 2;
 }
 
 /** A number as a bulk string of what String() writes, as ioredis sends a number argument. */

@@ -16,6 +16,7 @@ import type { FencedSaveResult, KnownBadge } from '../cluster-types.js';
 const REFUSED = -1;
 const LINE_END = '\n';
 const SEPARATOR = '|';
+const SEPARATOR_CODE = 0x7c;
 const CHANGED = 0x31;
 const UNCHANGED = 0x30;
 const DIGIT_ZERO = 0x30;
@@ -105,12 +106,12 @@ function readLines(reply: string, n: number, decided: number, lines: LineScratch
     if (lines.kind[at] !== NOT_DECIDED) throw new SaveReplyError(`write ${at + 1} twice`, reply);
     const flagAt = indexEnd + 1;
     const flag = reply.charCodeAt(flagAt);
-    const flagEnd = separator(reply, flagAt, end);
-    if ((flag !== CHANGED && flag !== UNCHANGED) || (flagEnd >= 0 && flagEnd !== flagAt + 1)) {
+    const flagEnded = flagAt + 1 < end && reply.charCodeAt(flagAt + 1) === SEPARATOR_CODE;
+    if ((flag !== CHANGED && flag !== UNCHANGED) || (!flagEnded && flagAt + 1 < end)) {
       throw new SaveReplyError(`write ${at + 1} neither changed (1) nor not (0)`, reply);
     }
     const epochFrom = flagAt + 2;
-    const epochTo = flagEnd < 0 ? -1 : separator(reply, epochFrom, end);
+    const epochTo = flagEnded ? separator(reply, epochFrom, end) : -1;
     const versionTo = epochTo < 0 ? -1 : separator(reply, epochTo + 1, end);
     const version = versionTo < 0 ? -1 : readNumber(reply, epochTo + 1, versionTo);
     // The time and the counts follow the version: a line cut short lacks their separator.
