@@ -23,3 +23,4 @@ export {
 } from './bubble-process.js';
 export { diesWithParent, findExecutable, reapOnExit, terminate } from './child-processes.js';
 export { cleanEnv } from './clean-env.js';
+export { TcpProxy } from './tcp-proxy.js';
