@@ -46,6 +46,9 @@ export const configSchema = z.object({
     .default('1000')
     .describe('sweep period'),
   BUBBLE_LEASE_MS: int(500, 600_000).default(10_000).describe('pool lease duration'),
+  BUBBLE_START_RETRY_MAX_MS: int(500, 600_000)
+    .default(15_000)
+    .describe('longest wait between two attempts to reach Redis at start (backoff cap)'),
   BUBBLE_LOOKBACK_DAYS: z.coerce
     .number()
     .positive()

@@ -43,8 +43,19 @@ export async function main(argv: string[]): Promise<void> {
         // Decided before the logger exists and before anything listens.
         const start = resolveStartSecrets(role, config);
         const logger = createLogger(config.LOG_LEVEL, `bubble-${role}`);
-        const running = await startRole(role, config, start, logger);
-        exitOnSignals(() => running.close(), logger);
+        // Signals are handled from the start: a role still waiting for Redis stops at once.
+        const waiting = new AbortController();
+        const starting = startRole(role, config, start, logger, waiting.signal);
+        exitOnSignals(async () => {
+          waiting.abort(new Error('stopped before it started'));
+          const started = await starting.catch(() => null);
+          await started?.close();
+        }, logger);
+        const running = await starting.catch((err: unknown) => {
+          // The shutdown above owns the exit then.
+          if (waiting.signal.aborted) return new Promise<never>(() => {});
+          throw err;
+        });
         if (start.development && start.secrets?.generated) {
           const generatedKey = config.BUBBLE_API_KEY === undefined;
           printDevelopmentBanner(

@@ -74,6 +74,9 @@ export interface GatewayOptions {
 
 export type RouteGroup = 'operator' | 'platform' | 'client';
 
+/** What a gateway answers before it started. */
+const PROBE_ROUTES = new Set(['/healthz', '/readyz', '/metrics']);
+
 /** The HTTP face of bubble: client, platform and operator routes on one node:http server. */
 export class HttpGateway {
   readonly server: Server;
@@ -83,7 +86,11 @@ export class HttpGateway {
   private readonly logger: Logger;
   private draining = false;
   readonly liveUsers: LiveUsers | undefined;
-  readonly ws: WsGateway | undefined;
+  private wsGateway: WsGateway | undefined;
+  private createWs: (() => WsGateway) | undefined;
+  /** Until start(), only the probes and /metrics answer (and /readyz says 503 'starting'). */
+  private started = false;
+  private starting: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
   private untrackGauges: (() => void) | undefined;
   private stopDashboard: (() => void) | undefined;
@@ -104,6 +111,7 @@ export class HttpGateway {
       addOperatorRoutes(this.router, {
         metrics: this.metrics,
         checkDependencies: () => service.gatewayLink.ping(),
+        isStarted: () => this.started,
         isDraining: () => this.draining,
         isOverloaded: () => this.load.overloaded(),
       });
@@ -156,22 +164,24 @@ export class HttpGateway {
     this.server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) =>
       answerClientError(err, socket),
     );
-    if (this.liveUsers && live) {
-      this.ws = new WsGateway(this.server, {
-        service,
-        auth,
-        live: this.liveUsers,
-        load: this.load,
-        logger: options.logger,
-        maxPayload: live.maxPayload ?? 4096,
-        allowedOrigins: live.allowedOrigins,
-        maxConnections: live.maxConnections,
-        heartbeatMs: live.heartbeatMs,
-        connectLimit: live.connectLimit,
-        clientAddresses: new ClientAddressResolver(live.trustedProxies ?? []),
-      });
-    }
     const liveUsers = this.liveUsers;
+    if (liveUsers && live) {
+      // Made at start(): its upgrade listener must not take sockets before the live users run.
+      this.createWs = () =>
+        new WsGateway(this.server, {
+          service,
+          auth,
+          live: liveUsers,
+          load: this.load,
+          logger: options.logger,
+          maxPayload: live.maxPayload ?? 4096,
+          allowedOrigins: live.allowedOrigins,
+          maxConnections: live.maxConnections,
+          heartbeatMs: live.heartbeatMs,
+          connectLimit: live.connectLimit,
+          clientAddresses: new ClientAddressResolver(live.trustedProxies ?? []),
+        });
+    }
     if (liveUsers)
       this.untrackGauges = trackLiveGauges(this.metrics.registry, {
         connections: () => this.ws?.connections ?? 0,
@@ -181,8 +191,24 @@ export class HttpGateway {
       });
   }
 
-  async listen(port: number, host = '0.0.0.0'): Promise<AddressInfo> {
-    await this.liveUsers?.start();
+  get ws(): WsGateway | undefined {
+    return this.wsGateway;
+  }
+
+  get isStarted(): boolean {
+    return this.started;
+  }
+
+  /**
+   * Listens, started first unless `beforeStart`: then only /healthz, /readyz (503 'starting')
+   * and /metrics answer until start(), so a role waiting for its store is alive but not ready.
+   */
+  async listen(
+    port: number,
+    host = '0.0.0.0',
+    { beforeStart = false }: { beforeStart?: boolean } = {},
+  ): Promise<AddressInfo> {
+    if (!beforeStart) await this.start();
     await new Promise<void>((resolve, reject) => {
       this.server.once('error', reject);
       this.server.listen(port, host, () => {
@@ -191,6 +217,17 @@ export class HttpGateway {
       });
     });
     return this.server.address() as AddressInfo;
+  }
+
+  /** Subscribes the live users and opens every route. Safe to call twice. */
+  start(): Promise<void> {
+    this.starting ??= (async () => {
+      await this.liveUsers?.start();
+      if (this.closing) return;
+      this.wsGateway = this.createWs?.();
+      this.started = true;
+    })();
+    return this.starting;
   }
 
   /** Stop accepting, let requests in flight finish (bounded), then close. Safe to call twice. */
@@ -226,6 +263,9 @@ export class HttpGateway {
         throw new BubbleError('UB_ERR_NOT_FOUND', `no route for ${method} ${url.pathname}`);
       }
       route = match.route;
+      if (!this.started && !PROBE_ROUTES.has(route)) {
+        throw new BubbleError('UB_ERR_UNAVAILABLE', 'starting');
+      }
       if (match.kind === 'method-not-allowed') {
         sendError(
           res,

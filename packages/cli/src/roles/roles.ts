@@ -14,6 +14,7 @@ import type { Config } from '../config.js';
 import { checkRedisSettings } from '../redis-settings-check.js';
 import type { StartSecrets } from '../secrets.js';
 import { createLocks, createStore, nodeId } from './runtime.js';
+import { waitUntilReachable } from './wait-for-store.js';
 
 export type Role = 'all' | 'server' | 'core' | 'gateway';
 
@@ -54,13 +55,17 @@ export interface RunningRole {
 
 /**
  * Starts one role (or all of them) in this process. Every role serves /healthz, /readyz and
- * /metrics on PORT, or on BUBBLE_INTERNAL_PORT when that is set.
+ * /metrics on PORT, or on BUBBLE_INTERNAL_PORT when that is set, from the moment it listens:
+ * while the store (or the lock quorum) cannot be reached it keeps trying with backoff, alive
+ * (/healthz 200) but not ready (/readyz 503) until the role has started. `signal` ends that
+ * wait (a shutdown before the store came).
  */
 export async function startRole(
   role: Role,
   config: Config,
   start: StartSecrets,
   logger: Logger,
+  signal?: AbortSignal,
 ): Promise<RunningRole> {
   const { secrets, host } = start;
   const store = createStore(config);
@@ -85,12 +90,8 @@ export async function startRole(
   };
   const gateways: HttpGateway[] = [];
   try {
-    await store.ping();
-    // Advice only: it never holds up or fails the start (and /readyz is about reachability).
-    if (store instanceof RedisStore) void checkRedisSettings(store.redis, logger);
-    for (const client of lockRuntime?.quorumClients ?? [])
-      void checkRedisSettings(client, logger, 'lock quorum');
     let url = '';
+    let publicGateway: { gateway: HttpGateway; id: string } | undefined;
     if (servesPublic) {
       if (!secrets) throw new Error('the gateway needs BUBBLE_API_KEY and BUBBLE_JWT_SECRET');
       // A process that is only a gateway holds mostly connections (see heap-tuning); `bubble
@@ -116,16 +117,9 @@ export async function startRole(
         demo: { devTokens: secrets.generated && config.BUBBLE_JWT_SECRET === undefined },
       });
       gateways.push(gateway);
-      url = `http://localhost:${(await gateway.listen(config.PORT, host)).port}`;
-      stops.push(
-        announce(
-          store,
-          { id: gatewayId, role: 'gateway', url: config.BUBBLE_ADVERTISE_URL ?? url },
-          config.BUBBLE_LEASE_MS,
-          logger,
-          () => heartbeatFigures(gateway),
-        ),
-      );
+      publicGateway = { gateway, id: gatewayId };
+      const address = await gateway.listen(config.PORT, host, { beforeStart: true });
+      url = `http://localhost:${address.port}`;
     }
     if (!servesPublic || internal) {
       // A gateway's own operator port also serves the dashboard (which reads the cluster there).
@@ -133,8 +127,36 @@ export async function startRole(
       const operator = new HttpGateway({ ...common, auth, serves: ['operator'] });
       gateways.push(operator);
       const port = internal ? config.BUBBLE_INTERNAL_PORT! : config.PORT;
-      const address = await operator.listen(port, host);
+      const address = await operator.listen(port, host, { beforeStart: true });
       if (!servesPublic) url = `http://localhost:${address.port}`;
+    }
+    await waitUntilReachable(
+      async () => {
+        await store.ping();
+        await lockRuntime?.reachable();
+      },
+      {
+        backoff: { initialMs: 500, maxMs: config.BUBBLE_START_RETRY_MAX_MS },
+        logger,
+        signal,
+      },
+    );
+    // Advice only: it never holds up or fails the start (and /readyz is about reachability).
+    if (store instanceof RedisStore) void checkRedisSettings(store.redis, logger);
+    for (const client of lockRuntime?.quorumClients ?? [])
+      void checkRedisSettings(client, logger, 'lock quorum');
+    if (publicGateway) {
+      const { gateway, id } = publicGateway;
+      await gateway.start();
+      stops.push(
+        announce(
+          store,
+          { id, role: 'gateway', url: config.BUBBLE_ADVERTISE_URL ?? url },
+          config.BUBBLE_LEASE_MS,
+          logger,
+          () => heartbeatFigures(gateway),
+        ),
+      );
     }
     // `url` reaches this process from its own host; the node list shows what others reach.
     const advertisedUrl = config.BUBBLE_ADVERTISE_URL ?? url;
@@ -171,6 +193,8 @@ export async function startRole(
       metrics.trackScheduler(scheduler);
       stops.push(() => scheduler.close());
     }
+    // Ready from here: every route answers and /readyz asks the store.
+    for (const gateway of gateways) await gateway.start();
     logger.info(
       { role, url, host, engine: store.engine, development: start.development },
       `bubble ${role} is listening`,

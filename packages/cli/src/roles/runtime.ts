@@ -12,6 +12,7 @@ import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { createStore } from '../store-factory.js';
+import { quorumAnswers } from './wait-for-store.js';
 
 export function nodeId(role: string): string {
   return `${role}-${hostname()}-${process.pid}-${randomBytes(2).toString('hex')}`;
@@ -21,6 +22,8 @@ export interface LockRuntime {
   locks: PoolLocks;
   /** The lock quorum's own masters (BUBBLE_LOCK_REDIS_URLS), when it is not the main Redis. */
   quorumClients: Redis[];
+  /** Resolves when the locks can be granted (a majority of the quorum answers); else throws. */
+  reachable(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -31,7 +34,7 @@ export interface LockRuntime {
 export function createLocks(config: Config, store: BubbleStore, logger: Logger): LockRuntime {
   if (!(store instanceof RedisStore)) {
     const locks = new MemoryPoolLocks();
-    return { locks, quorumClients: [], close: () => locks.close() };
+    return { locks, quorumClients: [], reachable: async () => {}, close: () => locks.close() };
   }
   const urls = config.BUBBLE_LOCK_REDIS_URLS ?? (config.REDIS_URL ? [config.REDIS_URL] : []);
   const keys = new RedisKeys(config.BUBBLE_KEY_PREFIX, config.BUBBLE_POOLS);
@@ -42,16 +45,19 @@ export function createLocks(config: Config, store: BubbleStore, logger: Logger):
       keys,
       logger: logger.child({ module: 'pool-locks' }),
     });
-    return { locks, quorumClients: [], close: () => locks.close() };
+    // The store's own ping covers the cluster these locks live on.
+    return { locks, quorumClients: [], reachable: async () => {}, close: () => locks.close() };
   }
-  const clients = urls.map(
-    (url) =>
-      new Redis(url, {
-        enableOfflineQueue: false,
-        maxRetriesPerRequest: 0,
-        connectionName: 'bubble-lock',
-      }),
-  );
+  const clients = urls.map((url) => {
+    const client = new Redis(url, {
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      connectionName: 'bubble-lock',
+    });
+    // Without a listener ioredis prints every failed reconnect; the lock calls see the failures.
+    client.on('error', () => {});
+    return client;
+  });
   const locks = new RedlockPoolLocks({
     clients,
     keys,
@@ -60,6 +66,7 @@ export function createLocks(config: Config, store: BubbleStore, logger: Logger):
   return {
     locks,
     quorumClients: config.BUBBLE_LOCK_REDIS_URLS ? clients : [],
+    reachable: () => quorumAnswers(clients),
     async close() {
       await locks.close();
       for (const client of clients) client.disconnect();

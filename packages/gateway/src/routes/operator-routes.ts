@@ -8,6 +8,8 @@ export interface OperatorDeps {
   metrics: GatewayMetrics;
   /** Resolves when every dependency answers; throws otherwise. */
   checkDependencies(): Promise<void>;
+  /** False while the role waits for its store or is still starting. */
+  isStarted(): boolean;
   isDraining(): boolean;
   isOverloaded(): boolean;
 }
@@ -20,6 +22,7 @@ export function addOperatorRoutes(router: Router, deps: OperatorDeps): void {
       sendJson(res, 200, { status: 'ok' });
     })
     .add('GET', '/readyz', async ({ res }) => {
+      if (!deps.isStarted()) throw new BubbleError('UB_ERR_UNAVAILABLE', 'starting');
       if (deps.isDraining()) throw new BubbleError('UB_ERR_UNAVAILABLE', 'draining');
       if (deps.isOverloaded()) throw new BubbleError('UB_ERR_UNAVAILABLE', 'overloaded');
       try {
