@@ -17,7 +17,7 @@ export class StoredBeliefs {
   /**
    * Each held user's badge state as we last loaded or stored it (version 0: none is; -1:
    * unknown), updated in place by every save. Writes that carry it go in blind: the store
-   * checks only users another writer may have changed (see saveBadges-7.lua), so a belief is
+   * checks only users another writer may have changed (see saveBadges-8.lua), so a belief is
    * never set from anything else, and is made unknown when a gateway wrote the user.
    */
   private readonly known: (KnownBadge | undefined)[] = [];

@@ -5,7 +5,7 @@ import { scripts, type ScriptRunner } from './scripts.js';
 
 /**
  * Which gateways hold which users: each pool's routes hash (user → "gateway=expiry;…"), read
- * by saveBadges-7.lua to send a change to the gateways holding its user.
+ * by saveBadges-8.lua to send a change to the gateways holding its user.
  */
 export class RedisBadgeRoutes {
   private readonly run: ScriptRunner;

@@ -41,7 +41,7 @@ export class RedisKeys {
     return `${this.prefix}:{a:${author}}:deleted`;
   }
 
-  /** HASH user → packed badge state, for the users of one pool (saveBadges-7.lua). */
+  /** HASH user → packed badge state, for the users of one pool (saveBadges-8.lua). */
   badges(pool: number): string {
     return `${this.prefix}:{p:${pool}}:badges`;
   }
@@ -101,6 +101,14 @@ export class RedisKeys {
 
   gatewayChannelPrefix(pool: number): string {
     return `${this.prefix}:{p:${pool}}:to:`;
+  }
+
+  /**
+   * HASH gateway → the number of messages published on the gateway's channel of the pool: what
+   * a gateway compares with the numbers it heard to find a lost message.
+   */
+  sentToGateways(pool: number): string {
+    return `${this.prefix}:{p:${pool}}:sent`;
   }
 
   /** Redlock resource of the pool; lives on the lock quorum's servers. */

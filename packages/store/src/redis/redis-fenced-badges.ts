@@ -45,7 +45,7 @@ export interface RedisFencedBadgesOptions {
 const SAVE_SCRIPT = scriptSource('saveBadges');
 
 /**
- * Badge writes through saveBadges-7.lua: a core's fenced batches, and (unfenced) the single
+ * Badge writes through saveBadges-8.lua: a core's fenced batches, and (unfenced) the single
  * writes of cold starts and reads. Unfenced changes are published on their pool's channel (what
  * the owning core listens to); every change goes to the gateways holding its user.
  */
@@ -128,6 +128,7 @@ export class RedisFencedBadges implements FencedBadges {
       keys.touched(pool),
       keys.online(pool),
       keys.poolEvents(pool),
+      keys.sentToGateways(pool),
     ];
     const head = [
       ...keyArgs,

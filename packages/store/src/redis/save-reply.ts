@@ -1,7 +1,7 @@
 import type { FencedSaveResult, KnownBadge } from '../cluster-types.js';
 
 /**
- * saveBadges' answer (packages/store/lua/saveBadges-7.lua): -1 when the writer's fencing token
+ * saveBadges' answer (packages/store/lua/saveBadges-8.lua): -1 when the writer's fencing token
  * is older than the pool's; else one string, the number of changes on its first line, then a
  * line per write the script decided:
  *

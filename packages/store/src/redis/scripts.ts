@@ -99,6 +99,7 @@ export const SCRIPTS = {
   >(2),
   listNodes: script<[nodesAlive: string, nodesInfo: string], [now: number], (string | null)[]>(2),
   muteMember: script<[members: string], [user: string, muted: '1' | '0'], number>(1),
+  nextFence: script<[fence: string, touched: string], [], string>(2),
   publishNotice: script<[live: string, highest: string], [id: string], number>(2),
   readConversation: script<
     [meta: string, members: string],
@@ -128,10 +129,11 @@ export const SCRIPTS = {
       touched: string,
       online: string,
       events: string,
+      sent: string,
     ],
     Arg[],
     -1 | string
-  >(7),
+  >(8),
   seeUser: script<
     [marks: string],
     [now: number, highest: string, throttleMs: number],

@@ -17,15 +17,17 @@
   stored for each decided write. A fenced write removes the users it decided from the touched
   set, and the users in it who are no longer present.
 
-  KEYS[1] fence   STRING  the pool's current fencing token (absent = 0)
-  KEYS[2] stale   STRING  writes refused for carrying an older token
-  KEYS[3] routes  HASH    user → "gateway=expiry;…", the gateways holding the user
+  KEYS[1] fence   STRING  the pool's current fencing token (nextFence-2.lua)
+  KEYS[2] stale   STRING  fenced writes refused for not carrying the current token
+  KEYS[3] routes  HASH    user → "gateway=expiry;…", the gateways holding the user (expiry: ms of
+                          this server's TIME)
   KEYS[4] badges  HASH    user → "<epoch>|<version>|<computedAt>|<counts>", counts being
                           "name=value,…" sorted by name, non-zero only (docs/redis-keys.md)
   KEYS[5] touched SET     present users whose state an unfenced write changed since the pool's
                           owner last wrote them (emptied when a new owner takes the pool)
   KEYS[6] online  ZSET    the pool's presence: user → expiry
   KEYS[7] events  STREAM  the pool's change log: k <kind> u <user>
+  KEYS[8] sent    HASH    gateway → the number of messages published on its channel of the pool
   ARGV[1] fence      the writer's token, or "-" for an unfenced write
   ARGV[2] computedAt
   ARGV[3] epoch for a user with no stored state
@@ -38,36 +40,18 @@
   ARGV[10…] the writes, two arguments each: the user, then its proposed state (packed). The
           first D are decided by the script (only their counts are read); the others are blind.
   A message is the writer's token (or "-") on its first line, then two lines per change: the
-  user, then the stored state.
-  Returns -1 when the token is older than the pool's (nothing written, the refusal counted);
+  user, then the stored state. A gateway's message adds to its first line a space and its
+  number on that channel (1, 2, …, counted in KEYS[8]): a gateway that heard a lower number
+  last, or finds a higher one stored, lost a message.
+  Returns -1 when the token is not the pool's current one, or the pool has none (nothing
+  written, the refusal counted);
   else one string: the number of changes on the first line, then, for each decided write, a
   line "<index>|<1 changed, 0 not>|<stored state now>" (index from 1 in the order of the
   writes); every other write stored its proposed state and changed it.
 ]]
---[[
-  Whether entries after a position were trimmed from a change log (a stream that exists: XINFO
-  fails on a missing key).
-  Trimming only removes the oldest entries, and it happened iff fewer are kept than were added
-  (nothing is XDELed). A reader missed entries iff it is before the last trimmed one. That one is
-  gone, so compare with the id just before the first kept: exact when both share a millisecond,
-  else a reader right at the trim point is told of a gap it does not have (a needless reload,
-  never a missed change). Redis leaves max-deleted-entry-id at 0-0 when trimming.
-]]
-local function logTrimmedAfter(logKey, after)
-  local info = redis.call('XINFO', 'STREAM', logKey)
-  local fields = {}
-  for i = 1, #info, 2 do
-    fields[info[i]] = info[i + 1]
-  end
-  if fields['entries-added'] <= fields['length'] then return false end
-  local firstMs, firstSeq = string.match(fields['recorded-first-entry-id'], '^(%d+)-(%d+)$')
-  local afterMs, afterSeq = string.match(after, '^(%d+)-(%d+)$')
-  firstMs, firstSeq = tonumber(firstMs), tonumber(firstSeq)
-  afterMs, afterSeq = tonumber(afterMs), tonumber(afterSeq)
-  return afterMs < firstMs or (afterMs == firstMs and afterSeq < firstSeq - 1)
-end
+--- @include "logTrimmedAfter"
 local fenceKey, staleKey, routesKey, badgesKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local touchedKey, onlineKey, eventsKey = KEYS[5], KEYS[6], KEYS[7]
+local touchedKey, onlineKey, eventsKey, sentKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local fenced = ARGV[1] ~= '-'
 local header, computedAt, freshEpoch = ARGV[1], ARGV[2], ARGV[3]
 local channel, publish, gatewayPrefix, writtenChannel = ARGV[4], ARGV[5], ARGV[6], ARGV[7]
@@ -83,13 +67,20 @@ local blindFrom
 -- Item position → the decided state, and whether it changed the user's state (step 5).
 local decidedState, decidedChanged = {}, {}
 
--- 1. A fenced write whose token is older than the pool's is refused, and the refusal counted.
+-- 1. A fenced write carries the pool's current token, or it is refused and the refusal counted.
+-- A token newer than the stored one proves that Redis lost the newer token's issue (a stored
+-- token rolled back, as by a lost AOF second or a replica promoted behind): the stored one is
+-- deleted, so that no token is accepted until an owner takes the pool anew (nextFence-2.lua).
+-- Tokens are decimal digits, compared as such; a missing fence key accepts nothing.
 local function refusedAsStale()
-  if fenced and tonumber(ARGV[1]) < tonumber(redis.call('GET', fenceKey) or '0') then
-    redis.call('INCR', staleKey)
-    return true
+  if not fenced then return false end
+  local token, current = ARGV[1], redis.call('GET', fenceKey)
+  if token == current then return false end
+  if current and (#token > #current or (#token == #current and token > current)) then
+    redis.call('DEL', fenceKey)
   end
-  return false
+  redis.call('INCR', staleKey)
+  return true
 end
 
 -- The users the pool log names after `position`: their presence changed since.
@@ -315,9 +306,11 @@ local function publishToPool(target, decide)
   return users, states
 end
 
--- Each change to the channel of every gateway whose route to its user has not lapsed.
+-- Each change to the channel of every gateway whose route to its user has not lapsed. Route
+-- expiries are ms of this server's clock (routeUsers-1.lua), not of the writer's.
 local function routeToGateways(users, states)
-  local now = tonumber(computedAt)
+  local time = redis.call('TIME')
+  local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
   local byGateway, gateways = {}, {}
   for first = 1, #users, CHUNK do
     local routes = redis.call('HMGET', routesKey, unpack(users, first, math.min(first + CHUNK - 1, #users)))
@@ -340,7 +333,8 @@ local function routeToGateways(users, states)
     end
   end
   for _, gateway in ipairs(gateways) do
-    redis.call(publish, gatewayPrefix .. gateway, header .. '\n' .. table.concat(byGateway[gateway], '\n'))
+    local number = redis.call('HINCRBY', sentKey, gateway, 1)
+    redis.call(publish, gatewayPrefix .. gateway, header .. ' ' .. number .. '\n' .. table.concat(byGateway[gateway], '\n'))
   end
 end
 
