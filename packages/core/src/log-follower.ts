@@ -1,5 +1,5 @@
 import type { Clock } from '@bubble/protocol';
-import type { BubbleStore, PostEvent } from '@bubble/store';
+import type { BubbleStore, LogRead, PostEvent } from '@bubble/store';
 import type { Logger } from 'pino';
 import type { ExtrasTracker } from './extras-tracker.js';
 import type { FeedCounter } from './feed-counter.js';
@@ -35,8 +35,8 @@ export interface LogCatchUp {
 /**
  * Follows the change logs: the post log (counted into the FeedCounter as it comes), the shared
  * log (notices, red dots, messages: into the ExtrasTracker) and the logs of the pools held
- * (presence, follows, marks, cursors: what users to load or refresh). A log trimmed past our
- * position is repaired by reloading what it would have told.
+ * (presence, follows, marks, cursors: what users to load or refresh). A log with a gap (trimmed
+ * past our position, or lost and recreated) is repaired by reloading what it would have told.
  */
 export class LogFollower {
   private postCursor = '0-0';
@@ -105,10 +105,25 @@ export class LogFollower {
     const now = clock.now();
     counter.advanceTo(now);
 
-    this.applyPosts(postRead.entries);
-    for (const { id, event } of sharedRead.entries) {
-      extras.apply(event);
-      this.sharedCursor = id;
+    // A gap (entries trimmed, or the log lost with its key or its tail): the reader moves to
+    // the log's end first, then reloads what the skipped entries would have told, so a change
+    // logged meanwhile is read again rather than missed.
+    if (postRead.gap) {
+      log.warn('post change log has a gap (trimmed or lost); reloading every author window');
+      this.postCursor = await store.changes.postLogEnd();
+      await this.reloadAuthors(trackedAuthors(tenures, counter));
+    } else {
+      this.applyPosts(postRead.entries);
+    }
+    if (sharedRead.gap) {
+      log.warn('shared change log has a gap (trimmed or lost); reloading notices, red dots, marks');
+      this.sharedCursor = await store.changes.sharedLogEnd();
+      await this.loadShared();
+    } else {
+      for (const { id, event } of sharedRead.entries) {
+        extras.apply(event);
+        this.sharedCursor = id;
+      }
     }
 
     const toLoad = new Set<string>();
@@ -118,8 +133,8 @@ export class LogFollower {
       const read = poolReads.get(held.pool);
       if (!read) continue;
       if (read.gap) {
-        log.warn({ pool: held.pool }, 'pool change log was trimmed past us; reloading the pool');
-        for (const user of await store.presence.members(held.pool, now)) toLoad.add(user);
+        await this.rebuildPool(held, now, toLoad);
+        continue;
       }
       for (const { id, event } of read.entries) {
         held.cursor = id;
@@ -147,22 +162,40 @@ export class LogFollower {
         }
       }
     }
-    if (postRead.gap) {
-      log.warn('post change log was trimmed past us; reloading every author window');
-      await this.reloadAuthors(trackedAuthors(tenures, counter));
-    }
-
     if (sharedRead.gap) {
-      log.warn('shared change log was trimmed past us; reloading notices, red dots, marks');
-      await this.loadShared();
       for (const user of counter.heldUsers()) if (!toLoad.has(user)) remark.add(user);
     }
 
-    const behind =
-      postRead.entries.length >= maxEventsPerRead ||
-      sharedRead.entries.length >= maxEventsPerRead ||
-      [...poolReads.values()].some((read) => read.entries.length >= maxEventsPerRead);
+    // A read with a gap moved its reader to the log's end: not behind on that log.
+    const full = (read: LogRead<unknown>) => !read.gap && read.entries.length >= maxEventsPerRead;
+    const behind = full(postRead) || full(sharedRead) || [...poolReads.values()].some(full);
     return { now, toLoad, refollow, remark, behind };
+  }
+
+  /**
+   * A pool whose log has a gap is taken again as a new owner takes it: from the log's end, with
+   * its held set rebuilt from presence. Users no longer present are let go (their offline event
+   * may be what was skipped); every present one is loaded whole, follows, marks and cursor.
+   */
+  private async rebuildPool(held: PoolTenure, now: number, toLoad: Set<string>): Promise<void> {
+    const { store, log, release } = this.options;
+    held.cursor = await store.changes.poolLogEnd(held.pool);
+    const present = new Set(await store.presence.members(held.pool, now));
+    let dropped = 0;
+    for (const user of held.users) {
+      if (present.has(user)) continue;
+      held.users.delete(user);
+      release(user);
+      dropped++;
+    }
+    for (const user of present) {
+      held.users.add(user);
+      toLoad.add(user);
+    }
+    log.warn(
+      { pool: held.pool, present: present.size, dropped },
+      'pool change log has a gap (trimmed or lost); rebuilt the pool from presence',
+    );
   }
 
   private applyPosts(entries: readonly { id: string; event: PostEvent }[]): void {

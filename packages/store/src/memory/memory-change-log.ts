@@ -50,7 +50,9 @@ export class MemoryChangeLog implements ChangeLog {
     const reads = new Map<number, LogRead<PoolEvent>>();
     for (const { pool, after } of cursors) {
       const from = parseId(after);
-      reads.set(pool, this.pools.get(pool)?.read(from, limit) ?? { entries: [], gap: false });
+      // No log yet: a position past the start was never handed out by it (see BoundedLog.missed).
+      const empty = { entries: [], gap: after !== LOG_START };
+      reads.set(pool, this.pools.get(pool)?.read(from, limit) ?? empty);
     }
     return reads;
   }
@@ -60,6 +62,11 @@ export class MemoryChangeLog implements ChangeLog {
   }
 
   async appendPostEvents(events: readonly PostEvent[]): Promise<void> {
+    this.appendPostEventsNow(events);
+  }
+
+  /** Appends without yielding: the post index logs in the step that stores (one step). */
+  appendPostEventsNow(events: readonly PostEvent[]): void {
     for (const event of events) this.posts.append(event);
   }
 
@@ -73,6 +80,11 @@ export class MemoryChangeLog implements ChangeLog {
   }
 
   async appendSharedEvents(events: readonly SharedEvent[]): Promise<void> {
+    this.appendSharedEventsNow(events);
+  }
+
+  /** Appends without yielding, for notices and red dots that log in the step that writes. */
+  appendSharedEventsNow(events: readonly SharedEvent[]): void {
     for (const event of events) this.shared.append(event);
   }
 
@@ -133,19 +145,26 @@ class BoundedLog<E> {
       const { id, event } = this.entries[i]!;
       entries.push({ id, event });
     }
-    return { entries, gap: this.missedTrimmed(after) };
+    return { entries, gap: this.missed(after) };
   }
 
   /**
-   * True when `after` is before the newest trimmed entry. That one is gone, so the id just
-   * before the oldest kept one stands in for it: exact when both share a millisecond, else a
-   * reader right at the trim point is told of a gap it does not have (a needless reload, never
-   * a missed change).
+   * Whether a reader at `after` missed entries. A position past LOG_START is an id this log
+   * handed out, so it is kept unless trimmed: when it is not kept, the reader missed entries
+   * unless it is the newest trimmed one. That one is gone, so the id just before the oldest
+   * kept one stands in for it: exact when both share a millisecond, else a reader right at the
+   * trim point is told of a gap it does not have (a needless reload, never a missed change).
+   * A position this log never had (another log's) is a gap too, as a Redis stream that was
+   * lost and recreated answers a reader of the old one (readEvents-1.lua).
    */
-  private missedTrimmed(after: StreamId): boolean {
-    if (!this.trimmed) return false;
-    const first = this.entries[this.head]!;
-    return after.ms < first.ms || (after.ms === first.ms && after.seq < first.seq - 1);
+  private missed(after: StreamId): boolean {
+    const first = this.entries[this.head];
+    if (after.ms === 0 && after.seq === 0) return this.trimmed;
+    const atOrBefore = this.firstAfter(after) - 1;
+    if (atOrBefore >= this.head && compareIds(this.entries[atOrBefore]!, after) === 0) return false;
+    const lastTrimmed =
+      this.trimmed && first !== undefined && after.ms === first.ms && after.seq === first.seq - 1;
+    return !lastTrimmed;
   }
 
   end(): string {
