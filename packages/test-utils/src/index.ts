@@ -8,6 +8,8 @@ export {
   type RedisServerHandle,
   type RedisClusterNode,
   type RedisClusterHandle,
+  type RedisClusterOptions,
+  type ClusterTopology,
   type WaitForOptions,
 } from './redis-server.js';
 export {
