@@ -1,7 +1,7 @@
 import type { Assignment, Coordination, NodeInfo, SweepReport } from '../cluster-types.js';
 
 export interface MemoryCoordinationOptions {
-  /** Clock of the leader lease (heartbeats carry their own times); default Date.now. */
+  /** The store's clock: the leader lease and node liveness; default Date.now. */
   now?: () => number;
 }
 
@@ -17,7 +17,9 @@ export class MemoryCoordination implements Coordination {
   /** node id → the node's info and the time it stops counting as live. */
   private readonly nodes = new Map<string, { info: NodeInfo; expiresAt: number }>();
   private currentAssignment: Assignment | null = null;
+  /** pool → its current token; absent while none is (none taken yet, or retired). */
   private readonly fences = new Map<number, number>();
+  private readonly issuedFences = new Map<number, number>();
   private readonly tickHandlers = new Set<(seq: number) => void>();
   private readonly reports = new Map<string, SweepReport>();
 
@@ -42,14 +44,15 @@ export class MemoryCoordination implements Coordination {
   }
 
   async heartbeat(node: NodeInfo, ttlMs: number): Promise<void> {
-    this.nodes.set(node.id, { info: { ...node }, expiresAt: node.seenAt + ttlMs });
+    this.nodes.set(node.id, { info: { ...node }, expiresAt: this.now() + ttlMs });
   }
 
   async removeNode(node: string): Promise<void> {
     this.nodes.delete(node);
   }
 
-  async liveNodes(now: number): Promise<NodeInfo[]> {
+  async liveNodes(): Promise<NodeInfo[]> {
+    const now = this.now();
     const live: NodeInfo[] = [];
     for (const [id, entry] of this.nodes) {
       if (entry.expiresAt > now) live.push({ ...entry.info });
@@ -67,7 +70,8 @@ export class MemoryCoordination implements Coordination {
   }
 
   async nextFence(pool: number): Promise<number> {
-    const next = (this.fences.get(pool) ?? 0) + 1;
+    const next = (this.issuedFences.get(pool) ?? 0) + 1;
+    this.issuedFences.set(pool, next);
     this.fences.set(pool, next);
     return next;
   }
@@ -75,6 +79,15 @@ export class MemoryCoordination implements Coordination {
   /** The same as currentFence, synchronously: fenced memory writes check it in one step. */
   fenceNow(pool: number): number {
     return this.fences.get(pool) ?? 0;
+  }
+
+  /**
+   * No token of the pool is accepted until the next nextFence (as saveBadges-8.lua's DEL), which
+   * is then larger than `seen` too.
+   */
+  retireFence(pool: number, seen: number): void {
+    this.fences.delete(pool);
+    this.issuedFences.set(pool, Math.max(this.issuedFences.get(pool) ?? 0, seen));
   }
 
   async currentFence(pool: number): Promise<number> {

@@ -15,10 +15,17 @@ export interface MemoryFencedBadgesOptions {
   /** user → badge state, the very map the engine's BadgeStates reads and writes. */
   badges: Map<string, StoredBadge>;
   /**
-   * The pool's current fencing token (0 before the first). Synchronous, so that checking it and
-   * writing happen in one step, as in the Redis script.
+   * The pool's current fencing token (0 before the first: every fenced write is then refused).
+   * Synchronous, so that checking it and writing happen in one step, as in the Redis script.
    */
   currentFence: (pool: number) => number;
+  /**
+   * Called on a write under a token newer than the current one, as saveBadges-8.lua deletes the
+   * fence key then: until the next token (larger than `seen`) is taken, nothing is accepted.
+   */
+  retireFence?: (pool: number, seen: number) => void;
+  /** The store's clock, which route expiries are set and checked on; default Date.now. */
+  now?: () => number;
 }
 
 type ChangeHandler = (pool: number, changes: BadgeChange[]) => void;
@@ -28,6 +35,8 @@ export class MemoryFencedBadges implements FencedBadges {
   private readonly pools: number;
   private readonly badges: Map<string, StoredBadge>;
   private readonly currentFence: (pool: number) => number;
+  private readonly retireFence: (pool: number, seen: number) => void;
+  private readonly now: () => number;
   private readonly staleWrites = new Map<number, number>();
   private readonly handlers = new Map<number, Set<ChangeHandler>>();
   /** user → gateway → route expiry */
@@ -41,6 +50,8 @@ export class MemoryFencedBadges implements FencedBadges {
     this.pools = options.pools;
     this.badges = options.badges;
     this.currentFence = options.currentFence;
+    this.retireFence = options.retireFence ?? (() => {});
+    this.now = options.now ?? Date.now;
   }
 
   async saveFenced(
@@ -68,7 +79,9 @@ export class MemoryFencedBadges implements FencedBadges {
     computedAt: number,
   ): Required<FencedSaveResult> {
     checkPool(writes, pool, this.pools);
-    if (fence !== null && fence < this.currentFence(pool)) {
+    const current = fence === null ? 0 : this.currentFence(pool);
+    if (fence !== null && !isCurrentFence(fence, current)) {
+      if (current !== 0 && fence > current) this.retireFence(pool, fence);
       this.staleWrites.set(pool, (this.staleWrites.get(pool) ?? 0) + 1);
       return { accepted: false, changed: 0, stamps: [] };
     }
@@ -122,12 +135,8 @@ export class MemoryFencedBadges implements FencedBadges {
     };
   }
 
-  async route(
-    gateway: string,
-    users: readonly string[],
-    ttlMs: number,
-    now: number,
-  ): Promise<void> {
+  async route(gateway: string, users: readonly string[], ttlMs: number): Promise<void> {
+    const now = this.now();
     for (const user of users) {
       let gateways = this.routes.get(user);
       if (!gateways) this.routes.set(user, (gateways = new Map()));
@@ -136,7 +145,8 @@ export class MemoryFencedBadges implements FencedBadges {
     }
   }
 
-  async unroute(gateway: string, users: readonly string[], now: number): Promise<string[]> {
+  async unroute(gateway: string, users: readonly string[]): Promise<string[]> {
+    const now = this.now();
     const orphaned: string[] = [];
     for (const user of users) {
       const gateways = this.routes.get(user);
@@ -163,8 +173,17 @@ export class MemoryFencedBadges implements FencedBadges {
     };
   }
 
+  async storedStates(users: readonly string[]): Promise<BadgeChange[]> {
+    const states: BadgeChange[] = [];
+    for (const user of users) {
+      const stored = this.badges.get(user);
+      if (stored) states.push({ user, ...structuredClone(stored) });
+    }
+    return states;
+  }
+
   /** Delivered later, as over Redis: a handler never runs inside the writer's call. */
-  /** As saveBadges-7.lua: the pool's subscribers hear unfenced changes, gateways every change. */
+  /** As saveBadges-8.lua: the pool's subscribers hear unfenced changes, gateways every change. */
   private publish(pool: number, changes: BadgeChange[], now: number, unfenced: boolean): void {
     for (const handler of unfenced ? (this.handlers.get(pool) ?? []) : []) {
       queueMicrotask(() => {
@@ -202,7 +221,7 @@ export function saveBadgeState(
   fields: BadgeFields,
   computedAt: number,
   freshEpoch: () => string = newEpoch,
-  /** A core's unchanged counts keep the time they were stored at (as saveBadges-7.lua). */
+  /** A core's unchanged counts keep the time they were stored at (as saveBadges-8.lua). */
   touchUnchanged = true,
 ): BadgeStamp {
   const nonZero: Record<string, number> = {};
@@ -221,6 +240,11 @@ export function saveBadgeState(
   stored.fields = nonZero;
   stored.version++;
   return { epoch: stored.epoch, version: stored.version, changed: true };
+}
+
+/** As saveBadges-8.lua: only the current token is accepted, and none while no token was taken. */
+function isCurrentFence(fence: number, current: number): boolean {
+  return current !== 0 && fence === current;
 }
 
 function checkPool(writes: readonly FencedBadgeWrite[], pool: number, pools: number): void {
