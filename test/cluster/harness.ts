@@ -131,10 +131,15 @@ export class Cluster {
     return 3 * this.leaseMs + 5_000;
   }
 
-  /** Spawns `bubble <role>` and waits until it listens. */
-  async spawn(role: RoleName, extraEnv: Record<string, string> = {}): Promise<RoleProcess> {
+  /** Spawns `bubble <role>` (under `runUnder`, e.g. faketime, when given) and waits until it listens. */
+  async spawn(
+    role: RoleName,
+    extraEnv: Record<string, string> = {},
+    runUnder?: readonly string[],
+  ): Promise<RoleProcess> {
     const proc = new RoleProcess({
       role,
+      runUnder,
       port: await freePort(),
       name: `${role}#${++this.counter}`,
       cwd: this.cwd,

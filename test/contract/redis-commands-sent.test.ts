@@ -104,11 +104,8 @@ describe('commandsSent', () => {
     );
     await store.coordination.tryLead('n1', 1000);
     const fence = await store.coordination.nextFence(0);
-    await store.presence.setOnline(
-      users.map((user) => ({ user, ttlMs: 4000 })),
-      5000,
-    );
-    await store.fencedBadges.route('g1', users, 10_000, 5000);
+    await store.presence.setOnline(users.map((user) => ({ user, ttlMs: 4000 })));
+    await store.fencedBadges.route('g1', users, 10_000);
     const pool0 = users.filter((user) => poolOf(user, POOLS) === 0);
     await store.fencedBadges.saveFenced(
       0,
@@ -122,7 +119,7 @@ describe('commandsSent', () => {
     await store.badges.save('u1', { f: 3 }, 5002);
     await store.follows.follow('u3', 'a2', 100);
     await store.coordination.publishTick(1);
-    await store.fencedBadges.unroute('g1', users.slice(0, 5), 5003);
+    await store.fencedBadges.unroute('g1', users.slice(0, 5));
     await waitFor(() => ticks.length === 1 && changes.length > 0);
 
     const sent = store.commandsSent();

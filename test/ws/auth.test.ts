@@ -110,7 +110,7 @@ async function expectNoConnections(app: LiveApp): Promise<void> {
   await waitFor(() => app.gateway.ws!.connections === 0, { message: 'a socket was kept' });
   expect(app.gateway.liveUsers!.size).toBe(0);
   // (letting a user go ends with an asynchronous setOffline)
-  await waitFor(async () => !(await app.store.presence.isOnline('alice', Date.now())), {
+  await waitFor(async () => !(await app.store.presence.isOnline('alice')), {
     message: 'alice is still online',
   });
 }
@@ -231,7 +231,7 @@ for (const engine of ENGINES) {
       const badge = await good.waitBadge((b) => b.user === 'alice');
       expect(badge).toMatchObject({ user: 'alice', feed: 0 });
       await good.roundTrip();
-      expect(await app.store.presence.isOnline('alice', Date.now())).toBe(true);
+      expect(await app.store.presence.isOnline('alice')).toBe(true);
       // a second auth on an authenticated socket is a policy violation
       good.send({ type: 'auth', token: await tokenFor('alice', 600, AUDIENCE) });
       expect((await good.waitClose()).code).toBe(CLOSE.policy);
@@ -285,7 +285,7 @@ for (const engine of ENGINES) {
         client.close();
         await client.waitClose();
         await waitFor(() => app.gateway.ws!.connections === 0);
-        await waitFor(async () => !(await app.store.presence.isOnline('frank', Date.now())), {
+        await waitFor(async () => !(await app.store.presence.isOnline('frank')), {
           timeoutMs: 3000,
           message: 'the user stayed online after their only socket closed',
         });

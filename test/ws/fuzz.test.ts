@@ -169,7 +169,7 @@ async function expectServedAfterwards(app: LiveApp): Promise<void> {
   await waitFor(() => app.gateway.liveUsers!.size === 0, { message: 'users still held' });
   // (letting a user go ends with an asynchronous setOffline)
   for (const user of ['fz0', 'fz1', 'fz2']) {
-    await waitFor(async () => !(await app.store.presence.isOnline(user, Date.now())), {
+    await waitFor(async () => !(await app.store.presence.isOnline(user)), {
       message: `${user} is still online`,
     });
   }

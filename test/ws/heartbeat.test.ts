@@ -15,7 +15,7 @@ for (const engine of ENGINES) {
     it('a peer that stops answering pings is cut off and goes offline; one that answers stays', async () => {
       const app = await rig.start({ heartbeatMs: 200, core: false });
       const [silent, healthy] = ids('hb', 2) as [string, string];
-      const online = (user: string) => app.store.presence.isOnline(user, Date.now());
+      const online = (user: string) => app.store.presence.isOnline(user);
       const mute = await connect(app, silent, 'mute', { autoPong: false });
       const answering = await connect(app, healthy, 'answering');
       let pingsAnswered = 0;

@@ -173,7 +173,7 @@ for (const engine of ENGINES) {
     it('sockets make a user online: the first opens presence, closing the last ends it', async () => {
       const app = await rig.start();
       const [user] = ids('p', 1) as [string];
-      const online = () => app.store.presence.isOnline(user, Date.now());
+      const online = () => app.store.presence.isOnline(user);
       const ws = app.gateway.ws!;
       expect(await online()).toBe(false);
 

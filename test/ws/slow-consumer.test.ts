@@ -92,7 +92,7 @@ for (const { engine, transport } of CASES) {
       expect(fast.closed).toBeNull();
       expect(neighbour.closed).toBeNull();
       expect(ws.connections).toBe(2);
-      expect(await app.store.presence.isOnline(user, Date.now())).toBe(true);
+      expect(await app.store.presence.isOnline(user)).toBe(true);
 
       // The neighbour still gets pushes after the slow one is gone, and the fast one reads on.
       const seen = neighbour.badges.length;

@@ -1,4 +1,4 @@
-import type { BadgeChange, BubbleStore } from '@bubble/store';
+import type { BadgeChange, BubbleStore, MissedMessages } from '@bubble/store';
 
 /**
  * What a gateway needs of the store beside the use cases: the live routes and presence of the
@@ -7,37 +7,45 @@ import type { BadgeChange, BubbleStore } from '@bubble/store';
  * no gateway holds them any more.
  */
 export interface GatewayLink {
-  /** Receives the badge changes routed to `gatewayId` (its held users'), from every pool. */
+  /**
+   * Receives the badge changes routed to `gatewayId` (its held users'), from every pool, and
+   * with `missed` hears of the pools whose messages may have been lost.
+   */
   subscribe(
     gatewayId: string,
     onChanges: (changes: BadgeChange[]) => void,
+    missed?: MissedMessages,
   ): Promise<() => Promise<void>>;
+  /** The stored badge states of those of `users` that have one (one read per pool). */
+  storedStates(users: readonly string[]): Promise<BadgeChange[]>;
+  /** The number of pools users are hashed into (poolOf). */
+  readonly pools: number;
   /**
-   * Routes the users' changes to `gatewayId` and keeps them online, both until `now + ttlMs`:
-   * one round trip. Holding users again renews both.
+   * Routes the users' changes to `gatewayId` and keeps them online, both for `ttlMs` from the
+   * store's now: one round trip. Holding users again renews both.
    */
-  hold(gatewayId: string, users: readonly string[], ttlMs: number, now: number): Promise<void>;
+  hold(gatewayId: string, users: readonly string[], ttlMs: number): Promise<void>;
   /** Stops routing `user` to `gatewayId`; offline when no other gateway holds them. */
-  release(gatewayId: string, user: string, now: number): Promise<void>;
+  release(gatewayId: string, user: string): Promise<void>;
   /** Resolves when the store answers (readiness, bubble_redis_up). */
   ping(): Promise<void>;
 }
 
 export function storeGatewayLink(store: BubbleStore): GatewayLink {
   return {
-    subscribe: (gatewayId, onChanges) => store.fencedBadges.subscribeGateway(gatewayId, onChanges),
-    async hold(gatewayId, users, ttlMs, now) {
+    subscribe: (gatewayId, onChanges, missed) =>
+      store.fencedBadges.subscribeGateway(gatewayId, onChanges, missed),
+    storedStates: (users) => store.fencedBadges.storedStates(users),
+    pools: store.pools,
+    async hold(gatewayId, users, ttlMs) {
       await Promise.all([
-        store.fencedBadges.route(gatewayId, users, ttlMs, now),
-        store.presence.setOnline(
-          users.map((user) => ({ user, ttlMs })),
-          now,
-        ),
+        store.fencedBadges.route(gatewayId, users, ttlMs),
+        store.presence.setOnline(users.map((user) => ({ user, ttlMs }))),
       ]);
     },
-    async release(gatewayId, user, now) {
+    async release(gatewayId, user) {
       // Another device on another gateway, or a move, keeps the user online.
-      const orphaned = await store.fencedBadges.unroute(gatewayId, [user], now);
+      const orphaned = await store.fencedBadges.unroute(gatewayId, [user]);
       if (orphaned.length > 0) await store.presence.setOffline(user);
     },
     ping: () => store.ping(),

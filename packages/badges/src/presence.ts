@@ -10,17 +10,17 @@ export class Presence {
   ) {}
 
   /**
-   * Online until `ttlMs` from now (or offline). A user coming online gets their badge computed
+   * Online for `ttlMs` from the store's now (or offline). A user coming online gets their badge computed
    * at once; their pool's core picks them up from the change log.
    */
   async setPresence(user: string, online: boolean, ttlMs: number): Promise<void> {
     assertId(user, 'user');
-    const { store, clock } = this.ctx;
+    const { store } = this.ctx;
     if (!online) {
       await store.presence.setOffline(user);
       return;
     }
-    const [change] = await store.presence.setOnline([{ user, ttlMs }], clock.now());
+    const [change] = await store.presence.setOnline([{ user, ttlMs }]);
     if (change?.changed) await this.coldStart.badge(user);
   }
 }

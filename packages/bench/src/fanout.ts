@@ -140,7 +140,7 @@ export async function benchFanout(partial: Partial<FanoutOptions> = {}) {
       const users = workload.users
         .slice(i, i + ONLINE_BATCH)
         .map((user) => ({ user, ttlMs: 3 * HOUR_MS }));
-      await store.presence.setOnline(users, Date.now());
+      await store.presence.setOnline(users);
       await core.sweepNow();
       if (performance.now() > loadDeadline) {
         throw new Error(

@@ -75,10 +75,7 @@ export async function benchScale(partial: Partial<ScaleOptions> = {}) {
     await seedStore(store, service, workload, log, 'scale');
     for (let i = 0; i < workload.users.length; i += 5000) {
       const users = workload.users.slice(i, i + 5000);
-      await store.presence.setOnline(
-        users.map((user) => ({ user, ttlMs: PRESENCE_TTL_MS })),
-        Date.now(),
-      );
+      await store.presence.setOnline(users.map((user) => ({ user, ttlMs: PRESENCE_TTL_MS })));
     }
     await audit.start();
     const env = {

@@ -284,7 +284,7 @@ async function onboard(
   for (let i = 0; i < n; i += batch) {
     const end = Math.min(i + batch, n);
     const users = workload.users.slice(i, end).map((user) => ({ user, ttlMs: PRESENCE_TTL_MS }));
-    await store.presence.setOnline(users, Date.now());
+    await store.presence.setOnline(users);
     const seconds = (deadline - performance.now()) / 1000;
     const record = await probe.waitFor(
       (r) => r.report.users >= end - batch,

@@ -180,7 +180,7 @@ export class LogFollower {
   private async rebuildPool(held: PoolTenure, now: number, toLoad: Set<string>): Promise<void> {
     const { store, log, release } = this.options;
     held.cursor = await store.changes.poolLogEnd(held.pool);
-    const present = new Set(await store.presence.members(held.pool, now));
+    const present = new Set(await store.presence.members(held.pool));
     let dropped = 0;
     for (const user of held.users) {
       if (present.has(user)) continue;

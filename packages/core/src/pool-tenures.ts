@@ -1,4 +1,3 @@
-import type { Clock } from '@bubble/protocol';
 import type { Assignment, BubbleStore, HeldLock, PoolLocks } from '@bubble/store';
 import type { Logger } from 'pino';
 
@@ -18,7 +17,6 @@ export interface PoolTenuresOptions {
   id: string;
   store: BubbleStore;
   locks: PoolLocks;
-  clock: Clock;
   log: Logger;
   leaseMs: number;
   /** Most lapsed presences removed per pool by one expirePresence. */
@@ -58,7 +56,7 @@ export class PoolTenures {
    * tenures taken: their users are not loaded yet.
    */
   async follow(assignment: Assignment | null): Promise<PoolTenure[]> {
-    const { id, store, locks, leaseMs, clock, log } = this.options;
+    const { id, store, locks, leaseMs, log } = this.options;
     const mine = new Set<number>();
     assignment?.owners.forEach((owner, pool) => {
       if (owner === id) mine.add(pool);
@@ -77,7 +75,7 @@ export class PoolTenures {
         try {
           const fence = await store.coordination.nextFence(pool);
           const cursor = await store.changes.poolLogEnd(pool);
-          const members = await store.presence.members(pool, clock.now());
+          const members = await store.presence.members(pool);
           const held: PoolTenure = { pool, lock, fence, cursor, users: new Set(members) };
           lock.signal.addEventListener('abort', () => {
             if (this.held.get(pool) === held) log.warn({ pool }, 'pool lease lost');
@@ -118,11 +116,11 @@ export class PoolTenures {
    * their users go. The offline events this records come back through the log; removing them
    * now saves a sweep.
    */
-  async expirePresence(now: number): Promise<void> {
+  async expirePresence(): Promise<void> {
     const { store, expirePerSweep, release } = this.options;
     const tenures = this.all();
     const expired = await Promise.all(
-      tenures.map((p) => store.presence.expire(p.pool, now, expirePerSweep)),
+      tenures.map((p) => store.presence.expire(p.pool, expirePerSweep)),
     );
     tenures.forEach((held, i) => {
       for (const user of expired[i]!) {

@@ -1,4 +1,4 @@
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { trackSchedulerGauges, type SchedulerGaugeSource } from './process-gauges.js';
 
 /** One registry per process role, so several roles can live in one process (`bubble all`). */
@@ -29,6 +29,17 @@ export class GatewayMetrics {
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     registers: [this.registry],
   });
+  readonly resyncs = new Counter({
+    name: 'bubble_gateway_resyncs_total',
+    help: "Re-reads of held users' badges after pub/sub messages to this gateway may have been lost, by what found it: the subscriber reconnected, a message number skipped (gap), a periodic check",
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+  readonly resyncRepairs = new Counter({
+    name: 'bubble_gateway_resync_repairs_total',
+    help: 'Held users whose cached badge a re-read after lost pub/sub messages replaced: badges that were stale',
+    registers: [this.registry],
+  });
   readonly postsIngested = new Counter({
     name: 'bubble_posts_ingested_total',
     help: 'Posts received by POST /v1/posts, by outcome',
@@ -42,6 +53,12 @@ export class GatewayMetrics {
   }
 
   /** A bubble-server of this process: `bubble_server_leading` and `bubble_pools_unowned`. */
+  readonly clockOffset = new Gauge({
+    name: 'bubble_clock_offset_seconds',
+    help: "This host's clock minus the store's (Redis TIME) at the last sample; times are taken from the store's",
+    registers: [this.registry],
+  });
+
   trackScheduler(scheduler: SchedulerGaugeSource): void {
     trackSchedulerGauges(this.registry, scheduler);
   }

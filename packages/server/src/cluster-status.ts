@@ -10,14 +10,14 @@ export interface ClusterStatus {
 }
 
 /** What GET /v1/cluster shows, read from the store (any node can answer it). */
-export async function readClusterStatus(store: BubbleStore, now: number): Promise<ClusterStatus> {
+export async function readClusterStatus(store: BubbleStore): Promise<ClusterStatus> {
   const { coordination, presence } = store;
   const [leader, assignment, nodes, sweeps, sizes] = await Promise.all([
     coordination.leader(),
     coordination.assignment(),
-    coordination.liveNodes(now),
+    coordination.liveNodes(),
     coordination.sweepReports(),
-    presence.poolSizes(now),
+    presence.poolSizes(),
   ]);
   const live = new Set(nodes.map((n) => n.id));
   return {

@@ -104,16 +104,16 @@ export class SchedulerNode {
       if (leading !== this.leading)
         this.log.info({ leading }, leading ? 'leading' : 'no longer leading');
       this.leading = leading;
-      if (leading) await this.rebalance(now);
+      if (leading) await this.rebalance();
     } catch (err) {
       this.leading = false;
       this.log.warn({ err }, 'leader round failed');
     }
   }
 
-  private async rebalance(now: number): Promise<void> {
+  private async rebalance(): Promise<void> {
     const { store } = this.options;
-    const nodes = await store.coordination.liveNodes(now);
+    const nodes = await store.coordination.liveNodes();
     const cores = nodes.filter((n) => n.role === 'core').map((n) => n.id);
     const current = await store.coordination.assignment();
     const previous = current?.owners ?? [];

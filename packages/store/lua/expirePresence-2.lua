@@ -1,20 +1,19 @@
 --[[
-  Remove up to `limit` users of one pool whose presence lapsed at or before `now`, recording an
-  `offline` event for each.
-  KEYS[1] online     ZSET    user → presence expiry (ms)
+  Remove up to `limit` users of one pool whose presence lapsed at or before the server's now,
+  recording an `offline` event for each.
+  KEYS[1] online     ZSET    user → presence expiry (ms, on the server's clock)
   KEYS[2] events     STREAM  the pool's change log: k <kind> u <user>
-  ARGV[1] now
-  ARGV[2] limit
-  ARGV[3] maxlen     approximate cap of the change log
+  ARGV[1] limit
+  ARGV[2] maxlen     approximate cap of the change log
   Returns the removed users, earliest expiry first
 ]]
+--- @include "storeNow"
 local onlineKey = KEYS[1]
 local eventsKey = KEYS[2]
-local now = ARGV[1]
-local limit = ARGV[2]
-local maxlen = ARGV[3]
+local limit = ARGV[1]
+local maxlen = ARGV[2]
 
-local lapsed = redis.call('ZRANGEBYSCORE', onlineKey, '-inf', now, 'LIMIT', 0, limit)
+local lapsed = redis.call('ZRANGEBYSCORE', onlineKey, '-inf', storeNow(), 'LIMIT', 0, limit)
 for _, user in ipairs(lapsed) do
   redis.call('ZREM', onlineKey, user)
   redis.call('XADD', eventsKey, 'MAXLEN', '~', maxlen, '*', 'k', 'offline', 'u', user)

@@ -31,8 +31,10 @@ export interface LogEntry<E> {
 export interface LogRead<E> {
   entries: LogEntry<E>[];
   /**
-   * True when entries after `after` were trimmed before they could be read: the reader
-   * missed changes and must reload what it holds from the stored sources.
+   * True when entries after `after` were trimmed before they could be read, or when `after`
+   * (past LOG_START) is not a position of this log: the log was lost, or lost its tail, and
+   * was recreated (a Redis restarted empty or from an AOF missing its last second). Either
+   * way the reader missed changes and must reload what it holds from the stored sources.
    */
   gap: boolean;
 }
@@ -66,27 +68,30 @@ export interface PresenceChange {
   changed: boolean;
 }
 
+/**
+ * Who is online. Every time here is the store's own (BubbleStore.clock; Redis TIME in the
+ * scripts): a gateway sets a TTL, never an expiry, so the clocks of the hosts that set presence
+ * and of those that expire it never meet.
+ */
 export interface PresenceStore {
   /**
-   * Online until `now + ttlMs` (renewing extends it; a later expiry is kept). Records an `online` pool event for each
-   * user who was not online before. Returns one entry per user, in input order.
+   * Online for `ttlMs` from the store's now (renewing extends it; a later expiry is kept).
+   * Records an `online` pool event for each user who was not online before. Returns one entry
+   * per user, in input order.
    */
-  setOnline(
-    users: ReadonlyArray<{ user: string; ttlMs: number }>,
-    now: number,
-  ): Promise<PresenceChange[]>;
+  setOnline(users: ReadonlyArray<{ user: string; ttlMs: number }>): Promise<PresenceChange[]>;
   /** Offline now; records an `offline` pool event when the user was online. */
   setOffline(user: string): Promise<boolean>;
-  isOnline(user: string, now: number): Promise<boolean>;
+  isOnline(user: string): Promise<boolean>;
   /**
-   * Removes up to `limit` users of `pool` whose presence lapsed at or before `now`, recording an
-   * `offline` event for each, and returns them.
+   * Removes up to `limit` users of `pool` whose presence lapsed at or before the store's now,
+   * recording an `offline` event for each, and returns them.
    */
-  expire(pool: number, now: number, limit: number): Promise<string[]>;
-  /** Users of `pool` online at `now`. */
-  members(pool: number, now: number): Promise<string[]>;
-  /** Online users per pool at `now` (index = pool). */
-  poolSizes(now: number): Promise<number[]>;
+  expire(pool: number, limit: number): Promise<string[]>;
+  /** Users of `pool` online now. */
+  members(pool: number): Promise<string[]>;
+  /** Online users per pool now (index = pool). */
+  poolSizes(): Promise<number[]>;
 }
 
 export interface NodeInfo {
@@ -128,17 +133,21 @@ export interface Coordination {
   resign(node: string): Promise<void>;
   leader(): Promise<string | null>;
 
-  /** Announces a node; it counts as live until `seenAt + ttlMs`. */
+  /** Announces a node; it counts as live for `ttlMs` from the store's now. */
   heartbeat(node: NodeInfo, ttlMs: number): Promise<void>;
   /** Forgets a node at once (clean shutdown). */
   removeNode(node: string): Promise<void>;
-  liveNodes(now: number): Promise<NodeInfo[]>;
+  /** The nodes live at the store's now (forgetting the lapsed ones). */
+  liveNodes(): Promise<NodeInfo[]>;
 
   /** Written only by the leader. */
   setAssignment(assignment: Assignment): Promise<void>;
   assignment(): Promise<Assignment | null>;
 
-  /** Increments and returns the pool's fencing counter: every acquisition gets a larger token. */
+  /**
+   * The pool's next fencing token: larger than every token issued for the pool before, also
+   * after the store lost data (Redis: nextFence-2.lua). Only the latest is accepted by saveFenced.
+   */
   nextFence(pool: number): Promise<number>;
   currentFence(pool: number): Promise<number>;
 
@@ -175,7 +184,7 @@ export interface KnownBadge {
 }
 
 export interface FencedSaveResult {
-  /** False when `fence` is older than the pool's current token: nothing was written. */
+  /** False when `fence` is not the pool's current token (or it has none): nothing was written. */
   accepted: boolean;
   /** How many of the writes changed their user's state (and so moved its version). */
   changed: number;
@@ -206,6 +215,26 @@ export interface BadgeChange {
   computedAt: number;
 }
 
+/**
+ * How a gateway's subscription finds lost messages: every message to a gateway carries its
+ * number on the gateway's channel of its pool, and the store keeps the count published.
+ */
+export interface MissedMessages {
+  /**
+   * The pools whose messages may have been lost since the gateway last heard: every pool when
+   * the subscriber connection was re-established (`reconnected`), one whose message numbers
+   * skipped (`gap`), those whose stored count differs from the last number heard (`check`).
+   * The gateway re-reads its users there (storedStates).
+   */
+  onMissed(pools: readonly number[], reason: MissedReason): void;
+  /** The stored counts are compared with the numbers heard every this many ms; 0 never. */
+  checkEveryMs: number;
+  /** A comparison or a re-established subscription's count could not be read. */
+  onCheckFailed?(error: unknown): void;
+}
+
+export type MissedReason = 'reconnected' | 'gap' | 'check';
+
 export interface FencedBadges {
   /**
    * Writes the badge states of users of one pool in one step, guarded by the pool's fencing
@@ -223,17 +252,24 @@ export interface FencedBadges {
   ): Promise<FencedSaveResult>;
   staleWritesRejected(pool: number): Promise<number>;
   /**
-   * Routes the users' badge changes to `gateway` until `now + ttlMs` (renew before it lapses):
-   * each change is then also published to that gateway alone. One call per pool touched.
+   * Routes the users' badge changes to `gateway` for `ttlMs` from the store's now (renew
+   * before it lapses): each change is then also published to that gateway alone. One call per
+   * pool touched.
    */
-  route(gateway: string, users: readonly string[], ttlMs: number, now: number): Promise<void>;
+  route(gateway: string, users: readonly string[], ttlMs: number): Promise<void>;
   /** Stops routing the users' changes to `gateway`; returns those no gateway holds any more. */
-  unroute(gateway: string, users: readonly string[], now: number): Promise<string[]>;
-  /** Receives the changes routed to `gateway`, from every pool. */
+  unroute(gateway: string, users: readonly string[]): Promise<string[]>;
+  /**
+   * Receives the changes routed to `gateway`, from every pool. With `missed`, also tells of
+   * pools whose messages to the gateway may have been lost (the memory engine loses none).
+   */
   subscribeGateway(
     gateway: string,
     handler: (changes: BadgeChange[]) => void,
+    missed?: MissedMessages,
   ): Promise<() => Promise<void>>;
+  /** The stored states of those of `users` that have one: one read per pool. */
+  storedStates(users: readonly string[]): Promise<BadgeChange[]>;
   /** Receives every published change of the given pools. */
   subscribe(
     pools: readonly number[],

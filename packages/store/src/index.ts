@@ -8,4 +8,10 @@ export { RedisKeys, KEY_PREFIX_PATTERN } from './redis/keys.js';
 export { connectRedis, type RedisClient, type RedisTarget } from './redis/connect.js';
 export { loadScripts } from './redis/scripts.js';
 export { newEpoch } from './epoch.js';
+export {
+  StoreClock,
+  type ClockListeners,
+  type ClockSample,
+  type StoreClockOptions,
+} from './store-clock.js';
 export { encodeCounts, decodeCounts } from './badge-state.js';

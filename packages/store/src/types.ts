@@ -1,5 +1,7 @@
 import type { Conversations, NoticeBoard, RedDots, UserMarks } from './extras-types.js';
 import type { ChangeLog, Coordination, FencedBadges, PresenceStore } from './cluster-types.js';
+import type { Clock } from '@bubble/protocol';
+import type { ClockListeners } from './store-clock.js';
 
 /**
  * What the feed bubble needs from storage, as small interfaces. Each has an in-memory
@@ -36,11 +38,16 @@ export interface PostIndex {
   /**
    * Stores each post unless it is at or before `minTs` (outside the lookback) or was deleted.
    * The first stored ts of an (author, id) wins. Entries at or before `minTs` are trimmed.
+   * Appends a `post` event for each post stored now to the post log: in the same step on one
+   * Redis and in memory; on Redis Cluster right after, and a retry of a call that failed in
+   * between appends what that call stored (docs/architecture.md, the write path).
    */
   ingest(posts: readonly Post[], minTs: number): Promise<IngestResult>;
   /**
    * Deletes a post, known or not, and remembers the deletion for the lookback window so a
-   * late or retried ingest cannot bring it back. Returns the ts of the post it removed.
+   * late or retried ingest cannot bring it back. Returns the ts of the post it removed, and
+   * logs its `delete` event as ingest logs posts (on Redis Cluster a retry of a delete whose
+   * event was not logged returns the ts again and logs it).
    */
   remove(author: string, id: string, now: number, minTs: number): Promise<number | null>;
   /** Number of stored posts by any of `authors` with afterTs < ts ≤ untilTs, in one batch. */
@@ -108,6 +115,18 @@ export interface BubbleStore {
   readonly reddots: RedDots;
   readonly marks: UserMarks;
   readonly conversations: Conversations;
+  /**
+   * The store's clock, which every role computes its times on (a sweep's now, a read's cursor,
+   * a post's lookback) so that they agree across hosts: the memory engine's is this process's
+   * clock; the Redis engine's follows the server's TIME once syncClock() ran. Presence, routes
+   * and node liveness are decided by the store itself, on the same clock.
+   */
+  readonly clock: Clock;
+  /**
+   * Keeps `clock` in step with the store until close(): one sample now (the Redis engine reads
+   * TIME), then one every few seconds. Resolves after the first.
+   */
+  syncClock(listeners?: ClockListeners): Promise<void>;
   /** Follows and read cursor of one user, fetched together. */
   feedInputs(user: string): Promise<FeedInputs>;
   /**

@@ -57,6 +57,11 @@ export interface BubbleProcessOptions {
   nodeArgs?: readonly string[];
   /** The program and arguments that run the CLI, when not this node on BUBBLE_BIN. */
   command?: readonly string[];
+  /**
+   * A program the CLI runs under, its arguments first (e.g. `faketime -f +30s`). The CLI is
+   * its child and still dies with it, so a signal to this process's pid reaches the CLI too.
+   */
+  runUnder?: readonly string[];
   /** Dies with this process even when this one is SIGKILLed (setpriv); default true. */
   dieWithParent?: boolean;
   /** For failure messages; `bubble <args>` by default. */
@@ -85,7 +90,9 @@ export class BubbleProcess {
 
   constructor(options: BubbleProcessOptions) {
     this.name = options.name ?? `bubble ${options.args.join(' ')}`;
-    const runner = options.command ?? [process.execPath, ...(options.nodeArgs ?? []), BUBBLE_BIN];
+    const cli = options.command ?? [process.execPath, ...(options.nodeArgs ?? []), BUBBLE_BIN];
+    // A wrapper that forks (faketime does) would leave the CLI running after a kill -9 of it.
+    const runner = options.runUnder ? [...options.runUnder, ...diesWithParent(cli)] : cli;
     const argv = [...runner, ...options.args];
     const [program, ...args] = options.dieWithParent === false ? argv : diesWithParent(argv);
     this.child = spawn(program!, args, {

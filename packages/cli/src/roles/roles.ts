@@ -6,13 +6,13 @@ import {
   heartbeatFigures,
   tuneHeapForConnections,
 } from '@bubble/gateway';
-import { systemClock } from '@bubble/protocol';
 import { SchedulerNode, readClusterStatus, tickPeriodMs } from '@bubble/server';
 import { RedisStore, type BubbleStore } from '@bubble/store';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { checkRedisSettings } from '../redis-settings-check.js';
 import type { StartSecrets } from '../secrets.js';
+import { watchClock } from './clock-watch.js';
 import { createLocks, createStore, nodeId } from './runtime.js';
 import { waitUntilReachable } from './wait-for-store.js';
 
@@ -26,12 +26,12 @@ function announce(
   logger: Logger,
   figures: () => object = () => ({}),
 ): () => Promise<void> {
-  const startedAt = Date.now();
+  const startedAt = store.clock.now();
   // A missed heartbeat is retried by the next one; the node drops out of the list only when
   // the lease runs out without one.
   const beat = () =>
     store.coordination
-      .heartbeat({ ...node, ...figures(), startedAt, seenAt: Date.now() }, leaseMs)
+      .heartbeat({ ...node, ...figures(), startedAt, seenAt: store.clock.now() }, leaseMs)
       .catch((err: unknown) => logger.warn({ err, node: node.id }, 'heartbeat failed'));
   void beat();
   const timer = setInterval(() => void beat(), Math.max(100, Math.floor(leaseMs / 3)));
@@ -70,7 +70,8 @@ export async function startRole(
   const { secrets, host } = start;
   const store = createStore(config);
   const lockRuntime = role === 'core' || role === 'all' ? createLocks(config, store, logger) : null;
-  const service = new BadgeService(store, systemClock, {
+  // Every time a role computes is the store's (synced below, before anything is served).
+  const service = new BadgeService(store, store.clock, {
     lookbackDays: config.BUBBLE_LOOKBACK_DAYS,
     followCap: config.BUBBLE_FOLLOW_CAP,
     displayCap: config.BUBBLE_DISPLAY_CAP,
@@ -85,7 +86,7 @@ export async function startRole(
     logger,
     metrics,
     basePollSeconds: config.BUBBLE_POLL_INTERVAL_S,
-    clusterStatus: () => readClusterStatus(store, Date.now()),
+    clusterStatus: () => readClusterStatus(store),
     clusterReads: store.coordination,
   };
   const gateways: HttpGateway[] = [];
@@ -105,6 +106,7 @@ export async function startRole(
         live: {
           gatewayId,
           presenceTtlMs: config.BUBBLE_PRESENCE_TTL_MS,
+          pubsubCheckMs: config.BUBBLE_PUBSUB_CHECK_MS,
           maxPayload: config.BUBBLE_WS_MAX_PAYLOAD,
           allowedOrigins: config.BUBBLE_ALLOWED_ORIGINS,
           connectLimit: {
@@ -145,6 +147,7 @@ export async function startRole(
     if (store instanceof RedisStore) void checkRedisSettings(store.redis, logger);
     for (const client of lockRuntime?.quorumClients ?? [])
       void checkRedisSettings(client, logger, 'lock quorum');
+    await store.syncClock(watchClock(logger, metrics));
     if (publicGateway) {
       const { gateway, id } = publicGateway;
       await gateway.start();
@@ -165,12 +168,15 @@ export async function startRole(
         id: nodeId('core'),
         store,
         locks: lockRuntime.locks,
-        clock: systemClock,
+        clock: store.clock,
         logger,
         metrics: new CoreMetrics(metrics.registry),
         lookbackDays: config.BUBBLE_LOOKBACK_DAYS,
         leaseMs: config.BUBBLE_LEASE_MS,
         tickMs: tickPeriodMs(config.BUBBLE_TICK),
+        reconcilePerSweep: Math.ceil(
+          (config.BUBBLE_RECONCILE_RATE * tickPeriodMs(config.BUBBLE_TICK)) / 1000,
+        ),
         url: advertisedUrl,
       });
       await core.start();

@@ -197,7 +197,7 @@ export class ClusterHistory {
     const out: Record<string, GatewayFigures> = {};
     let nodes;
     try {
-      nodes = await this.sources.cluster.liveNodes(at);
+      nodes = await this.sources.cluster.liveNodes();
     } catch {
       return { gateways: out, live: null };
     }

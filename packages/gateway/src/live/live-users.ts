@@ -1,6 +1,6 @@
 import type { BadgeService } from '@bubble/badges';
-import { isNewerBadge, type Badge } from '@bubble/protocol';
-import type { BadgeChange } from '@bubble/store';
+import { isNewerBadge, poolOf, type Badge } from '@bubble/protocol';
+import type { BadgeChange, MissedReason } from '@bubble/store';
 import type { Logger } from 'pino';
 
 export interface LiveUsersOptions {
@@ -17,6 +17,23 @@ export interface LiveUsersOptions {
   pollerTtlMs: () => number;
   /** Told, for every badge handed to a user's sockets from the push queue, how long it waited. */
   onPushed?: (waitedSeconds: number) => void;
+  /**
+   * How often the counts of messages published to this gateway are compared with those it
+   * heard (BUBBLE_PUBSUB_CHECK_MS); a lost message is repaired within it and one read.
+   */
+  pubsubCheckMs?: number;
+  /** Told of every finding of lost messages (`reason`) and of each re-read's repairs. */
+  onResync?: (event: ResyncEvent) => void;
+}
+
+/** A re-read of held users' stored states after messages to the gateway may have been lost. */
+export interface ResyncEvent {
+  reasons: readonly MissedReason[];
+  pools: number;
+  /** Held users re-read. */
+  users: number;
+  /** Of them, those whose cached or pending badge the stored state replaced. */
+  repaired: number;
 }
 
 /** How the push queue is keeping up (totals since start, and the queue now). */
@@ -69,6 +86,11 @@ export class LiveUsers {
   private routed = 0;
   private superseded = 0;
   private pushed = 0;
+  /** Pools whose held users are to be re-read, and why. */
+  private readonly missedPools = new Set<number>();
+  private readonly missedReasons = new Set<MissedReason>();
+  private resyncing = false;
+  private resyncRetry: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: LiveUsersOptions) {
     this.log = options.logger.child({ module: 'live-users' });
@@ -85,8 +107,15 @@ export class LiveUsers {
 
   async start(): Promise<void> {
     const { service, gatewayId, presenceTtlMs } = this.options;
-    this.unsubscribe = await service.gatewayLink.subscribe(gatewayId, (changes) =>
-      this.deliver(changes),
+    this.unsubscribe = await service.gatewayLink.subscribe(
+      gatewayId,
+      (changes) => this.deliver(changes),
+      {
+        onMissed: (pools, reason) => this.missed(pools, reason),
+        checkEveryMs: this.options.pubsubCheckMs ?? DEFAULT_PUBSUB_CHECK_MS,
+        onCheckFailed: (err) =>
+          this.log.warn({ err }, 'could not compare the messages published here with those heard'),
+      },
     );
     this.timer = setInterval(() => void this.renew(), Math.max(200, Math.floor(presenceTtlMs / 3)));
     this.timer.unref();
@@ -138,6 +167,7 @@ export class LiveUsers {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.timer);
+    clearTimeout(this.resyncRetry);
     await this.unsubscribe?.();
     const users = [...this.users.keys()];
     this.users.clear();
@@ -167,9 +197,8 @@ export class LiveUsers {
     claim(live);
     this.users.set(user, live);
     const { service, gatewayId, presenceTtlMs } = this.options;
-    const now = Date.now();
     // Route and presence before the badge is computed, so no change after it is missed.
-    live.ready = service.gatewayLink.hold(gatewayId, [user], presenceTtlMs, now);
+    live.ready = service.gatewayLink.hold(gatewayId, [user], presenceTtlMs);
     try {
       await live.ready;
       if (this.users.get(user) === live) live.ready = RESOLVED;
@@ -194,7 +223,7 @@ export class LiveUsers {
   private async letGo(user: string): Promise<void> {
     const { service, gatewayId } = this.options;
     try {
-      await service.gatewayLink.release(gatewayId, user, Date.now());
+      await service.gatewayLink.release(gatewayId, user);
     } catch (err) {
       this.log.warn({ err, user }, 'could not let a user go; their presence will lapse');
     }
@@ -207,10 +236,12 @@ export class LiveUsers {
    * faster than frames can be written the gateway sends fewer frames, never stale ones, and
    * never falls behind.
    */
-  private deliver(changes: BadgeChange[]): void {
+  private deliver(changes: BadgeChange[]): number {
+    let taken = 0;
     for (const change of changes) {
       const live = this.users.get(change.user);
       if (!live || !isNewerBadge(change, live.pending ?? live.badge)) continue;
+      taken++;
       if (live.listeners === null) {
         // A poller: its cached badge is all there is to update.
         this.offer(live, this.options.service.badgeOf(change));
@@ -226,6 +257,62 @@ export class LiveUsers {
       live.pending = change;
     }
     this.schedulePushes();
+    return taken;
+  }
+
+  private missed(pools: readonly number[], reason: MissedReason): void {
+    for (const pool of pools) this.missedPools.add(pool);
+    this.missedReasons.add(reason);
+    void this.resync();
+  }
+
+  /**
+   * Re-reads the stored states of the users held here in the pools whose messages may have
+   * been lost, and takes them as routed changes: only a newer state replaces what a user has
+   * (isNewerBadge), so a client's versions still only rise within an epoch. Findings that come
+   * while a re-read runs are re-read after it; a failed read is tried again after a check.
+   */
+  private async resync(): Promise<void> {
+    if (this.resyncing || this.closed) return;
+    this.resyncing = true;
+    try {
+      while (this.missedPools.size > 0 && !this.closed) {
+        const pools = new Set(this.missedPools);
+        const reasons = [...this.missedReasons];
+        this.missedPools.clear();
+        this.missedReasons.clear();
+        const { gatewayLink } = this.options.service;
+        const users: string[] = [];
+        for (const user of this.users.keys()) {
+          if (pools.has(poolOf(user, gatewayLink.pools))) users.push(user);
+        }
+        let states: BadgeChange[];
+        try {
+          states = users.length === 0 ? [] : await gatewayLink.storedStates(users);
+        } catch (err) {
+          for (const pool of pools) this.missedPools.add(pool);
+          for (const reason of reasons) this.missedReasons.add(reason);
+          this.log.warn({ err, pools: pools.size }, 'could not re-read held users; retrying');
+          this.retryResync();
+          return;
+        }
+        const repaired = this.deliver(states);
+        const event = { reasons, pools: pools.size, users: users.length, repaired };
+        this.options.onResync?.(event);
+        this.log.warn(event, "pub/sub messages to this gateway may have been lost: re-read its users' badges");
+      }
+    } finally {
+      this.resyncing = false;
+    }
+  }
+
+  private retryResync(): void {
+    clearTimeout(this.resyncRetry);
+    this.resyncRetry = setTimeout(
+      () => void this.resync(),
+      this.options.pubsubCheckMs || DEFAULT_PUBSUB_CHECK_MS,
+    );
+    this.resyncRetry.unref();
   }
 
   private schedulePushes(): void {
@@ -282,7 +369,7 @@ export class LiveUsers {
     }
     for (const user of lapsed) this.users.delete(user);
     try {
-      if (keep.length > 0) await service.gatewayLink.hold(gatewayId, keep, presenceTtlMs, now);
+      if (keep.length > 0) await service.gatewayLink.hold(gatewayId, keep, presenceTtlMs);
       await Promise.all(lapsed.map((user) => this.letGo(user)));
     } catch (err) {
       this.log.warn({ err }, 'presence renewal failed; retrying next round');
@@ -291,6 +378,9 @@ export class LiveUsers {
 }
 
 const RESOLVED = Promise.resolve();
+
+/** BUBBLE_PUBSUB_CHECK_MS's default. */
+const DEFAULT_PUBSUB_CHECK_MS = 2_000;
 
 /** Frames written per turn of the event loop; I/O runs between turns. */
 const PUSH_SLICE = 512;

@@ -6,6 +6,8 @@ export interface MemoryPresenceOptions {
   pools: number;
   /** Where the online/offline events of each pool are recorded. */
   log: MemoryChangeLog;
+  /** The store's clock, which expiries are set and checked on; default Date.now. */
+  now?: () => number;
 }
 
 /**
@@ -15,6 +17,7 @@ export interface MemoryPresenceOptions {
 export class MemoryPresence implements PresenceStore {
   private readonly pools: number;
   private readonly log: MemoryChangeLog;
+  private readonly now: () => number;
   /** expiries[pool]: user → the time their presence lapses (ms). */
   private readonly expiries: Map<string, number>[];
 
@@ -24,13 +27,14 @@ export class MemoryPresence implements PresenceStore {
     }
     this.pools = options.pools;
     this.log = options.log;
+    this.now = options.now ?? Date.now;
     this.expiries = Array.from({ length: options.pools }, () => new Map<string, number>());
   }
 
   async setOnline(
     users: ReadonlyArray<{ user: string; ttlMs: number }>,
-    now: number,
   ): Promise<PresenceChange[]> {
+    const now = this.now();
     return users.map(({ user, ttlMs }) => {
       const pool = poolOf(user, this.pools);
       const expiries = this.expiries[pool]!;
@@ -51,16 +55,17 @@ export class MemoryPresence implements PresenceStore {
     return true;
   }
 
-  async isOnline(user: string, now: number): Promise<boolean> {
-    return (this.expiries[poolOf(user, this.pools)]!.get(user) ?? -Infinity) > now;
+  async isOnline(user: string): Promise<boolean> {
+    return (this.expiries[poolOf(user, this.pools)]!.get(user) ?? -Infinity) > this.now();
   }
 
-  async expire(pool: number, now: number, limit: number): Promise<string[]> {
+  async expire(pool: number, limit: number): Promise<string[]> {
     if (!Number.isInteger(limit) || limit < 1) {
       throw new RangeError('limit must be a positive integer');
     }
     const expiries = this.expiries[pool];
     if (!expiries) return [];
+    const now = this.now();
     const lapsed: Array<[string, number]> = [];
     for (const entry of expiries) if (entry[1] <= now) lapsed.push(entry);
     // Earliest expiry first, then by user: the order of a Redis sorted set.
@@ -74,13 +79,15 @@ export class MemoryPresence implements PresenceStore {
     return removed;
   }
 
-  async members(pool: number, now: number): Promise<string[]> {
+  async members(pool: number): Promise<string[]> {
+    const now = this.now();
     const members: string[] = [];
     for (const [user, expiry] of this.expiries[pool] ?? []) if (expiry > now) members.push(user);
     return members;
   }
 
-  async poolSizes(now: number): Promise<number[]> {
+  async poolSizes(): Promise<number[]> {
+    const now = this.now();
     return this.expiries.map((expiries) => {
       let size = 0;
       for (const expiry of expiries.values()) if (expiry > now) size++;

@@ -1,4 +1,4 @@
-import { BubbleError } from '@bubble/protocol';
+import { BubbleError, type Clock } from '@bubble/protocol';
 import type {
   BadgeFields,
   BadgeStamp,
@@ -33,13 +33,14 @@ import { SortedPosts } from './sorted-posts.js';
  */
 export interface MemoryStoreOptions {
   pools?: number;
-  /** Clock of the leader lease; default Date.now. */
+  /** The store's clock (BubbleStore.clock): leases, presence, routes, node liveness; default Date.now. */
   now?: () => number;
 }
 
 export class MemoryStore implements BubbleStore {
   readonly engine = 'memory' as const;
   readonly pools: number;
+  readonly clock: Clock;
   readonly follows: FollowGraph;
   readonly posts: PostIndex;
   readonly cursors: ReadCursors;
@@ -48,28 +49,37 @@ export class MemoryStore implements BubbleStore {
   readonly presence: MemoryPresence;
   readonly coordination: MemoryCoordination;
   readonly fencedBadges: MemoryFencedBadges;
-  readonly notices = new MemoryNoticeBoard();
-  readonly reddots = new MemoryRedDots();
+  readonly notices: MemoryNoticeBoard;
+  readonly reddots: MemoryRedDots;
   readonly marks = new MemoryUserMarks();
   readonly conversations = new MemoryConversations();
 
   constructor(options: MemoryStoreOptions = {}) {
     this.pools = options.pools ?? 100;
+    const now = options.now ?? Date.now;
+    this.clock = { now };
     const badgeStates = new Map<string, StoredBadge>();
-    this.follows = new MemoryFollowGraph();
-    this.posts = new MemoryPostIndex();
-    this.cursors = new MemoryReadCursors();
     this.changes = new MemoryChangeLog();
-    this.presence = new MemoryPresence({ pools: this.pools, log: this.changes });
-    this.coordination = new MemoryCoordination(options.now ? { now: options.now } : {});
+    this.follows = new MemoryFollowGraph();
+    this.posts = new MemoryPostIndex(this.changes);
+    this.cursors = new MemoryReadCursors();
+    this.notices = new MemoryNoticeBoard(this.changes);
+    this.reddots = new MemoryRedDots(this.changes);
+    this.presence = new MemoryPresence({ pools: this.pools, log: this.changes, now });
+    this.coordination = new MemoryCoordination({ now });
     const coordination = this.coordination;
     this.fencedBadges = new MemoryFencedBadges({
       pools: this.pools,
       badges: badgeStates,
       currentFence: (pool) => coordination.fenceNow(pool),
+      retireFence: (pool, seen) => coordination.retireFence(pool, seen),
+      now,
     });
     this.badges = new MemoryBadgeStates(badgeStates, this.fencedBadges);
   }
+
+  /** This process's clock is the store's. */
+  async syncClock(): Promise<void> {}
 
   /** Nothing goes over a wire. */
   commandsSent(): number {
@@ -120,10 +130,13 @@ class MemoryFollowGraph implements FollowGraph {
   }
 }
 
+/** Stores and logs in one synchronous step, as the Redis scripts do on one server. */
 class MemoryPostIndex implements PostIndex {
   private readonly byAuthor = new Map<string, SortedPosts>();
   /** author → (post id → the time the tombstone may be forgotten after). */
   private readonly deleted = new Map<string, Map<string, number>>();
+
+  constructor(private readonly log: MemoryChangeLog) {}
 
   async ingest(posts: readonly Post[], minTs: number): Promise<IngestResult> {
     let accepted = 0;
@@ -143,6 +156,7 @@ class MemoryPostIndex implements PostIndex {
       accepted++;
     }
     for (const author of touched) this.trim(author, minTs);
+    this.log.appendPostEventsNow(stored.map((post) => ({ kind: 'post', ...post })));
     return { accepted, ignored, stored };
   }
 
@@ -155,7 +169,9 @@ class MemoryPostIndex implements PostIndex {
     // A repeated delete must not shorten the tombstone a post stamped ahead of `now` got.
     tombs.set(id, Math.max(tombs.get(id) ?? now, ts ?? now, now));
     this.trim(author, minTs);
-    return ts ?? null;
+    if (ts === undefined) return null;
+    this.log.appendPostEventsNow([{ kind: 'delete', author, id, ts }]);
+    return ts;
   }
 
   async window(authors: readonly string[], afterTs: number): Promise<Map<string, WindowPost[]>> {

@@ -17,26 +17,21 @@ export class RedisBadgeRoutes {
     this.run = scripts(client);
   }
 
-  async route(
-    gateway: string,
-    users: readonly string[],
-    ttlMs: number,
-    now: number,
-  ): Promise<void> {
-    await this.setRoutes(gateway, users, now + ttlMs, now);
+  /** Routes hold for `ttlMs` from the server's now: routeUsers-1.lua reads its clock. */
+  async route(gateway: string, users: readonly string[], ttlMs: number): Promise<void> {
+    await this.setRoutes(gateway, users, ttlMs);
   }
 
   /** Returns the users no gateway holds any more. */
-  async unroute(gateway: string, users: readonly string[], now: number): Promise<string[]> {
-    return this.setRoutes(gateway, users, 0, now);
+  async unroute(gateway: string, users: readonly string[]): Promise<string[]> {
+    return this.setRoutes(gateway, users, 0);
   }
 
-  /** One script call per pool; returns the users no gateway holds any more. */
+  /** One script call per pool (ttl 0 removes); returns the users no gateway holds any more. */
   private async setRoutes(
     gateway: string,
     users: readonly string[],
-    expiry: number,
-    now: number,
+    ttlMs: number,
   ): Promise<string[]> {
     if (/[=;]/.test(gateway)) throw new RangeError('a gateway id cannot contain "=" or ";"');
     const byPool = new Map<number, string[]>();
@@ -48,7 +43,7 @@ export class RedisBadgeRoutes {
     }
     const flags = await Promise.all(
       [...byPool].map(([pool, list]) =>
-        this.run.routeUsers([this.keys.routes(pool)], [gateway, expiry, now, ...list]),
+        this.run.routeUsers([this.keys.routes(pool)], [gateway, ttlMs, ...list]),
       ),
     );
     const orphaned: string[] = [];

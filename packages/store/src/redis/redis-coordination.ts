@@ -53,12 +53,11 @@ export class RedisCoordination implements Coordination {
     return this.redis.get(this.keys.leader());
   }
 
+  /** Live for `ttlMs` from the server's now (announceNode-2.lua), whatever `seenAt` says. */
   async heartbeat(node: NodeInfo, ttlMs: number): Promise<void> {
-    await execAll(
-      this.redis
-        .multi()
-        .zadd(this.keys.nodesAlive(), node.seenAt + ttlMs, node.id)
-        .hset(this.keys.nodesInfo(), node.id, JSON.stringify(node)),
+    await this.run.announceNode(
+      [this.keys.nodesAlive(), this.keys.nodesInfo()],
+      [node.id, ttlMs, JSON.stringify(node)],
     );
   }
 
@@ -68,8 +67,8 @@ export class RedisCoordination implements Coordination {
     );
   }
 
-  async liveNodes(now: number): Promise<NodeInfo[]> {
-    const infos = await this.run.listNodes([this.keys.nodesAlive(), this.keys.nodesInfo()], [now]);
+  async liveNodes(): Promise<NodeInfo[]> {
+    const infos = await this.run.listNodes([this.keys.nodesAlive(), this.keys.nodesInfo()], []);
     const nodes: NodeInfo[] = [];
     for (const json of infos) if (json) nodes.push(JSON.parse(json) as NodeInfo);
     return nodes.sort((a, b) => compare(a.id, b.id));
@@ -85,18 +84,12 @@ export class RedisCoordination implements Coordination {
   }
 
   /**
-   * A new owner's token. The pool's touched set starts over with it: the new owner's beliefs all
-   * come from loads after this, so no entry before it can concern them.
+   * A new owner's token (nextFence-2.lua): larger than every token issued before, also after
+   * Redis lost the fence key. The pool's touched set starts over with it: the new owner's
+   * beliefs all come from loads after this, so no entry before it can concern them.
    */
   async nextFence(pool: number): Promise<number> {
-    const replies = await this.redis
-      .multi()
-      .incr(this.keys.fence(pool))
-      .del(this.keys.touched(pool))
-      .exec();
-    const [error, fence] = replies![0]!;
-    if (error) throw error;
-    return Number(fence);
+    return Number(await this.run.nextFence([this.keys.fence(pool), this.keys.touched(pool)], []));
   }
 
   async currentFence(pool: number): Promise<number> {

@@ -1,5 +1,10 @@
 import { poolOf } from '@bubble/protocol';
-import { PackedStateWriter, decodeChanges, packedStateBound } from '../badge-state.js';
+import {
+  PackedStateWriter,
+  decodeBadgeState,
+  decodeChanges,
+  packedStateBound,
+} from '../badge-state.js';
 import type {
   BadgeChange,
   FencedBadges,
@@ -7,11 +12,13 @@ import type {
   FencedSaveOptions,
   FencedSaveResult,
   KnownBadge,
+  MissedMessages,
 } from '../cluster-types.js';
 import { newEpoch } from '../epoch.js';
 import type { BadgeFields, BadgeStamp } from '../types.js';
 import { RedisBadgeRoutes } from './badge-routes.js';
 import type { RedisClient } from './connect.js';
+import { GatewaySubscription } from './gateway-subscription.js';
 import { sendEncodedScript, type CommandCounter } from './ioredis-internals.js';
 import type { RedisKeys } from './keys.js';
 import { listen, subscriberConnection } from './pubsub-listener.js';
@@ -43,6 +50,8 @@ export interface RedisFencedBadgesOptions {
 }
 
 const SAVE_SCRIPT = scriptSource('saveBadges');
+/** Users a storedStates HMGET asks for at most. */
+const STATES_PER_READ = 1_000;
 
 /**
  * Badge writes through saveBadges-8.lua: a core's fenced batches, and (unfenced) the single
@@ -197,23 +206,51 @@ export class RedisFencedBadges implements FencedBadges {
     return fence === '-' ? saved : this.slab.claim(pos, saved);
   }
 
-  route(gateway: string, users: readonly string[], ttlMs: number, now: number): Promise<void> {
-    return this.routes.route(gateway, users, ttlMs, now);
+  route(gateway: string, users: readonly string[], ttlMs: number): Promise<void> {
+    return this.routes.route(gateway, users, ttlMs);
   }
 
-  unroute(gateway: string, users: readonly string[], now: number): Promise<string[]> {
-    return this.routes.unroute(gateway, users, now);
+  unroute(gateway: string, users: readonly string[]): Promise<string[]> {
+    return this.routes.unroute(gateway, users);
   }
 
-  async subscribeGateway(
+  subscribeGateway(
     gateway: string,
     handler: (changes: BadgeChange[]) => void,
+    missed?: MissedMessages,
   ): Promise<() => Promise<void>> {
-    const pools = Array.from({ length: this.keys.pools }, (_, pool) => pool);
-    const channels = new Set(pools.map((pool) => this.keys.gatewayChannel(pool, gateway)));
-    return this.listen([...channels], (channel, message) => {
-      if (channels.has(channel)) handler(decodeChanges(message));
-    });
+    return new GatewaySubscription({
+      client: this.redis,
+      keys: this.keys,
+      gateway,
+      sharded: this.sharded,
+      commands: this.commands,
+      onChanges: handler,
+      missed,
+    }).start();
+  }
+
+  async storedStates(users: readonly string[]): Promise<BadgeChange[]> {
+    const byPool = new Map<number, string[]>();
+    for (const user of users) {
+      const pool = poolOf(user, this.keys.pools);
+      let list = byPool.get(pool);
+      if (!list) byPool.set(pool, (list = []));
+      list.push(user);
+    }
+    const states: BadgeChange[] = [];
+    await Promise.all(
+      [...byPool].map(async ([pool, list]) => {
+        for (let first = 0; first < list.length; first += STATES_PER_READ) {
+          const chunk = list.slice(first, first + STATES_PER_READ);
+          const packed = await this.redis.hmget(this.keys.badges(pool), ...chunk);
+          packed.forEach((state, k) => {
+            if (state !== null) states.push({ user: chunk[k]!, ...decodeBadgeState(state) });
+          });
+        }
+      }),
+    );
+    return states;
   }
 
   async staleWritesRejected(pool: number): Promise<number> {

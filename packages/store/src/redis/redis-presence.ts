@@ -15,16 +15,16 @@ export interface RedisPresenceOptions {
 /**
  * Presence as one sorted set per pool (user → expiry), events written by the same scripts.
  * A lapsed user stays in the set, not online, until expire() removes them and records
- * their `offline` event.
+ * their `offline` event. Every expiry is written and compared on the server's clock (TIME in
+ * the scripts): the clocks of the gateways that set presence and of the cores that expire it
+ * never meet.
  */
 export class RedisPresence implements PresenceStore {
-  private readonly redis: RedisClient;
   private readonly run: ScriptRunner;
   private readonly keys: RedisKeys;
   private readonly maxLen: number;
 
   constructor(options: RedisPresenceOptions) {
-    this.redis = options.client;
     this.run = scripts(options.client);
     this.keys = options.keys;
     this.maxLen = options.log.maxPoolEvents;
@@ -32,7 +32,6 @@ export class RedisPresence implements PresenceStore {
 
   async setOnline(
     users: ReadonlyArray<{ user: string; ttlMs: number }>,
-    now: number,
   ): Promise<PresenceChange[]> {
     const byPool = new Map<number, { indexes: number[]; pairs: (string | number)[] }>();
     users.forEach(({ user, ttlMs }, i) => {
@@ -40,7 +39,7 @@ export class RedisPresence implements PresenceStore {
       let batch = byPool.get(pool);
       if (!batch) byPool.set(pool, (batch = { indexes: [], pairs: [] }));
       batch.indexes.push(i);
-      batch.pairs.push(user, now + ttlMs);
+      batch.pairs.push(user, ttlMs);
     });
     const changes: PresenceChange[] = users.map(({ user }) => ({ user, changed: false }));
     // One script call per pool (one slot each), all issued together.
@@ -48,7 +47,7 @@ export class RedisPresence implements PresenceStore {
       [...byPool].map(async ([pool, { indexes, pairs }]) => {
         const flags = await this.run.setOnline(
           [this.keys.online(pool), this.keys.poolEvents(pool)],
-          [now, this.maxLen, ...pairs],
+          [this.maxLen, ...pairs],
         );
         indexes.forEach((index, j) => (changes[index]!.changed = flags[j] === 1));
       }),
@@ -65,30 +64,29 @@ export class RedisPresence implements PresenceStore {
     return removed === 1;
   }
 
-  async isOnline(user: string, now: number): Promise<boolean> {
-    const expiry = await this.redis.zscore(this.keys.online(poolOf(user, this.keys.pools)), user);
-    return expiry !== null && Number(expiry) > now;
+  async isOnline(user: string): Promise<boolean> {
+    const online = this.keys.online(poolOf(user, this.keys.pools));
+    return (await this.run.checkOnline([online], [user])) === 1;
   }
 
-  async expire(pool: number, now: number, limit: number): Promise<string[]> {
+  async expire(pool: number, limit: number): Promise<string[]> {
     if (!Number.isInteger(limit) || limit < 1) {
       throw new RangeError('limit must be a positive integer');
     }
     return this.run.expirePresence(
       [this.keys.online(pool), this.keys.poolEvents(pool)],
-      [now, limit, this.maxLen],
+      [limit, this.maxLen],
     );
   }
 
-  async members(pool: number, now: number): Promise<string[]> {
-    return this.redis.zrangebyscore(this.keys.online(pool), `(${now}`, '+inf');
+  async members(pool: number): Promise<string[]> {
+    return this.run.listOnline([this.keys.online(pool)], []);
   }
 
-  async poolSizes(now: number): Promise<number[]> {
-    const after = `(${now}`;
+  async poolSizes(): Promise<number[]> {
     return Promise.all(
       Array.from({ length: this.keys.pools }, (_, pool) =>
-        this.redis.zcount(this.keys.online(pool), after, '+inf'),
+        this.run.countOnline([this.keys.online(pool)], []),
       ),
     );
   }

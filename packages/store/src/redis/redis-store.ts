@@ -15,6 +15,7 @@ import type {
   WindowPost,
 } from '../types.js';
 import { decodeBadgeState } from '../badge-state.js';
+import { StoreClock, type ClockListeners } from '../store-clock.js';
 import { Cluster } from 'ioredis';
 import { connectRedis, type RedisClient, type RedisTarget } from './connect.js';
 import { CommandCounter } from './ioredis-internals.js';
@@ -62,6 +63,8 @@ export class RedisStore implements BubbleStore {
   readonly reddots: RedisRedDots;
   readonly marks: RedisUserMarks;
   readonly conversations: RedisConversations;
+  /** Follows the server's TIME (on the {g} slot's shard) once syncClock() ran. */
+  readonly clock: StoreClock;
   private readonly ownsClient: boolean;
   private readonly commands = new CommandCounter();
 
@@ -72,9 +75,6 @@ export class RedisStore implements BubbleStore {
     this.commands.watch(client);
     this.redis = client;
     const run = scripts(client);
-    this.follows = new RedisFollowGraph(client, run, this.keys);
-    this.posts = new RedisPostIndex(client, run, this.keys);
-    this.cursors = new RedisReadCursors(client, run, this.keys);
     this.pools = options.pools;
     const shared = { client, keys: this.keys };
     this.changes = new RedisChangeLog({
@@ -82,6 +82,9 @@ export class RedisStore implements BubbleStore {
       maxPostEvents: options.maxPostEvents,
       maxPoolEvents: options.maxPoolEvents,
     });
+    this.follows = new RedisFollowGraph(client, run, this.keys);
+    this.posts = new RedisPostIndex(client, run, this.keys, this.changes);
+    this.cursors = new RedisReadCursors(client, run, this.keys);
     this.presence = new RedisPresence({ ...shared, log: this.changes });
     this.coordination = new RedisCoordination({ ...shared, commands: this.commands });
     this.fencedBadges = new RedisFencedBadges({
@@ -90,10 +93,16 @@ export class RedisStore implements BubbleStore {
       commands: this.commands,
     });
     this.badges = new RedisBadgeStates(this.redis, this.keys, this.fencedBadges);
-    this.notices = new RedisNoticeBoard(shared);
-    this.reddots = new RedisRedDots(shared);
+    this.notices = new RedisNoticeBoard({ ...shared, log: this.changes });
+    this.reddots = new RedisRedDots({ ...shared, log: this.changes });
     this.marks = new RedisUserMarks(shared);
     this.conversations = new RedisConversations(shared);
+    const clockKey = [this.keys.nodesAlive()] as const;
+    this.clock = new StoreClock({ read: () => run.readClock(clockKey, []) });
+  }
+
+  async syncClock(listeners: ClockListeners = {}): Promise<void> {
+    await this.clock.start(listeners);
   }
 
   async feedInputs(user: string): Promise<FeedInputs> {
@@ -118,6 +127,7 @@ export class RedisStore implements BubbleStore {
   }
 
   async close(): Promise<void> {
+    this.clock.stop();
     if (!this.ownsClient) return;
     try {
       await this.redis.quit();
@@ -155,11 +165,20 @@ class RedisFollowGraph implements FollowGraph {
   }
 }
 
+/**
+ * Posts and deletes are logged in the step that stores them on one Redis (the scripts append to
+ * the post log). On Redis Cluster the log is in another slot: the store script also marks what
+ * it stored in the author's unlogged set, the post log gets it next, and the marks go after; a
+ * call cut in between leaves the marks, and its retry, answered "stored before, not logged",
+ * appends the events then. Appending twice is harmless (the cores apply post events
+ * idempotently); never appending would leave held users wrong.
+ */
 class RedisPostIndex implements PostIndex {
   constructor(
     private readonly redis: RedisClient,
     private readonly run: ScriptRunner,
     private readonly keys: RedisKeys,
+    private readonly log: RedisChangeLog,
   ) {}
 
   async ingest(posts: readonly Post[], minTs: number): Promise<IngestResult> {
@@ -170,25 +189,34 @@ class RedisPostIndex implements PostIndex {
       pairs.push(post.id, post.ts);
     }
     const outcomes = new Map<string, number[]>();
-    if (this.redis instanceof Cluster) {
+    const sharded = this.redis instanceof Cluster;
+    if (sharded) {
       // Authors live in many slots: one script call each, auto-pipelined per node.
       await Promise.all(
         [...byAuthor].map(async ([author, pairs]) => {
           const result = await this.run.ingestPosts(
-            [this.keys.posts(author), this.keys.deletedPosts(author)],
+            [
+              this.keys.posts(author),
+              this.keys.deletedPosts(author),
+              this.keys.unloggedPosts(author),
+            ],
             [minTs, ...pairs],
           );
           outcomes.set(author, result);
         }),
       );
     } else {
-      // One server holds every author: the whole batch in one script call.
+      // One server holds every author and the log: the whole batch, logged, in one script call.
       const keys: string[] = [];
-      const args: [minTs: number, ...postsByAuthor: (string | number)[]] = [minTs];
+      const args: [minTs: number, maxLen: number, ...postsByAuthor: (string | number)[]] = [
+        minTs,
+        this.log.maxPostEvents,
+      ];
       for (const [author, pairs] of byAuthor) {
         keys.push(this.keys.posts(author), this.keys.deletedPosts(author));
-        args.push(pairs.length / 2, ...pairs);
+        args.push(author, pairs.length / 2, ...pairs);
       }
+      keys.push(this.keys.postEvents());
       const flat = await this.run.ingestPostBatch(keys, args);
       let at = 0;
       for (const [author, pairs] of byAuthor) {
@@ -199,6 +227,7 @@ class RedisPostIndex implements PostIndex {
     let accepted = 0;
     let ignored = 0;
     const stored: Post[] = [];
+    const unlogged: Post[] = [];
     const seen = new Map<string, number>();
     for (const post of posts) {
       const at = seen.get(post.author) ?? 0;
@@ -209,17 +238,49 @@ class RedisPostIndex implements PostIndex {
         continue;
       }
       accepted++;
-      if (outcome === 1) stored.push({ author: post.author, id: post.id, ts: post.ts });
+      const { author, id, ts } = post;
+      if (outcome === 1) stored.push({ author, id, ts });
+      if (sharded && (outcome === 1 || outcome === 2)) unlogged.push({ author, id, ts });
+    }
+    if (unlogged.length > 0) {
+      await this.log.appendPostEvents(unlogged.map((post) => ({ kind: 'post', ...post })));
+      await this.logged(unlogged.map(({ author, id }) => ({ author, mark: `p:${id}` })));
     }
     return { accepted, ignored, stored };
   }
 
   async remove(author: string, id: string, now: number, minTs: number): Promise<number | null> {
+    const [posts, deleted] = [this.keys.posts(author), this.keys.deletedPosts(author)];
+    if (!(this.redis instanceof Cluster)) {
+      const ts = await this.run.deletePostAndLog(
+        [posts, deleted, this.keys.postEvents()],
+        [author, id, now, minTs, this.log.maxPostEvents],
+      );
+      return ts === null ? null : Number(ts);
+    }
     const ts = await this.run.deletePost(
-      [this.keys.posts(author), this.keys.deletedPosts(author)],
+      [posts, deleted, this.keys.unloggedPosts(author)],
       [id, now, minTs],
     );
-    return ts === null ? null : Number(ts);
+    if (ts === null) return null;
+    await this.log.appendPostEvents([{ kind: 'delete', author, id, ts: Number(ts) }]);
+    await this.logged([{ author, mark: `d:${id}` }]);
+    return Number(ts);
+  }
+
+  /** Clears the unlogged marks of events now in the post log: one ZREM per author. */
+  private async logged(marks: ReadonlyArray<{ author: string; mark: string }>): Promise<void> {
+    const byAuthor = new Map<string, string[]>();
+    for (const { author, mark } of marks) {
+      let list = byAuthor.get(author);
+      if (!list) byAuthor.set(author, (list = []));
+      list.push(mark);
+    }
+    await Promise.all(
+      [...byAuthor].map(([author, list]) =>
+        this.redis.zrem(this.keys.unloggedPosts(author), ...list),
+      ),
+    );
   }
 
   async window(authors: readonly string[], afterTs: number): Promise<Map<string, WindowPost[]>> {

@@ -69,38 +69,69 @@ type LogEntry = [id: string, fields: string[]];
  * Each file's header says what the values mean.
  */
 export const SCRIPTS = {
+  announceNode: script<
+    [nodesAlive: string, nodesInfo: string],
+    [node: string, ttlMs: number, info: string],
+    number
+  >(2),
   advanceCursor: script<[cursors: string], [field: string, target: number], string>(1),
   appendEvents: script<[log: string], [maxLen: number, ...entries: Arg[]], string>(1),
+  checkOnline: script<[online: string], [user: string], number>(1),
+  countOnline: script<[online: string], [], number>(1),
   countPosts: script<string[], [low: string, high: number], number>('n'),
+  clearReddot: script<
+    [marked: string, log: string],
+    [name: string, maxLen: number, event: string],
+    number
+  >(2),
   deletePost: script<
-    [posts: string, deleted: string],
+    [posts: string, deleted: string, unlogged: string],
     [id: string, now: number, minTs: number],
     string | null
-  >(2),
+  >(3),
+  deletePostAndLog: script<
+    [posts: string, deleted: string, log: string],
+    [author: string, id: string, now: number, minTs: number, maxLen: number],
+    string | null
+  >(3),
   dissolveConversation: script<[meta: string, members: string], [], string[]>(2),
   dropMarks: script<[marks: string], [cutoff: number], number>(1),
   expirePresence: script<
     [online: string, events: string],
-    [now: number, limit: number, maxLen: number],
+    [limit: number, maxLen: number],
     string[]
   >(2),
   followAuthor: script<[follows: string], [author: string, cap: number], number>(1),
   ingestMessages: script<[meta: string, members: string], string[], number | string[]>(2),
-  ingestPostBatch: script<string[], [minTs: number, ...postsByAuthor: Arg[]], number[]>('n'),
+  ingestPostBatch: script<
+    string[],
+    [minTs: number, maxLen: number, ...postsByAuthor: Arg[]],
+    number[]
+  >('n'),
   ingestPosts: script<
-    [posts: string, deleted: string],
+    [posts: string, deleted: string, unlogged: string],
     [minTs: number, ...idTsPairs: Arg[]],
     number[]
-  >(2),
+  >(3),
   joinConversation: script<
     [meta: string, members: string],
     [mode: 'add' | 'replace', ...users: string[]],
     [added: string[], removed: string[]]
   >(2),
-  listNodes: script<[nodesAlive: string, nodesInfo: string], [now: number], (string | null)[]>(2),
+  listNodes: script<[nodesAlive: string, nodesInfo: string], [], (string | null)[]>(2),
+  listOnline: script<[online: string], [], string[]>(1),
+  markReddot: script<
+    [marked: string, log: string],
+    [name: string, ts: number, maxLen: number, event: string],
+    number
+  >(2),
   muteMember: script<[members: string], [user: string, muted: '1' | '0'], number>(1),
   nextFence: script<[fence: string, touched: string], [], string>(2),
-  publishNotice: script<[live: string, highest: string], [id: string], number>(2),
+  publishNotice: script<
+    [live: string, highest: string, log: string],
+    [id: string, maxLen: number, event: string],
+    number
+  >(3),
   readConversation: script<
     [meta: string, members: string],
     [user: string, seq: string],
@@ -114,9 +145,10 @@ export const SCRIPTS = {
   renewLeader: script<[leader: string], [node: string, ttlMs: number], number>(1),
   replaceFollows: script<[follows: string], string[], number>(1),
   resignLeader: script<[leader: string], [node: string], number>(1),
+  readClock: script<[anyKeyOfTheSlot: string], [], number>(1),
   routeUsers: script<
     [routes: string],
-    [gateway: string, expiry: number, now: number, ...users: string[]],
+    [gateway: string, ttlMs: number, ...users: string[]],
     number[]
   >(1),
   /** Called through RedisFencedBadges' own encoded EVALSHA (scriptSource), not scripts(). */
@@ -142,10 +174,15 @@ export const SCRIPTS = {
   setOffline: script<[online: string, events: string], [user: string, maxLen: number], number>(2),
   setOnline: script<
     [online: string, events: string],
-    [now: number, maxLen: number, ...userExpiryPairs: Arg[]],
+    [maxLen: number, ...userTtlPairs: Arg[]],
     number[]
   >(2),
   settleSights: script<[lastSeen: string], [cutoff: number, ...userOutcomePairs: Arg[]], number>(1),
+  withdrawNotice: script<
+    [live: string, log: string],
+    [id: string, maxLen: number, event: string],
+    number
+  >(2),
 };
 
 export type ScriptName = keyof typeof SCRIPTS;
