@@ -46,6 +46,9 @@ export const configSchema = z.object({
     .default('1000')
     .describe('sweep period'),
   BUBBLE_LEASE_MS: int(500, 600_000).default(10_000).describe('pool lease duration'),
+  BUBBLE_RECONCILE_RATE: int(0, 1_000_000)
+    .default(50)
+    .describe('held users a core rechecks against the stored sources per second (0: never)'),
   BUBBLE_START_RETRY_MAX_MS: int(500, 600_000)
     .default(15_000)
     .describe('longest wait between two attempts to reach Redis at start (backoff cap)'),
@@ -112,6 +115,11 @@ export const configSchema = z.object({
     .default(30_000)
     .describe('presence of users held by a gateway lapses this long after the gateway dies'),
   BUBBLE_POLL_INTERVAL_S: int(1, 3600).default(15).describe('poll interval advertised when calm'),
+  BUBBLE_PUBSUB_CHECK_MS: int(0, 3_600_000)
+    .default(2_000)
+    .describe(
+      'a gateway compares the messages published to it with those it heard this often (0: only on reconnects and gaps); a lost one costs at most this and one read',
+    ),
   BUBBLE_GATEWAY_HEAP_TUNING: z
     .enum(['0', '1'])
     .default('1')

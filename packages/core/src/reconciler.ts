@@ -13,7 +13,7 @@ export interface ReconcilerOptions {
   metrics?: CoreMetrics;
   totals: { driftRepaired: number };
   lookbackMs: number;
-  /** Users recomputed from the stored sources per sweep. */
+  /** Users recomputed from the stored sources per sweep (a quarter of it while behind). */
   perSweep: number;
   /** Reloads the shared sources (notices, red dots) whole. */
   loadShared: () => Promise<void>;
@@ -24,7 +24,8 @@ const SETTLED_MS = 1000;
 
 /**
  * Finds and repairs drift: recomputes a few held users per sweep from the stored sources, in a
- * round robin over every held user, and checks again those that disagreed.
+ * round robin over every held user, and checks again those that disagreed. A full pass over N
+ * held users takes N / perSweep sweeps (docs/operations.md, BUBBLE_RECONCILE_RATE).
  */
 export class Reconciler {
   private queue: string[] = [];
@@ -38,9 +39,11 @@ export class Reconciler {
 
   /**
    * Where a count disagrees, the user's inputs and the windows of the authors that disagree are
-   * reloaded; every badge that changes through this is drift repaired.
+   * reloaded; every badge that changes through this is drift repaired. While the core is behind
+   * on the logs (`behind`), a quarter of the batch is checked: most disagreements are then
+   * changes not read yet, which a check waits out (see below), but drift is still found.
    */
-  async reconcile(now: number): Promise<void> {
+  async reconcile(now: number, behind = false): Promise<void> {
     const {
       store,
       counter,
@@ -54,7 +57,11 @@ export class Reconciler {
     if (perSweep <= 0 || counter.userCount === 0) return;
     if (this.queue.length === 0) this.queue = counter.heldUsers();
     const suspects = [...this.suspects.keys()];
-    const batch = [...suspects, ...this.queue.splice(0, perSweep)].filter((u) =>
+    const budget = behind ? Math.max(1, Math.floor(perSweep / 4)) : perSweep;
+    // Once each: a suspect also next in the round robin (always, when fewer users are held
+    // than a batch takes) was checked twice in one sweep, and the second check "confirmed" the
+    // signature the first had just recorded, with nothing read from the logs between them.
+    const batch = [...new Set([...suspects, ...this.queue.splice(0, budget)])].filter((u) =>
       counter.hasUser(u),
     );
     const marked = await store.reddots.all();
@@ -87,7 +94,10 @@ export class Reconciler {
       // A change may be stored but not yet read from the log: look again after the next sweep.
       // Drift is a disagreement that outlives a sweep while the sources stand still. Sources
       // that keep moving are a race: after a few checks the user goes back to the round robin.
-      const signature = `${truth}#${extras.key}`;
+      // The cursor and the follows are sources too: the post count alone stands still (at 0)
+      // while a user who reads every second keeps moving the cursor ahead of its log event,
+      // which `bubble simulate` turned into repairs of counts that were about to be right.
+      const signature = `${truth}#${readAt ?? ''}#${followsKey(follows)}#${extras.key}`;
       const suspect = this.suspects.get(user);
       if (suspect?.truth !== signature) {
         const strikes = (suspect?.strikes ?? 0) + 1;
@@ -143,6 +153,17 @@ export class Reconciler {
     addExtraFields(fields, stored.extras);
     return { ...stored, key: encodeCounts(fields) };
   }
+}
+
+/** The follow set as a short order-free key: its size and a sum of its ids' hashes. */
+function followsKey(follows: readonly string[]): string {
+  let sum = 0;
+  for (const author of follows) {
+    let hash = 0;
+    for (let i = 0; i < author.length; i++) hash = (Math.imul(hash, 31) + author.charCodeAt(i)) | 0;
+    sum = (sum + hash) | 0;
+  }
+  return `${follows.length}:${sum}`;
 }
 
 function sameFollows(stored: readonly string[], held: readonly string[]): boolean {
