@@ -56,6 +56,8 @@ export interface GatewayOptions {
   live?: {
     gatewayId: string;
     presenceTtlMs?: number;
+    /** Lost pub/sub messages are looked for this often (BUBBLE_PUBSUB_CHECK_MS, 2 s). */
+    pubsubCheckMs?: number;
     maxPayload?: number;
     allowedOrigins?: readonly string[];
     maxConnections?: number;
@@ -144,6 +146,11 @@ export class HttpGateway {
         // Three of the intervals pollers are told to use, which grow under load.
         pollerTtlMs: () => 3 * this.load.pollIntervalSeconds() * 1000,
         onPushed: (seconds) => this.metrics.pushWait.observe(seconds),
+        pubsubCheckMs: live.pubsubCheckMs,
+        onResync: ({ reasons, repaired }) => {
+          for (const reason of reasons) this.metrics.resyncs.inc({ reason });
+          this.metrics.resyncRepairs.inc(repaired);
+        },
       });
     }
     if (serves.has('client')) {

@@ -299,7 +299,10 @@ export class LiveUsers {
         const repaired = this.deliver(states);
         const event = { reasons, pools: pools.size, users: users.length, repaired };
         this.options.onResync?.(event);
-        this.log.warn(event, "pub/sub messages to this gateway may have been lost: re-read its users' badges");
+        this.log.warn(
+          event,
+          "pub/sub messages to this gateway may have been lost: re-read its users' badges",
+        );
       }
     } finally {
       this.resyncing = false;

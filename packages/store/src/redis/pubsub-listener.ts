@@ -46,11 +46,21 @@ export async function listen(options: ListenOptions): Promise<() => Promise<void
 /**
  * A connection for listen(), like `client`. Auto-pipelining is off: it would batch SSUBSCRIBE
  * onto a command connection. On a Cluster with `sharded`, ioredis' sharded subscriber group
- * keeps one connection per shard.
+ * keeps one connection per shard. `name` is the connection's CLIENT SETNAME (CLIENT LIST shows
+ * whose subscriber it is), else `client`'s.
  */
-export function subscriberConnection(client: RedisClient, sharded: boolean): RedisClient {
+export function subscriberConnection(
+  client: RedisClient,
+  sharded: boolean,
+  name?: string,
+): RedisClient {
   if (client instanceof Cluster) {
-    return client.duplicate([], { enableAutoPipelining: false, shardedSubscribers: sharded });
+    const redisOptions = { ...client.options.redisOptions, ...(name && { connectionName: name }) };
+    return client.duplicate([], {
+      enableAutoPipelining: false,
+      shardedSubscribers: sharded,
+      redisOptions,
+    });
   }
-  return client.duplicate({ enableAutoPipelining: false });
+  return client.duplicate({ enableAutoPipelining: false, ...(name && { connectionName: name }) });
 }
