@@ -168,10 +168,9 @@ describeEachEngine('conversation read racing ingest', (ctx, engine) => {
             for (const { seq, from } of op.messages) {
               maxSeq = Math.max(maxSeq, seq);
               const cursor = readSeq.get(from);
-              if (cursor !== undefined && seq > cursor) {
-                readSeq.set(from, seq);
-                senders[from] = seq;
-              }
+              if (cursor === undefined) continue;
+              if (seq > cursor) readSeq.set(from, seq);
+              senders[from] = Math.max(senders[from] ?? 0, seq);
             }
             expect(answers.get(label), label).toEqual({ maxSeq, senders });
           }

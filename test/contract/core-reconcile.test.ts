@@ -27,15 +27,19 @@ describeEachEngine('bubble-core reconciliation', (ctx) => {
       await service.follow('alice', 'bob');
       await service.replaceMembers('c1', ['alice', 'carol']);
       await service.setPresence('alice', true, 3_600_000);
-      await service.ingestPosts([{ author: 'bob', id: 'p1', ts: Date.now() - 10_000 }]);
+      await service.ingestPosts([
+        { author: 'bob', id: 'p1', ts: Date.now() - 10_000 },
+        { author: 'dave', id: 'd1', ts: Date.now() - 5_000 },
+      ]);
       await service.ingestMessages('c1', [{ seq: 1, from: 'carol' }]);
       await core.sweepNow();
       expect(decodeFields((await store.badges.load('alice'))!.fields)).toEqual(
         await truthOf(service, 'alice'),
       );
 
-      // Behind the core's back: stored, but never appended to a change log.
-      await store.posts.ingest([{ author: 'bob', id: 'p2', ts: Date.now() - 5_000 }], 0);
+      // Behind the core's back: stored, but never appended to a change log (posts cannot be:
+      // the store logs them with the write).
+      await store.follows.replace('alice', ['bob', 'dave']);
       await store.conversations.ingest('c1', [{ seq: 4, from: 'carol', ts: Date.now() }]);
       const truth = await truthOf(service, 'alice');
       expect(truth).toMatchObject({ feed: 2, conversations: { c1: 4 } });

@@ -5,7 +5,10 @@ import { followsChanged } from './pool-events.js';
 
 /**
  * The platform's writes of the follow graph and the posts. Each is validated whole before
- * anything is stored; a change the cores must see goes to the change logs.
+ * anything is stored; a change the cores must see goes to the change logs. Posts and deletes
+ * are logged by the store with the write (PostIndex). A follow change's event is a reload, so
+ * it is appended even when the write changed nothing: the platform's retry of a call that
+ * failed after its write then still tells the cores.
  */
 export class Ingest {
   constructor(private readonly ctx: BadgeContext) {}
@@ -15,15 +18,15 @@ export class Ingest {
     assertId(author, 'author');
     if (user === author) throw selfFollow();
     const { store, rules } = this.ctx;
-    if ((await store.follows.follow(user, author, rules.followCap)) === 'added') {
-      await followsChanged(this.ctx, user);
-    }
+    await store.follows.follow(user, author, rules.followCap);
+    await followsChanged(this.ctx, user);
   }
 
   async unfollow(user: string, author: string): Promise<void> {
     assertId(user, 'user');
     assertId(author, 'author');
-    if (await this.ctx.store.follows.unfollow(user, author)) await followsChanged(this.ctx, user);
+    await this.ctx.store.follows.unfollow(user, author);
+    await followsChanged(this.ctx, user);
   }
 
   async replaceFollows(user: string, authors: readonly string[]): Promise<void> {
@@ -53,10 +56,7 @@ export class Ingest {
     const now = clock.now();
     assertPostBatch(posts, now);
     if (posts.length === 0) return { accepted: 0, ignored: 0 };
-    const { accepted, ignored, stored } = await store.posts.ingest(posts, now - lookbackMs);
-    if (stored.length > 0) {
-      await store.changes.appendPostEvents(stored.map((post) => ({ kind: 'post', ...post })));
-    }
+    const { accepted, ignored } = await store.posts.ingest(posts, now - lookbackMs);
     return { accepted, ignored };
   }
 
@@ -65,8 +65,7 @@ export class Ingest {
     assertId(id, 'post id');
     const { store, clock, lookbackMs } = this.ctx;
     const now = clock.now();
-    const ts = await store.posts.remove(author, id, now, now - lookbackMs);
-    if (ts !== null) await store.changes.appendPostEvents([{ kind: 'delete', author, id, ts }]);
+    await store.posts.remove(author, id, now, now - lookbackMs);
   }
 }
 

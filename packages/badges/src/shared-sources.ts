@@ -4,7 +4,7 @@ import { assertPositiveId } from './validation.js';
 
 /**
  * System notices and red dots: sources every user shares. O(1) writes whatever the number of
- * users; the cores follow the shared log.
+ * users; the cores follow the shared log, which the store appends to in the step that writes.
  */
 export class SharedSources {
   constructor(private readonly ctx: BadgeContext) {}
@@ -12,32 +12,22 @@ export class SharedSources {
   async publishNotice(id: number, ts?: number): Promise<void> {
     assertPositiveId(id, 'notice id');
     const { store, clock } = this.ctx;
-    if (await store.notices.publish(id, ts ?? clock.now())) {
-      await store.changes.appendSharedEvents([{ kind: 'notice', id, live: true }]);
-    }
+    await store.notices.publish(id, ts ?? clock.now());
   }
 
   async withdrawNotice(id: number): Promise<void> {
     assertPositiveId(id, 'notice id');
-    const { store } = this.ctx;
-    if (await store.notices.withdraw(id)) {
-      await store.changes.appendSharedEvents([{ kind: 'notice', id, live: false }]);
-    }
+    await this.ctx.store.notices.withdraw(id);
   }
 
   async markReddot(name: string, ts?: number): Promise<void> {
     assertId(name, 'red dot');
     const { store, clock } = this.ctx;
-    const at = ts ?? clock.now();
-    await store.reddots.mark(name, at);
-    await store.changes.appendSharedEvents([{ kind: 'reddot', name, ts: at }]);
+    await store.reddots.mark(name, ts ?? clock.now());
   }
 
   async clearReddot(name: string): Promise<void> {
     assertId(name, 'red dot');
-    const { store } = this.ctx;
-    if (await store.reddots.clear(name)) {
-      await store.changes.appendSharedEvents([{ kind: 'reddot', name, ts: null }]);
-    }
+    await this.ctx.store.reddots.clear(name);
   }
 }

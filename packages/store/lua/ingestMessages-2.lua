@@ -6,7 +6,8 @@
   KEYS[2] members  HASH  member → "<readSeq>" or "<readSeq>m"
   ARGV per message: seq, from, ts, preview
   Returns -1 when the conversation does not exist; else { maxSeq, sender, seq, sender, seq, … }
-  for the members whose cursor moved
+  for every member who sent in the batch, with their highest seq in it (their cursor is at
+  least that now): the same answer when the batch is retried, so a retry's event is complete
 ]]
 local meta, members = KEYS[1], KEYS[2]
 if redis.call('EXISTS', meta) == 0 then
@@ -14,7 +15,7 @@ if redis.call('EXISTS', meta) == 0 then
 end
 local maxSeqText = redis.call('HGET', meta, 'maxSeq') or '0'
 local maxSeq = tonumber(maxSeqText)
-local moved = {}
+local sent = {}
 for i = 1, #ARGV, 4 do
   local seqText, from = ARGV[i], ARGV[i + 1]
   local seq = tonumber(seqText)
@@ -28,12 +29,14 @@ for i = 1, #ARGV, 4 do
     if seq > tonumber(readText) then
       local mute = string.sub(member, -1) == 'm' and 'm' or ''
       redis.call('HSET', members, from, seqText .. mute)
-      moved[from] = seqText
+    end
+    if not sent[from] or seq > tonumber(sent[from]) then
+      sent[from] = seqText
     end
   end
 end
 local result = { maxSeqText }
-for sender, seq in pairs(moved) do
+for sender, seq in pairs(sent) do
   result[#result + 1] = sender
   result[#result + 1] = seq
 end

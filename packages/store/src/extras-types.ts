@@ -4,6 +4,7 @@
  * suite holds them equal.
  */
 
+/** Each write that changes something appends its shared event in the same step (one script). */
 export interface NoticeBoard {
   /** Publishes notice `id` (O(1) writes). False when it is live already (nothing changes). */
   publish(id: number, ts: number): Promise<boolean>;
@@ -17,6 +18,7 @@ export interface NoticeBoard {
   liveIds(): Promise<number[]>;
 }
 
+/** Each write that changes something appends its shared event in the same step (one script). */
 export interface RedDots {
   /** G(name) := ts (one write). */
   mark(name: string, ts: number): Promise<void>;
@@ -71,7 +73,10 @@ export interface ConversationMessage {
 export interface MessageIngest {
   /** The conversation's maxSeq after the batch. */
   maxSeq: number;
-  /** Members whose own cursor moved with their message: user → their highest seq in the batch. */
+  /**
+   * Members who sent in the batch: user → their highest seq in it (their cursor is at least
+   * that now). The same for a retried batch, so the retry's event is complete.
+   */
   senders: Record<string, number>;
 }
 

@@ -9,23 +9,30 @@ import type {
   UserMarks,
   UserMarksState,
 } from '../extras-types.js';
+import type { MemoryChangeLog } from './memory-change-log.js';
 
 /** As the Redis engine: the last sight moves at most once an hour. */
 const SIGHT_THROTTLE_MS = 3_600_000;
 
+/** Each write of a notice or red dot appends its shared event in the same synchronous step. */
 export class MemoryNoticeBoard implements NoticeBoard {
   private readonly live = new Set<number>();
   private highest = 0;
+
+  constructor(private readonly log: MemoryChangeLog) {}
 
   async publish(id: number): Promise<boolean> {
     if (this.live.has(id)) return false;
     this.live.add(id);
     this.highest = Math.max(this.highest, id);
+    this.log.appendSharedEventsNow([{ kind: 'notice', id, live: true }]);
     return true;
   }
 
   async withdraw(id: number): Promise<boolean> {
-    return this.live.delete(id);
+    if (!this.live.delete(id)) return false;
+    this.log.appendSharedEventsNow([{ kind: 'notice', id, live: false }]);
+    return true;
   }
 
   async highestId(): Promise<number> {
@@ -46,12 +53,17 @@ export class MemoryNoticeBoard implements NoticeBoard {
 export class MemoryRedDots implements RedDots {
   private readonly marked = new Map<string, number>();
 
+  constructor(private readonly log: MemoryChangeLog) {}
+
   async mark(name: string, ts: number): Promise<void> {
     this.marked.set(name, ts);
+    this.log.appendSharedEventsNow([{ kind: 'reddot', name, ts }]);
   }
 
   async clear(name: string): Promise<boolean> {
-    return this.marked.delete(name);
+    if (!this.marked.delete(name)) return false;
+    this.log.appendSharedEventsNow([{ kind: 'reddot', name, ts: null }]);
+    return true;
   }
 
   async all(): Promise<Record<string, number>> {
@@ -179,10 +191,9 @@ export class MemoryConversations implements Conversations {
         c.preview = preview ? structuredClone({ ...preview }) : null;
       }
       const member = c.members.get(from);
-      if (member && seq > member.readSeq) {
-        member.readSeq = seq;
-        senders[from] = seq;
-      }
+      if (!member) continue;
+      if (seq > member.readSeq) member.readSeq = seq;
+      senders[from] = Math.max(senders[from] ?? 0, seq);
     }
     return { maxSeq: c.maxSeq, senders };
   }

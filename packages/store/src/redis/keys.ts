@@ -41,6 +41,14 @@ export class RedisKeys {
     return `${this.prefix}:{a:${author}}:deleted`;
   }
 
+  /**
+   * ZSET "p:<id>" / "d:<id>" → the post's ts (Redis Cluster only): an author's posts and deletes
+   * stored but not yet appended to the post log, which a retried call appends.
+   */
+  unloggedPosts(author: string): string {
+    return `${this.prefix}:{a:${author}}:unlogged`;
+  }
+
   /** HASH user → packed badge state, for the users of one pool (saveBadges-8.lua). */
   badges(pool: number): string {
     return `${this.prefix}:{p:${pool}}:badges`;

@@ -102,7 +102,7 @@ export class RedisChangeLog implements ChangeLog {
   async appendSharedEvents(events: readonly SharedEvent[]): Promise<void> {
     if (events.length === 0) return;
     const args: (string | number)[] = [];
-    for (const event of events) args.push(4, 'k', event.kind, 'j', JSON.stringify(event));
+    for (const event of events) args.push(4, 'k', event.kind, 'j', sharedEventJson(event));
     await this.run.appendEvents([this.keys.sharedEvents()], [this.maxPostEvents, ...args]);
   }
 
@@ -121,6 +121,11 @@ export class RedisChangeLog implements ChangeLog {
     const [newest] = await this.redis.xrevrange(key, '+', '-', 'COUNT', 1);
     return newest?.[0] ?? LOG_START;
   }
+}
+
+/** A shared event's `j` field: the scripts that write and log in one step append it as is. */
+export function sharedEventJson(event: SharedEvent): string {
+  return JSON.stringify(event);
 }
 
 function decodeRead<E>(

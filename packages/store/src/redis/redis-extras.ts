@@ -11,6 +11,7 @@ import type {
 } from '../extras-types.js';
 import type { RedisClient } from './connect.js';
 import type { RedisKeys } from './keys.js';
+import { sharedEventJson, type RedisChangeLog } from './redis-change-log.js';
 import { scripts, type ScriptRunner } from './scripts.js';
 
 /** The last sight is written at most this often per user (the inactive job needs days). */
@@ -22,26 +23,42 @@ interface Shared {
   keys: RedisKeys;
 }
 
+/** Notices and red dots share the {g} slot with the shared log: each write logs itself. */
+interface SharedLogged extends Shared {
+  log: RedisChangeLog;
+}
+
 export class RedisNoticeBoard implements NoticeBoard {
   private readonly redis: RedisClient;
   private readonly run: ScriptRunner;
   private readonly keys: RedisKeys;
+  private readonly maxLen: number;
 
-  constructor(shared: Shared) {
+  constructor(shared: SharedLogged) {
     this.redis = shared.client;
     this.run = scripts(shared.client);
     this.keys = shared.keys;
+    this.maxLen = shared.log.maxPostEvents;
   }
 
   async publish(id: number): Promise<boolean> {
     const { keys } = this;
-    return (
-      (await this.run.publishNotice([keys.notices(), keys.noticeHighest()], [String(id)])) === 1
+    const event = sharedEventJson({ kind: 'notice', id, live: true });
+    const published = await this.run.publishNotice(
+      [keys.notices(), keys.noticeHighest(), keys.sharedEvents()],
+      [String(id), this.maxLen, event],
     );
+    return published === 1;
   }
 
   async withdraw(id: number): Promise<boolean> {
-    return (await this.redis.zrem(this.keys.notices(), String(id))) === 1;
+    const { keys } = this;
+    const event = sharedEventJson({ kind: 'notice', id, live: false });
+    const withdrawn = await this.run.withdrawNotice(
+      [keys.notices(), keys.sharedEvents()],
+      [String(id), this.maxLen, event],
+    );
+    return withdrawn === 1;
   }
 
   async highestId(): Promise<number> {
@@ -58,14 +75,29 @@ export class RedisNoticeBoard implements NoticeBoard {
 }
 
 export class RedisRedDots implements RedDots {
-  constructor(private readonly shared: Shared) {}
+  private readonly run: ScriptRunner;
+
+  constructor(private readonly shared: SharedLogged) {
+    this.run = scripts(shared.client);
+  }
 
   async mark(name: string, ts: number): Promise<void> {
-    await this.shared.client.hset(this.shared.keys.reddots(), name, ts);
+    const { keys, log } = this.shared;
+    const event = sharedEventJson({ kind: 'reddot', name, ts });
+    await this.run.markReddot(
+      [keys.reddots(), keys.sharedEvents()],
+      [name, ts, log.maxPostEvents, event],
+    );
   }
 
   async clear(name: string): Promise<boolean> {
-    return (await this.shared.client.hdel(this.shared.keys.reddots(), name)) === 1;
+    const { keys, log } = this.shared;
+    const event = sharedEventJson({ kind: 'reddot', name, ts: null });
+    const cleared = await this.run.clearReddot(
+      [keys.reddots(), keys.sharedEvents()],
+      [name, log.maxPostEvents, event],
+    );
+    return cleared === 1;
   }
 
   async all(): Promise<Record<string, number>> {

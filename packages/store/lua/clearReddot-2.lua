@@ -1,0 +1,15 @@
+--[[
+  Clears a red dot and logs it in one step.
+  KEYS[1] marked   HASH   red dot name → G(name)
+  KEYS[2] log      STREAM the shared log
+  ARGV[1] name
+  ARGV[2] maxlen   approximate cap of the log
+  ARGV[3] the event as JSON
+  Returns 1 when cleared, 0 when it was not marked
+]]
+--- @include "appendSharedEvent"
+if redis.call('HDEL', KEYS[1], ARGV[1]) == 0 then
+  return 0
+end
+appendSharedEvent(KEYS[2], ARGV[2], 'reddot', ARGV[3])
+return 1

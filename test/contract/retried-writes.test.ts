@@ -1,0 +1,243 @@
+/**
+ * A retried platform write never loses its change-log event (issue 16, item 2). The gateway's
+ * store goes through a TCP proxy that lets one write run and then cuts the connection before
+ * its reply arrives, refusing reconnects until the call has failed: the HTTP call answers 5xx,
+ * as the platform sees a store failure between the write and its append. The platform retries,
+ * the store reports the write done before, and the held user's badge must still be right after
+ * a sweep or two of a core that reads Redis directly and never reconciles (reconcilePerSweep 0),
+ * so only the change log can bring the core the change.
+ *
+ * On one redis-server the write and its append are one script; on Redis Cluster (the author's
+ * or user's slot apart from the log's) the write leaves an "unlogged" marker that the retry
+ * finds and appends. Follow changes append their reload event even when the write was a no-op.
+ */
+import type { CoreNode } from '@bubble/core';
+import { RedisStore } from '@bubble/store';
+import {
+  startRedisCluster,
+  startRedisServer,
+  TcpProxy,
+  uniquePrefix,
+  type RedisClusterHandle,
+  type RedisServerHandle,
+} from '@bubble/test-utils';
+import { Cluster, Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { API_KEY, startApp, tokenFor, type App } from '../http/support.js';
+import { httpCall, type Reply } from '../support/http.js';
+import { startSoloCore } from '../support/solo-core.js';
+
+const POOLS = 16;
+/** Short, so a command whose reply was cut fails within a second (production: 5 s). */
+const COMMAND_TIMEOUT_MS = 1_000;
+
+type Mode = 'one redis-server' | 'redis cluster';
+
+interface Rig {
+  app: App;
+  core: CoreNode;
+  coreStore: RedisStore;
+  proxies: TcpProxy[];
+  close(): Promise<void>;
+}
+
+async function startRig(mode: Mode): Promise<Rig> {
+  const prefix = uniquePrefix('retried');
+  const proxies: TcpProxy[] = [];
+  let server: RedisServerHandle | undefined;
+  let cluster: RedisClusterHandle | undefined;
+  let gatewayClient: Redis | Cluster;
+  let coreStore: RedisStore;
+  if (mode === 'one redis-server') {
+    server = await startRedisServer();
+    const proxy = await TcpProxy.start({ port: server.port });
+    proxies.push(proxy);
+    gatewayClient = new Redis(proxy.url, clientOptions());
+    coreStore = new RedisStore({ url: server.url, keyPrefix: prefix, pools: POOLS });
+  } else {
+    cluster = await startRedisCluster({ masters: 3 });
+    for (const node of cluster.nodes) proxies.push(await TcpProxy.start({ port: node.port }));
+    // The nodes announce their own ports: map each to its proxy so every command goes through.
+    const natMap = Object.fromEntries(
+      cluster.nodes.map((node, i) => [
+        `${node.host}:${node.port}`,
+        { host: proxies[i]!.host, port: proxies[i]!.port },
+      ]),
+    );
+    gatewayClient = new Cluster(
+      proxies.map((p) => ({ host: p.host, port: p.port })),
+      { natMap, enableAutoPipelining: true, redisOptions: clientOptions() },
+    );
+    coreStore = new RedisStore({
+      clusterNodes: cluster.nodes.map((n) => `${n.host}:${n.port}`),
+      keyPrefix: prefix,
+      pools: POOLS,
+    });
+  }
+  gatewayClient.on('error', () => {});
+  const gatewayStore = new RedisStore({ client: gatewayClient, keyPrefix: prefix, pools: POOLS });
+  const app = await startApp(gatewayStore, { rules: { followCap: 100 } });
+  const core = await startSoloCore(coreStore, { id: 'core-retried', reconcilePerSweep: 0 });
+  return {
+    app,
+    core,
+    coreStore,
+    proxies,
+    async close() {
+      await app.close();
+      await core.close();
+      await coreStore.close();
+      gatewayClient.disconnect();
+      await Promise.all(proxies.map((p) => p.close()));
+      await server?.stop();
+      await cluster?.stop();
+    },
+  };
+}
+
+function clientOptions() {
+  return {
+    maxRetriesPerRequest: 2,
+    commandTimeout: COMMAND_TIMEOUT_MS,
+    enableAutoPipelining: true,
+  };
+}
+
+for (const mode of ['one redis-server', 'redis cluster'] as const) {
+  describe(`a retried write keeps its change-log event [${mode}]`, () => {
+    let rig: Rig;
+    const now = Date.now();
+
+    beforeAll(async () => {
+      rig = await startRig(mode);
+    }, 60_000);
+
+    afterAll(async () => {
+      await rig?.close();
+    });
+
+    const platform = (method: string, path: string, body?: unknown): Promise<Reply> =>
+      httpCall(rig.app.url, method, path, { apiKey: API_KEY, body });
+
+    async function platformOk(method: string, path: string, body: unknown, status: number) {
+      const reply = await platform(method, path, body);
+      expect(reply.status, `${method} ${path}: ${reply.text}`).toBe(status);
+    }
+
+    /**
+     * The call, with the connection cut right after the command matching `pattern` ran: 5xx.
+     * Then the proxy heals and the same call, retried, answers `status`.
+     */
+    async function failThenRetry(
+      pattern: RegExp,
+      method: string,
+      path: string,
+      body: unknown,
+      status: number,
+    ) {
+      const cut = Promise.race(rig.proxies.map((proxy) => proxy.cutAfterReply(pattern)));
+      const failed = await platform(method, path, body);
+      await cut;
+      for (const proxy of rig.proxies) {
+        proxy.disarm();
+        proxy.heal();
+      }
+      // 503 when the client saw the connection go, 500 when the command timed out.
+      expect([500, 503], `the cut call answered ${failed.status} ${failed.text}`).toContain(
+        failed.status,
+      );
+      await platformOk(method, path, body, status);
+    }
+
+    async function online(user: string) {
+      await platformOk('POST', '/v1/presence', { user, online: true, ttlMs: 600_000 }, 204);
+    }
+
+    /** The feed count of `user`'s stored badge after `sweeps` sweeps of the core. */
+    async function feedAfterSweeps(user: string, sweeps = 2): Promise<number> {
+      for (let i = 0; i < sweeps; i++) await rig.core.sweepNow();
+      return (await rig.coreStore.badges.load(user))?.fields.f ?? 0;
+    }
+
+    it('a post whose reply was cut, retried, is counted', async () => {
+      await platformOk('PUT', '/v1/users/alice/follows/bob', undefined, 204);
+      await online('alice');
+      await platformOk('POST', '/v1/posts', { author: 'bob', id: 'p1', ts: now - 60_000 }, 202);
+      expect(await feedAfterSweeps('alice')).toBe(1);
+
+      await failThenRetry(
+        /\{a:bob\}:posts/,
+        'POST',
+        '/v1/posts',
+        { posts: [{ author: 'bob', id: 'p2', ts: now - 50_000 }] },
+        202,
+      );
+      expect(await feedAfterSweeps('alice')).toBe(2);
+      // Once logged, nothing is left marked unlogged (Redis Cluster's markers; none on one server).
+      const { redis, keys } = rig.coreStore;
+      expect(await redis.zcard(keys.unloggedPosts('bob'))).toBe(0);
+    });
+
+    it('a delete whose reply was cut, retried, is uncounted', async () => {
+      await platformOk('PUT', '/v1/users/dan/follows/erin', undefined, 204);
+      await online('dan');
+      const posts = [
+        { author: 'erin', id: 'kept', ts: now - 40_000 },
+        { author: 'erin', id: 'doomed', ts: now - 30_000 },
+      ];
+      await platformOk('POST', '/v1/posts', { posts }, 202);
+      expect(await feedAfterSweeps('dan')).toBe(2);
+
+      await failThenRetry(/doomed/, 'DELETE', '/v1/posts/erin/doomed', undefined, 204);
+      expect(await feedAfterSweeps('dan')).toBe(1);
+    });
+
+    it('a follow whose reply was cut, retried, reloads the user', async () => {
+      const posts = [
+        { author: 'gus', id: 'g1', ts: now - 40_000 },
+        { author: 'gus', id: 'g2', ts: now - 30_000 },
+      ];
+      await platformOk('POST', '/v1/posts', { posts }, 202);
+      await online('carol');
+      expect(await feedAfterSweeps('carol')).toBe(0);
+
+      await failThenRetry(
+        /\{u:carol\}:follows/,
+        'PUT',
+        '/v1/users/carol/follows/gus',
+        undefined,
+        204,
+      );
+      expect(await feedAfterSweeps('carol')).toBe(2);
+    });
+
+    it('an unfollow whose reply was cut, retried, reloads the user', async () => {
+      await platformOk('PUT', '/v1/users/hal/follows/gus', undefined, 204);
+      await online('hal');
+      expect(await feedAfterSweeps('hal')).toBe(2);
+
+      await failThenRetry(
+        /\{u:hal\}:follows/,
+        'DELETE',
+        '/v1/users/hal/follows/gus',
+        undefined,
+        204,
+      );
+      expect(await feedAfterSweeps('hal')).toBe(0);
+    });
+
+    it('a notice whose reply was cut, retried, is counted', async () => {
+      await online('ivy');
+      // The first sight starts ivy's notice cursor: notices published later count.
+      const token = await tokenFor('ivy');
+      const seen = await httpCall(rig.app.url, 'GET', '/v1/badge', { token });
+      expect(seen.status).toBe(200);
+      await rig.core.sweepNow();
+
+      await failThenRetry(/notice:\{g\}:live/, 'POST', '/v1/notices', { id: 7 }, 202);
+      await rig.core.sweepNow();
+      await rig.core.sweepNow();
+      expect((await rig.coreStore.badges.load('ivy'))?.fields).toMatchObject({ n: 1 });
+    });
+  });
+}
