@@ -122,7 +122,13 @@ export class BadgeWriteBack {
       if (!result.accepted) {
         totals.staleWritesRejected++;
         metrics?.staleWritesRejected.inc();
-        await tenures.drop(pool, 'fencing token is stale');
+        // No token stored: Redis lost it (or retired it on seeing a token it forgot issuing).
+        // Taken again next sweep, under a new token, the users reloaded.
+        const current = await store.coordination.currentFence(pool).catch(() => undefined);
+        await tenures.drop(
+          pool,
+          current === 0 ? 'fencing token lost by the store' : 'fencing token is stale',
+        );
         return 0;
       }
       metrics?.badgesWritten.inc(result.changed);
