@@ -109,9 +109,17 @@ describe('cluster: a core paused past its lease', () => {
       const resumedAt = Date.now();
       sleeper.signal('SIGCONT');
 
-      // It stops writing under each old token: it drops the pool or notices the lost lease.
+      // It stops writing under each old token within one tick: it drops the pool or notices
+      // the lost lease (by its own log's clock), and no refused write comes after that.
       const gaveUp = await waitGaveUp(c, sleeper, oldFence, resumedAt);
+      const stoppedWritingAfter = gaveUp.lastAt - resumedAt;
+      expect(
+        stoppedWritingAfter,
+        `gave its old pools up ${stoppedWritingAfter} ms after SIGCONT (tick ${c.tickMs} ms)`,
+      ).toBeLessThanOrEqual(c.tickMs);
+      const staleAtGiveUp = await c.staleWritesTotal();
       await settlesAgain(c, work, cores, authors);
+      expect(await c.staleWritesTotal()).toBe(staleAtGiveUp);
 
       // None under the sleeper's old tokens was accepted after it woke.
       expect(acceptedUnder(c, oldFence, resumedAt)).toEqual([]);
@@ -133,7 +141,8 @@ describe('cluster: a core paused past its lease', () => {
       expect(refusedLogged).toBeLessThanOrEqual(stale);
       return (
         `paused ${pausedFor} ms (lease ${c.leaseMs} ms); ${sleeperPools.length} pools taken over ` +
-        `${tookOver} ms after SIGSTOP; resumed core gave its old pools up by +${gaveUp.lastAt - resumedAt} ms: ` +
+        `${tookOver} ms after SIGSTOP; resumed core gave its old pools up by +${stoppedWritingAfter} ms ` +
+        `(deadline one tick, ${c.tickMs} ms): ` +
         `${JSON.stringify(gaveUp.how)}; stale writes rejected by Redis: ${stale}; ` +
         `'pool lease lost' warnings after resume: ${sleeper.logs('pool lease lost', resumedAt).length}; ` +
         `${c.published.length} change messages checked`
