@@ -31,11 +31,12 @@ async function commandsDuring(app: LiveApp, work: () => Promise<void>): Promise<
 }
 
 describe('poll cost [redis]', () => {
-  // No core, no scheduler, presence renewed every 40 s: nothing else talks to Redis meanwhile.
+  // No core, no scheduler, presence renewed every 40 s, no check for lost pub/sub messages:
+  // nothing else talks to Redis meanwhile.
   const rig = useEngine('redis');
 
   it('a 304 for a user the gateway holds sends Redis nothing; a cold poll does', async () => {
-    const app = await rig.start({ core: false, presenceTtlMs: 120_000 });
+    const app = await rig.start({ core: false, presenceTtlMs: 120_000, pubsubCheckMs: 0 });
     const [held, cold] = ids('pc', 2) as [string, string];
     await connect(app, held);
     const token = await tokenFor(held);

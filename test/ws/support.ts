@@ -69,6 +69,8 @@ export interface LiveOptions {
   heartbeatMs?: number;
   /** Connections the gateway accepts before it closes new ones with 1013. */
   maxConnections?: number;
+  /** The gateway's check for lost pub/sub messages (BUBBLE_PUBSUB_CHECK_MS; 0 none). */
+  pubsubCheckMs?: number;
 }
 
 export interface LiveApp {
@@ -165,6 +167,7 @@ async function startLive(
       allowedOrigins: options.allowedOrigins,
       heartbeatMs: options.heartbeatMs,
       maxConnections: options.maxConnections,
+      pubsubCheckMs: options.pubsubCheckMs,
     },
   });
   const address = await gateway.listen(0, '127.0.0.1');
