@@ -53,6 +53,9 @@ export function createLocks(config: Config, store: BubbleStore, logger: Logger):
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
       connectionName: 'bubble-lock',
+      // A master that stepped down votes against (no offline queue to resend into) and the
+      // reconnect reaches whatever serves the address now.
+      reconnectOnError: (err) => err.message.startsWith('READONLY'),
     });
     // Without a listener ioredis prints every failed reconnect; the lock calls see the failures.
     client.on('error', () => {});

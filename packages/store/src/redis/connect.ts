@@ -5,6 +5,35 @@ export type RedisClient = Redis | Cluster;
 /** A command unanswered this long fails, so no sweep or request hangs on a lost server. */
 const COMMAND_TIMEOUT_MS = 5000;
 
+/**
+ * How a cluster client follows a failover: a command whose node went away, or that met
+ * CLUSTERDOWN or TRYAGAIN while a replica is promoted, is retried on the next node every
+ * 200 ms, up to 16 times (≈ 3 s, about what a promotion takes at cluster-node-timeout 2 s);
+ * MOVED and ASK are followed as they come. The slot map is also reread every few seconds, so a
+ * promotion is noticed even by a client whose commands never met a redirection.
+ */
+const CLUSTER_FAILOVER = {
+  retryDelayOnFailover: 200,
+  retryDelayOnClusterDown: 200,
+  retryDelayOnTryAgain: 200,
+  maxRedirections: 16,
+  slotsRefreshInterval: 3000,
+  slotsRefreshTimeout: 2000,
+} as const;
+
+/**
+ * A write that reached a replica answers READONLY: the master it was connected to stepped down
+ * (a promoted replica's old master, or a name such as a managed primary endpoint that now
+ * resolves to another server). A reconnect finds the current master behind the same address
+ * or, on a cluster, a fresh slot map.
+ */
+function isReadonlyError(err: Error): boolean {
+  return err.message.startsWith('READONLY');
+}
+
+/** Reconnect on READONLY and send the command again (2), on the new connection. */
+const reconnectOnReadonly = (err: Error): 2 | false => (isReadonlyError(err) ? 2 : false);
+
 export interface RedisTarget {
   url?: string;
   /** host:port seeds; selects Redis Cluster. */
@@ -35,10 +64,12 @@ function open(target: RedisTarget, name: string): RedisClient {
       }),
       {
         enableAutoPipelining: true,
+        ...CLUSTER_FAILOVER,
         redisOptions: {
           connectionName: name,
           maxRetriesPerRequest: 2,
           commandTimeout: COMMAND_TIMEOUT_MS,
+          reconnectOnError: reconnectOnReadonly,
         },
       },
     );
@@ -49,6 +80,7 @@ function open(target: RedisTarget, name: string): RedisClient {
     connectionName: name,
     maxRetriesPerRequest: 2,
     commandTimeout: COMMAND_TIMEOUT_MS,
+    reconnectOnError: reconnectOnReadonly,
   });
 }
 

@@ -1,0 +1,600 @@
+/**
+ * Failover of the store (issue 16, item 5), with a server, two cores and a gateway with SDK
+ * sockets open, while posts flow; the roles' lock quorum is the store itself, as they build it
+ * without BUBBLE_LOCK_REDIS_URLS.
+ *
+ * - Redis Cluster, three masters with one replica each: first a replica is promoted with CLUSTER
+ *   FAILOVER (its master steps down: what was sent there meets MOVED), then another shard's
+ *   master is killed with SIGKILL (its replica takes over after cluster-node-timeout).
+ * - One master and its replica behind one address, as a managed Redis's primary endpoint: the
+ *   replica is promoted, the old master demoted to its replica and the address moved (the
+ *   connections already open to the old master now get READONLY), then the new master is
+ *   killed with SIGKILL and the old one promoted back.
+ *
+ * After each fault every pool is owned again; throughout, no core's write is accepted under a
+ * token older than one already accepted for its pool and no two cores held a pool at once by
+ * their logs; within 30 s of the last fault every online user's stored badge, every user's served
+ * badge and every socket's last pushed badge equal the brute-force definition
+ * (test/support/feed-definition.ts).
+ */
+import net from 'node:net';
+import { BubbleClient } from '@bubble/client';
+import { RedisKeys } from '@bubble/store';
+import {
+  freePort,
+  RoleProcess,
+  startRedisCluster,
+  startRedisServer,
+  uniquePrefix,
+  waitFor,
+  type RedisClusterHandle,
+  type RedisServerHandle,
+} from '@bubble/test-utils';
+import { mulberry32 } from '@bubble/protocol';
+import { Cluster as RedisCluster, Redis } from 'ioredis';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { decodeBadgeState, decodeChanges } from '../../packages/store/src/badge-state.js';
+import { buildOnce } from '../support/build.js';
+import { feedCount } from '../support/feed-definition.js';
+import { httpCall, jsonBody } from '../support/http.js';
+import { TokenCache } from '../support/tokens.js';
+import { recordingWebSocket, type SocketRecord } from '../ws/processes.js';
+import { fenceRegressions, heldPools, overlappingTenures, type Published } from './harness.js';
+
+const API_KEY = 'failover-api-key-8e3b5c1f07a946d2';
+const JWT_SECRET = 'failover-jwt-secret-2a7d9e4c61f05b38';
+const POOLS = 12;
+const LEASE_MS = 1500;
+const TICK_MS = 200;
+const START_DEADLINE_MS = 30_000;
+/** The issue's bound: badges exact this long after the last fault. */
+const EXACT_WITHIN_MS = 30_000;
+/**
+ * A promotion (cluster-node-timeout 2 s, then an election), then a lease for the old locks to
+ * lapse, the leader's next round and a take: every pool owned again by then.
+ */
+const OWNED_AGAIN_MS = 4_000 + 3 * LEASE_MS + 5_000;
+
+interface Post {
+  author: string;
+  id: string;
+  ts: number;
+}
+
+/** Where the roles find the store, and a client of it for the test's own reads. */
+interface Store {
+  env: Record<string, string>;
+  admin: Redis | RedisCluster;
+  /** Cluster: SSUBSCRIBE per pool shard; one server: SUBSCRIBE. */
+  subscribe(
+    channels: string[],
+    onMessage: (channel: string, message: string) => void,
+  ): Promise<() => void>;
+}
+
+interface Socket {
+  user: string;
+  client: BubbleClient;
+  sockets: SocketRecord[];
+}
+
+class FailoverRun {
+  readonly prefix = uniquePrefix('failover');
+  readonly keys = new RedisKeys(this.prefix, POOLS);
+  readonly processes: RoleProcess[] = [];
+  readonly published: Published[] = [];
+  readonly follows = new Map<string, Set<string>>();
+  readonly posts = new Map<string, { author: string; ts: number }>();
+  readonly sockets: Socket[] = [];
+  /** Posts answered 5xx (or not at all) before a retry was accepted. */
+  retried = 0;
+  private readonly tokens = new TokenCache(JWT_SECRET);
+  private unsubscribe: (() => void) | undefined;
+  gateway!: RoleProcess;
+
+  constructor(readonly store: Store) {}
+
+  get admin(): Redis | RedisCluster {
+    return this.store.admin;
+  }
+
+  async spawn(role: 'server' | 'core' | 'gateway'): Promise<RoleProcess> {
+    const proc = new RoleProcess({
+      role,
+      port: await freePort(),
+      name: `${role}#${this.processes.length + 1}`,
+      env: {
+        ...this.store.env,
+        BUBBLE_KEY_PREFIX: this.prefix,
+        BUBBLE_POOLS: String(POOLS),
+        BUBBLE_TICK: String(TICK_MS),
+        BUBBLE_LEASE_MS: String(LEASE_MS),
+        BUBBLE_API_KEY: API_KEY,
+        BUBBLE_JWT_SECRET: JWT_SECRET,
+        LOG_LEVEL: 'info',
+      },
+    });
+    this.processes.push(proc);
+    await proc.listening(START_DEADLINE_MS);
+    return proc;
+  }
+
+  async platform(method: string, route: string, body?: unknown) {
+    const reply = await httpCall(this.gateway.url, method, route, { body, apiKey: API_KEY });
+    return { status: reply.status, body: jsonBody(reply) };
+  }
+
+  /** Sends until accepted, as a platform retries a 5xx; the model takes it once accepted. */
+  async post(post: Post): Promise<void> {
+    const deadline = Date.now() + 20_000;
+    for (let attempt = 0; ; attempt++) {
+      const status = await this.platform('POST', '/v1/posts', post).then(
+        (reply) => reply.status,
+        () => 0,
+      );
+      if (status === 202) {
+        if (attempt > 0) this.retried++;
+        if (!this.posts.has(`${post.author}/${post.id}`)) {
+          this.posts.set(`${post.author}/${post.id}`, { author: post.author, ts: post.ts });
+        }
+        return;
+      }
+      if (status !== 0 && status < 500) throw new Error(`POST /v1/posts answered ${status}`);
+      if (Date.now() > deadline) throw new Error(`a post was refused for 20 s (last ${status})`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+
+  feed(user: string, T = Date.now()): number {
+    return feedCount(this.posts, new Set(), this.follows.get(user) ?? new Set(), undefined, T);
+  }
+
+  /** Every change message of every pool, as Redis sent them. */
+  async subscribeChanges(): Promise<void> {
+    const channelPool = /\{p:(\d+)\}:(changes|written)$/;
+    const onMessage = (channel: string, message: string) => {
+      const matched = channelPool.exec(channel);
+      if (!matched) return;
+      const header = message.slice(0, message.indexOf('\n'));
+      const changes = decodeChanges(message);
+      this.published.push({
+        pool: Number(matched[1]),
+        fence: header === '-' ? null : Number(header),
+        users: changes.map((change) => change.user),
+        feeds: changes.map((change) => change.fields.f ?? 0),
+        receivedAt: Date.now(),
+      });
+    };
+    const channels = Array.from({ length: POOLS }, (_, pool) => [
+      this.keys.badgeChannel(pool),
+      this.keys.writtenChannel(pool),
+    ]).flat();
+    this.unsubscribe = await this.store.subscribe(channels, onMessage);
+  }
+
+  async openSocket(user: string): Promise<void> {
+    const sockets: SocketRecord[] = [];
+    const client = new BubbleClient({
+      url: [this.gateway.url],
+      token: await this.tokens.of(user),
+      WebSocket: recordingWebSocket(sockets),
+      backoffBaseMs: 200,
+      backoffMaxMs: 2000,
+    });
+    this.sockets.push({ user, client, sockets });
+    client.start();
+    await waitFor(() => client.state === 'open', {
+      timeoutMs: 20_000,
+      message: `${user}'s socket never opened`,
+    });
+  }
+
+  async owners(): Promise<(string | null)[]> {
+    const json = await this.admin.get(this.keys.assignment());
+    if (json === null) return Array.from({ length: POOLS }, () => null);
+    return (JSON.parse(json) as { owners: (string | null)[] }).owners;
+  }
+
+  /** Every pool assigned to a live core, and each core holds (by its log) what it is assigned. */
+  async allPoolsOwned(cores: RoleProcess[]): Promise<boolean> {
+    const owners = await this.owners();
+    const live = cores.filter((core) => core.alive).map((core) => core.nodeId);
+    if (!owners.every((owner) => owner !== null && live.includes(owner))) return false;
+    return cores.every((core) => {
+      const held = heldPools(core);
+      return owners.every((owner, pool) => (owner === core.nodeId) === held.has(pool));
+    });
+  }
+
+  async storedFeed(user: string): Promise<number | null> {
+    const packed = await this.admin.hget(this.keys.badgeOf(user), user);
+    return packed === null ? null : (decodeBadgeState(packed).fields.f ?? 0);
+  }
+
+  async staleWritesRefused(): Promise<number> {
+    const values = await Promise.all(
+      Array.from({ length: POOLS }, (_, pool) => this.admin.get(this.keys.staleWrites(pool))),
+    );
+    return values.reduce((sum, v) => sum + Number(v ?? 0), 0);
+  }
+
+  /** The shard whose master holds the most pools' keys (fences, locks, logs), by slot. */
+  async busiestShard(redis: RedisClusterHandle, exclude: readonly RedisServerHandle[] = []) {
+    const topology = await redis.topology();
+    const slots = await Promise.all(
+      Array.from({ length: POOLS }, async (_, pool) =>
+        Number(await this.admin.call('CLUSTER', 'KEYSLOT', this.keys.fence(pool))),
+      ),
+    );
+    const candidates = topology.masters.filter(
+      (m) => m.replicas.length > 0 && !exclude.includes(m.server),
+    );
+    const poolsOn = (m: (typeof candidates)[number]) =>
+      slots.filter((slot) => m.slots.some(([lo, hi]) => slot >= lo && slot <= (hi ?? lo))).length;
+    candidates.sort((a, b) => poolsOn(b) - poolsOn(a));
+    const shard = candidates[0]!;
+    return { master: shard.server, replica: shard.replicas[0]!, pools: poolsOn(shard) };
+  }
+
+  /** Waits until `server` serves slots as a master. */
+  async waitPromoted(
+    redis: RedisClusterHandle,
+    server: RedisServerHandle,
+    timeoutMs: number,
+  ): Promise<void> {
+    await waitFor(async () => (await redis.topology()).masters.some((m) => m.server === server), {
+      timeoutMs,
+      intervalMs: 100,
+      message: `replica ${server.port} was never promoted`,
+    });
+  }
+
+  async close(): Promise<void> {
+    for (const socket of this.sockets) socket.client.close();
+    await Promise.all(this.processes.map((p) => p.kill().catch(() => undefined)));
+    this.unsubscribe?.();
+    this.admin.disconnect();
+  }
+
+  describe(): string {
+    return this.processes.map((p) => p.describe()).join('\n');
+  }
+}
+
+/** A fault, injected; resolves once the store has a master again where it had one. */
+interface Fault {
+  name: string;
+  inject(): Promise<string>;
+}
+
+/**
+ * Starts the roles on `store`, sets up the users and sockets, keeps posts flowing through each
+ * fault in turn (each followed by all pools owned again), then checks the badges and fences.
+ */
+async function survivesFaults(
+  r: FailoverRun,
+  seed: number,
+  faults: (r: FailoverRun) => Fault[],
+): Promise<string> {
+  const rand = mulberry32(seed);
+  const [, coreA, coreB, gateway] = await Promise.all([
+    r.spawn('server'),
+    r.spawn('core'),
+    r.spawn('core'),
+    r.spawn('gateway'),
+  ]);
+  r.gateway = gateway!;
+  const cores = [coreA!, coreB!];
+  await waitFor(() => r.allPoolsOwned(cores), {
+    timeoutMs: 3 * LEASE_MS + 10_000,
+    intervalMs: 50,
+    message: 'the pools never settled over the two cores',
+  });
+  await r.subscribeChanges();
+
+  const users = Array.from({ length: 30 }, (_, i) => `u${String(i).padStart(2, '0')}`);
+  const authors = Array.from({ length: 8 }, (_, i) => `a${i}`);
+  const online: string[] = [];
+  for (const user of users) {
+    const followed = authors.filter(() => rand() < 0.35);
+    if (followed.length === 0) followed.push(authors[Math.floor(rand() * authors.length)]!);
+    const reply = await r.platform('PUT', `/v1/users/${user}/follows`, { authors: followed });
+    expect(reply.status).toBe(204);
+    r.follows.set(user, new Set(followed));
+    if (rand() < 0.6) {
+      const body = { user, online: true, ttlMs: 3_600_000 };
+      expect((await r.platform('POST', '/v1/presence', body)).status).toBe(204);
+      online.push(user);
+    }
+  }
+  for (const user of online.slice(0, 6)) await r.openSocket(user);
+
+  // Posts keep flowing through the faults, in two lanes.
+  let postSeq = 0;
+  let flowing = true;
+  const lanes = [0, 1].map(async () => {
+    while (flowing) {
+      const author = authors[Math.floor(rand() * authors.length)]!;
+      const ts = Date.now() - 1_000 - Math.floor(rand() * 600_000);
+      await r.post({ author, id: `p${++postSeq}`, ts });
+      await new Promise((resolve) => setTimeout(resolve, 40));
+    }
+  });
+  await waitFor(() => r.posts.size >= 20, { timeoutMs: 20_000, message: 'posts never flowed' });
+
+  const notes: string[] = [];
+  for (const fault of faults(r)) {
+    const at = Date.now();
+    const what = await fault.inject();
+    await waitFor(() => r.allPoolsOwned(cores), {
+      timeoutMs: OWNED_AGAIN_MS,
+      intervalMs: 50,
+      message: `not every pool owned again within ${OWNED_AGAIN_MS} ms of ${fault.name}`,
+    });
+    const ownedAfter = Date.now() - at;
+    const postsAfter = r.posts.size;
+    await waitFor(() => r.posts.size >= postsAfter + 20, {
+      timeoutMs: 20_000,
+      message: `posts stopped flowing after ${fault.name}`,
+    });
+    notes.push(`${fault.name} (${what}): all pools owned again at +${ownedAfter} ms`);
+  }
+  flowing = false;
+  await Promise.all(lanes);
+  const lastWriteAt = Date.now();
+
+  // Exact within 30 s of the last fault's end: stored, pushed and served badges.
+  let wrongStored: string[] = [];
+  await waitFor(
+    async () => {
+      const T = Date.now();
+      wrongStored = [];
+      for (const user of online) {
+        const feed = (await r.storedFeed(user)) ?? 0;
+        if (feed !== r.feed(user, T))
+          wrongStored.push(`${user}: stored ${feed}, defined ${r.feed(user, T)}`);
+      }
+      return wrongStored.length === 0;
+    },
+    { timeoutMs: EXACT_WITHIN_MS, intervalMs: 100 },
+  ).catch(() => {
+    throw new Error(
+      `stored badges still wrong ${EXACT_WITHIN_MS} ms after the faults:\n  ${wrongStored.join('\n  ')}`,
+    );
+  });
+  const storedExactAfter = Date.now() - lastWriteAt;
+  const wrongPushed = () => r.sockets.filter((s) => s.client.badge?.feed !== r.feed(s.user));
+  await waitFor(() => wrongPushed().length === 0, {
+    timeoutMs: Math.max(1_000, EXACT_WITHIN_MS - (Date.now() - lastWriteAt)),
+    message: `pushed badges wrong: ${wrongPushed()
+      .map((s) => `${s.user} has ${s.client.badge?.feed}, defined ${r.feed(s.user)}`)
+      .join('; ')}`,
+  });
+  const wrongServed: string[] = [];
+  for (const user of users) {
+    const reply = await r.platform('GET', `/v1/users/${user}/badge`);
+    const feed = (reply.body as { feed?: number } | undefined)?.feed;
+    if (reply.status !== 200 || feed !== r.feed(user)) {
+      wrongServed.push(`${user}: served ${reply.status} ${feed}, defined ${r.feed(user)}`);
+    }
+  }
+  expect(wrongServed).toEqual([]);
+
+  // No stale token accepted: per pool the accepted fenced writes never went back, and no two
+  // cores held a pool at once by their own logs. Refused stale writes are counted, not errors.
+  expect(fenceRegressions(r.published)).toEqual([]);
+  expect(overlappingTenures(cores)).toEqual([]);
+  expect(cores.every((core) => core.alive) && gateway!.alive).toBe(true);
+  const refused = await r.staleWritesRefused();
+  const fenced = r.published.filter((m) => m.fence !== null).length;
+  return (
+    `seed ${seed}; ${notes.join('; ')}; ${r.posts.size} posts (${r.retried} retried after a ` +
+    `5xx); ${fenced} fenced writes accepted, 0 with an old token, ${refused} refused as ` +
+    `stale; stored badges exact ${storedExactAfter} ms after the last post`
+  );
+}
+
+/**
+ * One address in front of whichever server is master now, as a managed Redis's primary
+ * endpoint: moving it sends new connections to another server; those open stay where they are.
+ */
+class PrimaryEndpoint {
+  private readonly sockets = new Set<net.Socket>();
+  private constructor(
+    private readonly server: net.Server,
+    readonly port: number,
+    private target: number,
+  ) {}
+
+  static async start(target: number): Promise<PrimaryEndpoint> {
+    const server = net.createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const endpoint = new PrimaryEndpoint(
+      server,
+      (server.address() as net.AddressInfo).port,
+      target,
+    );
+    server.on('connection', (client) => endpoint.forward(client));
+    return endpoint;
+  }
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  moveTo(port: number): void {
+    this.target = port;
+  }
+
+  async close(): Promise<void> {
+    for (const socket of this.sockets) socket.destroy();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private forward(client: net.Socket): void {
+    const upstream = net.connect({ host: '127.0.0.1', port: this.target });
+    for (const socket of [client, upstream]) this.sockets.add(socket);
+    client.pipe(upstream);
+    upstream.pipe(client);
+    const end = () => {
+      client.destroy();
+      upstream.destroy();
+      this.sockets.delete(client);
+      this.sockets.delete(upstream);
+    };
+    for (const socket of [client, upstream]) {
+      socket.on('close', end);
+      socket.on('error', end);
+    }
+  }
+}
+
+async function adminCall(server: RedisServerHandle, ...args: Array<string | number>) {
+  const client = new Redis(server.port, { maxRetriesPerRequest: 1 });
+  try {
+    return await client.call(String(args[0]), ...args.slice(1));
+  } finally {
+    client.disconnect();
+  }
+}
+
+/** `replica` has everything `master` had (its offset caught up), then takes over. */
+async function promote(replica: RedisServerHandle, master: RedisServerHandle | null) {
+  if (master) {
+    await waitFor(
+      async () => {
+        const [m, r] = await Promise.all([
+          adminCall(master, 'INFO', 'replication'),
+          adminCall(replica, 'INFO', 'replication'),
+        ]);
+        const offset = (info: unknown, field: string) =>
+          new RegExp(`^${field}:(\\d+)`, 'm').exec(String(info))?.[1];
+        const sent = offset(m, 'master_repl_offset');
+        return sent !== undefined && sent === offset(r, 'slave_repl_offset');
+      },
+      { timeoutMs: 10_000, message: 'the replica never caught up' },
+    );
+  }
+  await adminCall(replica, 'REPLICAOF', 'NO', 'ONE');
+}
+
+describe('cluster: failover of the store', () => {
+  let run: FailoverRun | undefined;
+  const stops: Array<() => Promise<void>> = [];
+
+  beforeAll(() => buildOnce(), 300_000);
+  afterEach(async () => {
+    await run?.close();
+    run = undefined;
+    for (const stop of stops.splice(0).reverse()) await stop();
+  });
+
+  it('Redis Cluster: CLUSTER FAILOVER, then kill -9 of a master, while posts flow: pools owned again, no stale write accepted, badges exact within 30 s', async (ctx) => {
+    const seed = Number(process.env.CLUSTER_SEED ?? Date.now() % 1_000_000);
+    const redis = await startRedisCluster({ masters: 3, replicas: 1 });
+    stops.push(() => redis.stop());
+    const admin = new RedisCluster(
+      redis.nodes.map(({ host, port }) => ({ host, port })),
+      {
+        retryDelayOnFailover: 200,
+        slotsRefreshInterval: 1000,
+        redisOptions: { commandTimeout: 3000 },
+      },
+    );
+    admin.on('error', () => {});
+    const r = (run = new FailoverRun({
+      env: { REDIS_CLUSTER_NODES: redis.nodes.map((n) => `${n.host}:${n.port}`).join(',') },
+      admin,
+      async subscribe(channels, onMessage) {
+        const subscriber = admin.duplicate([], { shardedSubscribers: true });
+        subscriber.on('error', () => {});
+        subscriber.on('smessage', onMessage);
+        await Promise.all(channels.map((channel) => subscriber.ssubscribe(channel)));
+        return () => subscriber.disconnect();
+      },
+    }));
+    ctx.onTestFailed(() => console.error(`seed ${seed}\n${r.describe()}`));
+    let first: Awaited<ReturnType<FailoverRun['busiestShard']>> | undefined;
+    const summary = await survivesFaults(r, seed, () => [
+      {
+        name: 'CLUSTER FAILOVER',
+        async inject() {
+          first = await r.busiestShard(redis);
+          const at = Date.now();
+          expect(await adminCall(first.replica, 'CLUSTER', 'FAILOVER')).toBe('OK');
+          await r.waitPromoted(redis, first.replica, 15_000);
+          return `a shard of ${first.pools} pools, replica promoted in ${Date.now() - at} ms`;
+        },
+      },
+      {
+        name: 'kill -9 of a master',
+        async inject() {
+          const second = await r.busiestShard(redis, [first!.replica, first!.master]);
+          const at = Date.now();
+          second.master.kill('SIGKILL');
+          await r.waitPromoted(redis, second.replica, 20_000);
+          return `a shard of ${second.pools} pools, replica promoted in ${Date.now() - at} ms`;
+        },
+      },
+    ]);
+    console.log(`[store failover, cluster] ${summary}`);
+    await ctx.annotate(summary);
+  }, 240_000);
+
+  it('one primary endpoint: the replica promoted and the address moved (READONLY on open connections), then kill -9 of the new master: pools owned again, no stale write accepted, badges exact within 30 s', async (ctx) => {
+    const seed = Number(process.env.CLUSTER_SEED ?? Date.now() % 1_000_000);
+    const first = await startRedisServer();
+    stops.push(() => first.stop());
+    const second = await startRedisServer({
+      args: ['--replicaof', '127.0.0.1', String(first.port)],
+    });
+    stops.push(() => second.stop());
+    const endpoint = await PrimaryEndpoint.start(first.port);
+    stops.push(() => endpoint.close());
+    await waitFor(
+      async () =>
+        /master_link_status:up/.test(String(await adminCall(second, 'INFO', 'replication'))),
+      {
+        timeoutMs: 10_000,
+        message: 'the replica never synced',
+      },
+    );
+    const admin = new Redis(endpoint.url, { maxRetriesPerRequest: 1, reconnectOnError: () => 2 });
+    admin.on('error', () => {});
+    const r = (run = new FailoverRun({
+      env: { REDIS_URL: endpoint.url },
+      admin,
+      async subscribe(channels, onMessage) {
+        // On the replica: the masters' PUBLISHes reach it through replication either way.
+        const subscriber = new Redis(endpoint.url);
+        subscriber.on('error', () => {});
+        subscriber.on('message', onMessage);
+        await subscriber.subscribe(...channels);
+        return () => subscriber.disconnect();
+      },
+    }));
+    ctx.onTestFailed(() => console.error(`seed ${seed}\n${r.describe()}`));
+    const summary = await survivesFaults(r, seed, () => [
+      {
+        name: 'promotion behind the endpoint',
+        async inject() {
+          await promote(second, first);
+          endpoint.moveTo(second.port);
+          await adminCall(first, 'REPLICAOF', '127.0.0.1', second.port);
+          return 'old master now its replica';
+        },
+      },
+      {
+        name: 'kill -9 of the master behind the endpoint',
+        async inject() {
+          second.kill('SIGKILL');
+          await promote(first, null);
+          endpoint.moveTo(first.port);
+          return 'its replica promoted';
+        },
+      },
+    ]);
+    console.log(`[store failover, endpoint] ${summary}`);
+    await ctx.annotate(summary);
+  }, 240_000);
+});
