@@ -90,6 +90,7 @@ export async function startRole(
     clusterReads: store.coordination,
   };
   const gateways: HttpGateway[] = [];
+  const clockListeners = watchClock(logger, metrics);
   try {
     let url = '';
     let publicGateway: { gateway: HttpGateway; id: string } | undefined;
@@ -135,6 +136,8 @@ export async function startRole(
     await waitUntilReachable(
       async () => {
         await store.ping();
+        // The first sample of the store's clock: retried like the rest if it fails.
+        await store.syncClock(clockListeners);
         await lockRuntime?.reachable();
       },
       {
@@ -147,7 +150,6 @@ export async function startRole(
     if (store instanceof RedisStore) void checkRedisSettings(store.redis, logger);
     for (const client of lockRuntime?.quorumClients ?? [])
       void checkRedisSettings(client, logger, 'lock quorum');
-    await store.syncClock(watchClock(logger, metrics));
     if (publicGateway) {
       const { gateway, id } = publicGateway;
       await gateway.start();
