@@ -8,18 +8,30 @@
  * test/cluster/lost-pubsub.test.ts.
  */
 import { poolOf } from '@bubble/protocol';
-import type { MissedReason, RedisStore } from '@bubble/store';
-import { waitFor } from '@bubble/test-utils';
-import { expect, it } from 'vitest';
+import { RedisKeys, type MissedReason, type RedisStore } from '@bubble/store';
+import {
+  startRedisCluster,
+  uniquePrefix,
+  waitFor,
+  type RedisClusterHandle,
+} from '@bubble/test-utils';
+import { Cluster } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RedisFencedBadges } from '../../packages/store/src/redis/redis-fenced-badges.js';
 import { TEST_POOLS, T0, describeEachEngine } from '../support/engines.js';
 
 /** `count` user ids of `pool`. */
-function usersOf(pool: number, count: number): string[] {
+function usersOf(pool: number, count: number, pools = TEST_POOLS): string[] {
   const users: string[] = [];
   for (let i = 0; users.length < count; i++) {
-    if (poolOf(`lp${i}`, TEST_POOLS) === pool) users.push(`lp${i}`);
+    if (poolOf(`lp${i}`, pools) === pool) users.push(`lp${i}`);
   }
   return users;
+}
+
+interface Report {
+  pools: number[];
+  reason: MissedReason;
 }
 
 describeEachEngine('stored states a gateway re-reads', (ctx) => {
@@ -45,11 +57,6 @@ describeEachEngine('stored states a gateway re-reads', (ctx) => {
 describeEachEngine(
   'a gateway subscription that lost messages',
   (ctx) => {
-    interface Report {
-      pools: number[];
-      reason: MissedReason;
-    }
-
     async function subscribed(checkEveryMs: number) {
       const store = ctx().store as RedisStore;
       const reports: Report[] = [];
@@ -132,3 +139,44 @@ describeEachEngine(
   },
   ['redis'],
 );
+
+describe('a gateway subscription that lost messages, on a 3-master Redis Cluster', () => {
+  const POOLS = 8;
+  let cluster: RedisClusterHandle | undefined;
+  let client: Cluster | undefined;
+
+  beforeAll(async () => {
+    cluster = await startRedisCluster({ masters: 3 });
+    client = new Cluster(cluster.nodes, { enableAutoPipelining: true });
+  });
+
+  afterAll(async () => {
+    await client?.quit().catch(() => client?.disconnect());
+    await cluster?.stop();
+  });
+
+  it('sharded subscribers: a count not heard by the next check is reported, nothing else', async () => {
+    const keys = new RedisKeys(uniquePrefix('lost'), POOLS);
+    const badges = new RedisFencedBadges({ client: client!, keys, sharded: true });
+    const reports: Report[] = [];
+    const heard: string[] = [];
+    const close = await badges.subscribeGateway(
+      'g1',
+      (changes) => heard.push(...changes.map((c) => `${c.user}=${c.fields.f}`)),
+      {
+        onMissed: (pools, reason) => reports.push({ pools: [...pools], reason }),
+        checkEveryMs: 25,
+      },
+    );
+    const users = Array.from({ length: POOLS }, (_, pool) => usersOf(pool, 2, POOLS)).flat();
+    await badges.route('g1', users, 60_000);
+    for (let round = 1; round <= 10; round++) {
+      await Promise.all(users.map((user) => badges.saveUnfenced(user, { f: round }, T0 + round)));
+    }
+    await waitFor(() => heard.length === 10 * users.length);
+    await client!.hincrby(keys.sentToGateways(5), 'g1', 1);
+    await waitFor(() => reports.length > 0, { message: 'the check never found the loss' });
+    expect(reports).toEqual([{ pools: [5], reason: 'check' }]);
+    await close();
+  });
+});
