@@ -12,6 +12,7 @@
  * finds and appends. Follow changes append their reload event even when the write was a no-op.
  */
 import type { CoreNode } from '@bubble/core';
+import { decodeFields } from '@bubble/badges';
 import { RedisStore } from '@bubble/store';
 import {
   startRedisCluster,
@@ -224,6 +225,62 @@ for (const mode of ['one redis-server', 'redis cluster'] as const) {
         204,
       );
       expect(await feedAfterSweeps('hal')).toBe(0);
+    });
+
+    /** The unread count of conversation `id` in `user`'s stored badge after two sweeps. */
+    async function unreadAfterSweeps(user: string, id: string): Promise<number> {
+      await rig.core.sweepNow();
+      await rig.core.sweepNow();
+      const stored = await rig.coreStore.badges.load(user);
+      return stored ? (decodeFields(stored.fields).conversations[id] ?? 0) : 0;
+    }
+
+    const message = (id: string, seq: number) =>
+      platformOk('POST', `/v1/conversations/${id}/messages`, { seq, from: 'kim' }, 202);
+
+    it('a join whose reply was cut, retried, counts the conversation for the new member', async () => {
+      await platformOk('PUT', '/v1/conversations/cv/members', { members: ['kim'] }, 204);
+      await online('jay');
+      await rig.core.sweepNow();
+
+      await failThenRetry(
+        /\{c:cv\}:members/,
+        'POST',
+        '/v1/conversations/cv/members',
+        { members: ['jay'] },
+        204,
+      );
+      await message('cv', 1);
+      expect(await unreadAfterSweeps('jay', 'cv')).toBe(1);
+    });
+
+    it('a removal whose reply was cut, retried, drops the conversation', async () => {
+      await platformOk('PUT', '/v1/conversations/cw/members', { members: ['kim', 'lea'] }, 204);
+      await online('lea');
+      await message('cw', 1);
+      expect(await unreadAfterSweeps('lea', 'cw')).toBe(1);
+
+      await failThenRetry(
+        /\{c:cw\}:members/,
+        'DELETE',
+        '/v1/conversations/cw/members/lea',
+        undefined,
+        204,
+      );
+      expect(await unreadAfterSweeps('lea', 'cw')).toBe(0);
+    });
+
+    it('a dissolve whose reply was cut, retried, drops the conversation', async () => {
+      await platformOk('PUT', '/v1/conversations/cx/members', { members: ['kim', 'max'] }, 204);
+      await online('max');
+      await message('cx', 1);
+      expect(await unreadAfterSweeps('max', 'cx')).toBe(1);
+
+      await failThenRetry(/\{c:cx\}:members/, 'DELETE', '/v1/conversations/cx', undefined, 204);
+      expect(await unreadAfterSweeps('max', 'cx')).toBe(0);
+      const { redis, keys } = rig.coreStore;
+      expect(await redis.exists(keys.conversationUnlogged('cx'))).toBe(0);
+      expect(await redis.sismember(keys.userConversations('max'), 'cx')).toBe(0);
     });
 
     it('a notice whose reply was cut, retried, is counted', async () => {

@@ -20,39 +20,31 @@ export type PlatformMessage = Omit<ConversationMessage, 'ts'> & { ts?: number | 
 /**
  * Conversations: memberships, messages, mutes and a member's list. A message is one write on
  * the conversation's own keys, for two members or a million; membership and mute changes tell
- * the members' pools to reload them.
+ * the members' pools to reload them (the store appends a membership change's events itself, so
+ * a retry of one that failed before appending still appends them).
  */
 export class Conversations {
   constructor(private readonly ctx: BadgeContext) {}
 
   async replaceMembers(conversation: string, members: readonly string[]): Promise<void> {
     assertId(conversation, 'conversation');
-    const unique = uniqueIds(members, 'member');
-    const { added, removed } = await this.ctx.store.conversations.replaceMembers(
-      conversation,
-      unique,
-    );
-    await marksChanged(this.ctx, [...added, ...removed]);
+    await this.ctx.store.conversations.replaceMembers(conversation, uniqueIds(members, 'member'));
   }
 
   async addMembers(conversation: string, members: readonly string[]): Promise<void> {
     assertId(conversation, 'conversation');
-    const unique = uniqueIds(members, 'member');
-    const { added } = await this.ctx.store.conversations.addMembers(conversation, unique);
-    await marksChanged(this.ctx, added);
+    await this.ctx.store.conversations.addMembers(conversation, uniqueIds(members, 'member'));
   }
 
   async removeMember(conversation: string, user: string): Promise<void> {
     assertId(conversation, 'conversation');
     assertId(user, 'member');
-    if (await this.ctx.store.conversations.removeMember(conversation, user)) {
-      await marksChanged(this.ctx, [user]);
-    }
+    await this.ctx.store.conversations.removeMember(conversation, user);
   }
 
   async dissolve(conversation: string): Promise<void> {
     assertId(conversation, 'conversation');
-    await marksChanged(this.ctx, await this.ctx.store.conversations.dissolve(conversation));
+    await this.ctx.store.conversations.dissolve(conversation);
   }
 
   /** 404 for a conversation never created or dissolved; the batch is all-or-nothing. */

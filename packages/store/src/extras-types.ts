@@ -96,6 +96,11 @@ export interface MembershipChange {
   removed: string[];
 }
 
+/**
+ * A membership change (replace, add, remove, dissolve) appends a `marks` event to the pool log
+ * of each user it added or removed, and a retry of one that failed before appending appends them
+ * then (Redis: the conversation's unlogged set).
+ */
 export interface Conversations {
   /** Creates the conversation when new; members joining start at its maxSeq, not muted. */
   replaceMembers(conversation: string, members: readonly string[]): Promise<MembershipChange>;

@@ -9,6 +9,7 @@ import type {
   UserMarks,
   UserMarksState,
 } from '../extras-types.js';
+import { marksEventsByPool } from '../marks-events.js';
 import type { MemoryChangeLog } from './memory-change-log.js';
 
 /** As the Redis engine: the last sight moves at most once an hour. */
@@ -147,9 +148,15 @@ interface Conversation {
   members: Map<string, { readSeq: number; muted: boolean }>;
 }
 
+/** A membership change appends its users' `marks` events in the same synchronous step. */
 export class MemoryConversations implements Conversations {
   private readonly byId = new Map<string, Conversation>();
   private readonly byUser = new Map<string, Set<string>>();
+
+  constructor(
+    private readonly log: MemoryChangeLog,
+    private readonly pools: number,
+  ) {}
 
   async replaceMembers(
     conversation: string,
@@ -165,6 +172,7 @@ export class MemoryConversations implements Conversations {
   async removeMember(conversation: string, user: string): Promise<boolean> {
     const removed = this.byId.get(conversation)?.members.delete(user) ?? false;
     this.unindex(user, conversation);
+    if (removed) this.logMarks([user]);
     return removed;
   }
 
@@ -174,6 +182,7 @@ export class MemoryConversations implements Conversations {
     this.byId.delete(conversation);
     const members = [...c.members.keys()];
     for (const user of members) this.unindex(user, conversation);
+    this.logMarks(members);
     return members;
   }
 
@@ -264,7 +273,14 @@ export class MemoryConversations implements Conversations {
       index.add(conversation);
       added.push(user);
     }
+    this.logMarks([...added, ...removed]);
     return { added, removed };
+  }
+
+  private logMarks(users: readonly string[]): void {
+    for (const [pool, events] of marksEventsByPool(users, this.pools)) {
+      this.log.appendPoolEventsNow(pool, events);
+    }
   }
 
   private unindex(user: string, conversation: string): void {

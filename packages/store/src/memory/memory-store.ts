@@ -52,7 +52,7 @@ export class MemoryStore implements BubbleStore {
   readonly notices: MemoryNoticeBoard;
   readonly reddots: MemoryRedDots;
   readonly marks = new MemoryUserMarks();
-  readonly conversations = new MemoryConversations();
+  readonly conversations: MemoryConversations;
 
   constructor(options: MemoryStoreOptions = {}) {
     this.pools = options.pools ?? 100;
@@ -65,6 +65,7 @@ export class MemoryStore implements BubbleStore {
     this.cursors = new MemoryReadCursors();
     this.notices = new MemoryNoticeBoard(this.changes);
     this.reddots = new MemoryRedDots(this.changes);
+    this.conversations = new MemoryConversations(this.changes, this.pools);
     this.presence = new MemoryPresence({ pools: this.pools, log: this.changes, now });
     this.coordination = new MemoryCoordination({ now });
     const coordination = this.coordination;

@@ -168,6 +168,14 @@ export class RedisKeys {
     return `${this.prefix}:im:{c:${conversation}}:members`;
   }
 
+  /**
+   * SET of the users a membership change of the conversation owes a `marks` event in their pool's
+   * log (another slot): emptied once appended; a retried change appends what is left.
+   */
+  conversationUnlogged(conversation: string): string {
+    return `${this.prefix}:im:{c:${conversation}}:unlogged`;
+  }
+
   /** SET of the conversations a user is a member of. */
   userConversations(user: string): string {
     return `${this.prefix}:im:{u:${user}}:conversations`;

@@ -9,10 +9,14 @@ import type {
   UserMarks,
   UserMarksState,
 } from '../extras-types.js';
+import { marksEventsByPool } from '../marks-events.js';
 import type { RedisClient } from './connect.js';
 import type { RedisKeys } from './keys.js';
 import { sharedEventJson, type RedisChangeLog } from './redis-change-log.js';
 import { scripts, type ScriptRunner } from './scripts.js';
+
+/** Users per SREM of a conversation's unlogged set (a million-member join stays in chunks). */
+const SREM_CHUNK = 10_000;
 
 /** The last sight is written at most this often per user (the inactive job needs days). */
 export const SIGHT_THROTTLE_MS = 3_600_000;
@@ -175,15 +179,22 @@ export function decodeMarks(raw: Record<string, string>): UserMarksState {
   return { seen: raw.seen === undefined ? null : Number(raw.seen), clicks };
 }
 
+/**
+ * A membership change owes each user it adds or removes a `marks` event in their pool's log, in
+ * another slot: the scripts put them in the conversation's unlogged set, the events are appended,
+ * then the set is emptied of them. A retry of a change cut in between finds them there.
+ */
 export class RedisConversations implements Conversations {
   private readonly redis: RedisClient;
   private readonly run: ScriptRunner;
   private readonly keys: RedisKeys;
+  private readonly log: RedisChangeLog;
 
-  constructor(shared: Shared) {
+  constructor(shared: SharedLogged) {
     this.redis = shared.client;
     this.run = scripts(shared.client);
     this.keys = shared.keys;
+    this.log = shared.log;
   }
 
   async replaceMembers(
@@ -198,20 +209,31 @@ export class RedisConversations implements Conversations {
   }
 
   async removeMember(conversation: string, user: string): Promise<boolean> {
-    const removed = await this.redis.hdel(this.keys.conversationMembers(conversation), user);
-    await this.redis.srem(this.keys.userConversations(user), conversation);
+    const { keys } = this;
+    const [removed, owed] = await this.run.removeMember(
+      [keys.conversationMembers(conversation), keys.conversationUnlogged(conversation)],
+      [user],
+    );
+    await this.redis.srem(keys.userConversations(user), conversation);
+    if (owed === 1) await this.logMarks(conversation, [user]);
     return removed === 1;
   }
 
   async dissolve(conversation: string): Promise<string[]> {
     const { keys } = this;
-    const members = await this.run.dissolveConversation(
-      [keys.conversation(conversation), keys.conversationMembers(conversation)],
+    const [members, owed] = await this.run.dissolveConversation(
+      [
+        keys.conversation(conversation),
+        keys.conversationMembers(conversation),
+        keys.conversationUnlogged(conversation),
+      ],
       [],
     );
+    // Everyone owed: a retry also finishes the index entries the failed call left.
     await Promise.all(
-      members.map((user) => this.redis.srem(keys.userConversations(user), conversation)),
+      owed.map((user) => this.redis.srem(keys.userConversations(user), conversation)),
     );
+    await this.logMarks(conversation, owed);
     return members;
   }
 
@@ -297,13 +319,32 @@ export class RedisConversations implements Conversations {
     await Promise.all(
       members.map((user) => this.redis.sadd(keys.userConversations(user), conversation)),
     );
-    const [added, removed] = await this.run.joinConversation(
-      [keys.conversation(conversation), keys.conversationMembers(conversation)],
+    const [added, removed, owed] = await this.run.joinConversation(
+      [
+        keys.conversation(conversation),
+        keys.conversationMembers(conversation),
+        keys.conversationUnlogged(conversation),
+      ],
       [mode, ...members],
     );
     await Promise.all(
       removed.map((user) => this.redis.srem(keys.userConversations(user), conversation)),
     );
+    await this.logMarks(conversation, owed);
     return { added, removed };
+  }
+
+  /** Appends a `marks` event for each user (one call per pool), then forgets they were owed. */
+  private async logMarks(conversation: string, users: readonly string[]): Promise<void> {
+    if (users.length === 0) return;
+    await Promise.all(
+      [...marksEventsByPool(users, this.keys.pools)].map(([pool, events]) =>
+        this.log.appendPoolEvents(pool, events),
+      ),
+    );
+    const unlogged = this.keys.conversationUnlogged(conversation);
+    for (let i = 0; i < users.length; i += SREM_CHUNK) {
+      await this.redis.srem(unlogged, ...users.slice(i, i + SREM_CHUNK));
+    }
   }
 }

@@ -96,7 +96,7 @@ export class RedisStore implements BubbleStore {
     this.notices = new RedisNoticeBoard({ ...shared, log: this.changes });
     this.reddots = new RedisRedDots({ ...shared, log: this.changes });
     this.marks = new RedisUserMarks(shared);
-    this.conversations = new RedisConversations(shared);
+    this.conversations = new RedisConversations({ ...shared, log: this.changes });
     const clockKey = [this.keys.nodesAlive()] as const;
     this.clock = new StoreClock({ read: () => run.readClock(clockKey, []) });
   }

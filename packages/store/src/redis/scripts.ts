@@ -94,7 +94,11 @@ export const SCRIPTS = {
     [author: string, id: string, now: number, minTs: number, maxLen: number],
     string | null
   >(3),
-  dissolveConversation: script<[meta: string, members: string], [], string[]>(2),
+  dissolveConversation: script<
+    [meta: string, members: string, unlogged: string],
+    [],
+    [members: string[], owed: string[]]
+  >(3),
   dropMarks: script<[marks: string], [cutoff: number], number>(1),
   expirePresence: script<
     [online: string, events: string],
@@ -114,10 +118,10 @@ export const SCRIPTS = {
     number[]
   >(3),
   joinConversation: script<
-    [meta: string, members: string],
+    [meta: string, members: string, unlogged: string],
     [mode: 'add' | 'replace', ...users: string[]],
-    [added: string[], removed: string[]]
-  >(2),
+    [added: string[], removed: string[], owed: string[]]
+  >(3),
   listNodes: script<[nodesAlive: string, nodesInfo: string], [], (string | null)[]>(2),
   listOnline: script<[online: string], [], string[]>(1),
   markReddot: script<
@@ -142,6 +146,11 @@ export const SCRIPTS = {
     [after: string, limit: number],
     [gap: number, entries: LogEntry[]]
   >(1),
+  removeMember: script<
+    [members: string, unlogged: string],
+    [user: string],
+    [removed: number, owed: number]
+  >(2),
   renewLeader: script<[leader: string], [node: string, ttlMs: number], number>(1),
   replaceFollows: script<[follows: string], string[], number>(1),
   resignLeader: script<[leader: string], [node: string], number>(1),
