@@ -14,10 +14,12 @@ import { decodeBadgeState, decodeChanges } from '../../packages/store/src/badge-
 import {
   freePort,
   RoleProcess,
+  restartRedisServer,
   startRedisServer,
   uniquePrefix,
   waitFor,
   type RedisServerHandle,
+  type RedisServerOptions,
 } from '@bubble/test-utils';
 import { Redis } from 'ioredis';
 import { expect } from 'vitest';
@@ -37,6 +39,8 @@ export interface ClusterOptions {
   leaseMs?: number;
   tickMs?: number;
   pools?: number;
+  /** The main store's redis-server options (e.g. AOF in a kept dir, for restartStore). */
+  store?: RedisServerOptions;
 }
 
 export interface ClusterStatus {
@@ -98,7 +102,9 @@ export class Cluster {
     const cluster = new Cluster(options);
     try {
       // Three independent lock masters and the main store.
-      const servers = await Promise.all([0, 1, 2, 3].map(() => startRedisServer()));
+      const servers = await Promise.all(
+        [0, 1, 2, 3].map((i) => startRedisServer(i === 3 ? options.store : {})),
+      );
       cluster.servers.push(...servers);
       cluster.redis = new Redis(cluster.storeUrl, { maxRetriesPerRequest: 1 });
       return cluster;
@@ -110,6 +116,11 @@ export class Cluster {
 
   get storeUrl(): string {
     return this.servers[3]!.url;
+  }
+
+  /** kill -9 of the main store, then a new one on its port: from `options.dir`, or empty. */
+  async restartStore(options: Omit<RedisServerOptions, 'port'> = {}): Promise<void> {
+    this.servers[3] = await restartRedisServer(this.servers[3]!, options);
   }
 
   /**

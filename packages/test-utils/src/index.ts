@@ -1,6 +1,7 @@
 export {
   freePort,
   startRedisServer,
+  restartRedisServer,
   startRedisCluster,
   waitFor,
   uniquePrefix,

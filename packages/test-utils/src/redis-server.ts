@@ -20,6 +20,12 @@ export interface RedisServerOptions {
   /** Extra `redis-server` arguments, appended after the defaults (so they win). */
   args?: string[];
   cluster?: boolean;
+  /**
+   * The server's working directory, kept when it stops (by default a temp dir, removed): with
+   * `args: ['--appendonly', 'yes']`, a server started again on the same port and `dir` (see
+   * restartRedisServer) loads what the one before wrote.
+   */
+  dir?: string;
 }
 
 export interface RedisServerHandle {
@@ -179,7 +185,11 @@ async function spawnRedisOnce(
   opts: RedisServerOptions,
   binary: string,
 ): Promise<RedisServerHandle> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'bubble-redis-'));
+  const ownDir = opts.dir === undefined;
+  const dir = opts.dir ?? (await mkdtemp(path.join(tmpdir(), 'bubble-redis-')));
+  const removeDir = (): void => {
+    if (ownDir) rmSync(dir, { recursive: true, force: true });
+  };
   const args = [
     '--port',
     String(port),
@@ -212,7 +222,7 @@ async function spawnRedisOnce(
   child.stdout?.on('data', onOutput);
   child.stderr?.on('data', onOutput);
 
-  const forget = reapOnExit(child, () => rmSync(dir, { recursive: true, force: true }));
+  const forget = reapOnExit(child, removeDir);
 
   let spawnError: Error | undefined;
   const exited = new Promise<void>((resolve) => {
@@ -245,7 +255,7 @@ async function spawnRedisOnce(
     stopping ??= (async () => {
       if (!hasExited) await terminate(child, exited, STOP_GRACE_MS);
       forget();
-      await rm(dir, { recursive: true, force: true });
+      if (ownDir) await rm(dir, { recursive: true, force: true });
     })();
     return stopping;
   };
@@ -299,6 +309,20 @@ export async function startRedisServer(opts: RedisServerOptions = {}): Promise<R
       if (!bindRace || attempt >= attempts) throw err;
     }
   }
+}
+
+/**
+ * kill -9 of `server` (a crash: nothing flushed beyond what it wrote already), then a new
+ * redis-server on the same port: from `dir` (what the killed one persisted there) or, without
+ * it, empty. Resolves once the new one answers; the old handle is spent.
+ */
+export async function restartRedisServer(
+  server: RedisServerHandle,
+  opts: Omit<RedisServerOptions, 'port'> = {},
+): Promise<RedisServerHandle> {
+  server.kill('SIGKILL');
+  await server.stop();
+  return startRedisServer({ ...opts, port: server.port });
 }
 
 // --- cluster ---------------------------------------------------------------------------------
