@@ -3,13 +3,14 @@
  * sockets open, while posts flow; the roles' lock quorum is the store itself, as they build it
  * without BUBBLE_LOCK_REDIS_URLS.
  *
- * - Redis Cluster, three masters with one replica each: first a replica is promoted with CLUSTER
- *   FAILOVER (its master steps down: what was sent there meets MOVED), then another shard's
- *   master is killed with SIGKILL (its replica takes over after cluster-node-timeout).
- * - One master and its replica behind one address, as a managed Redis's primary endpoint: the
- *   replica is promoted, the old master demoted to its replica and the address moved (the
- *   connections already open to the old master now get READONLY), then the new master is
- *   killed with SIGKILL and the old one promoted back.
+ * - Redis Cluster, three masters with one replica each: the shard holding most pools has its
+ *   replica promoted with CLUSTER FAILOVER (its master steps down: what was sent there meets
+ *   MOVED); once the old master replicates the new one, the busiest shard's master is killed
+ *   with SIGKILL (its replica takes over after cluster-node-timeout).
+ * - One master and its replica behind one address, as a managed Redis's primary endpoint:
+ *   FAILOVER swaps their roles and the address moves (the connections already open to the old
+ *   master now get READONLY); then, once the old master caught up as a replica, the new master
+ *   is killed with SIGKILL and the old one promoted back.
  *
  * After each fault every pool is owned again; throughout, no core's write is accepted under a
  * token older than one already accepted for its pool and no two cores held a pool at once by
@@ -219,16 +220,14 @@ class FailoverRun {
   }
 
   /** The shard whose master holds the most pools' keys (fences, locks, logs), by slot. */
-  async busiestShard(redis: RedisClusterHandle, exclude: readonly RedisServerHandle[] = []) {
+  async busiestShard(redis: RedisClusterHandle) {
     const topology = await redis.topology();
     const slots = await Promise.all(
       Array.from({ length: POOLS }, async (_, pool) =>
         Number(await this.admin.call('CLUSTER', 'KEYSLOT', this.keys.fence(pool))),
       ),
     );
-    const candidates = topology.masters.filter(
-      (m) => m.replicas.length > 0 && !exclude.includes(m.server),
-    );
+    const candidates = topology.masters.filter((m) => m.replicas.length > 0);
     const poolsOn = (m: (typeof candidates)[number]) =>
       slots.filter((slot) => m.slots.some(([lo, hi]) => slot >= lo && slot <= (hi ?? lo))).length;
     candidates.sort((a, b) => poolsOn(b) - poolsOn(a));
@@ -348,18 +347,20 @@ async function survivesFaults(
   await waitFor(
     async () => {
       const T = Date.now();
-      wrongStored = [];
+      const wrong: string[] = [];
       for (const user of online) {
         const feed = (await r.storedFeed(user)) ?? 0;
         if (feed !== r.feed(user, T))
-          wrongStored.push(`${user}: stored ${feed}, defined ${r.feed(user, T)}`);
+          wrong.push(`${user}: stored ${feed}, defined ${r.feed(user, T)}`);
       }
-      return wrongStored.length === 0;
+      wrongStored = wrong;
+      return wrong.length === 0;
     },
     { timeoutMs: EXACT_WITHIN_MS, intervalMs: 100 },
-  ).catch(() => {
+  ).catch((err: unknown) => {
     throw new Error(
-      `stored badges still wrong ${EXACT_WITHIN_MS} ms after the faults:\n  ${wrongStored.join('\n  ')}`,
+      `stored badges still wrong ${EXACT_WITHIN_MS} ms after the faults:\n  ` +
+        `${wrongStored.join('\n  ')}\n  (${(err as Error).message})`,
     );
   });
   const storedExactAfter = Date.now() - lastWriteAt;
@@ -458,24 +459,20 @@ async function adminCall(server: RedisServerHandle, ...args: Array<string | numb
   }
 }
 
-/** `replica` has everything `master` had (its offset caught up), then takes over. */
-async function promote(replica: RedisServerHandle, master: RedisServerHandle | null) {
-  if (master) {
-    await waitFor(
-      async () => {
-        const [m, r] = await Promise.all([
-          adminCall(master, 'INFO', 'replication'),
-          adminCall(replica, 'INFO', 'replication'),
-        ]);
-        const offset = (info: unknown, field: string) =>
-          new RegExp(`^${field}:(\\d+)`, 'm').exec(String(info))?.[1];
-        const sent = offset(m, 'master_repl_offset');
-        return sent !== undefined && sent === offset(r, 'slave_repl_offset');
-      },
-      { timeoutMs: 10_000, message: 'the replica never caught up' },
-    );
-  }
-  await adminCall(replica, 'REPLICAOF', 'NO', 'ONE');
+/** Waits until `replica` is linked to its master and has what the master had sent by now. */
+async function caughtUp(replica: RedisServerHandle, master: RedisServerHandle): Promise<void> {
+  const offset = (info: unknown, field: string) =>
+    Number(new RegExp(`^${field}:(\\d+)`, 'm').exec(String(info))?.[1] ?? -1);
+  const sent = offset(await adminCall(master, 'INFO', 'replication'), 'master_repl_offset');
+  await waitFor(
+    async () => {
+      const info = await adminCall(replica, 'INFO', 'replication');
+      return (
+        /master_link_status:up/.test(String(info)) && offset(info, 'slave_repl_offset') >= sent
+      );
+    },
+    { timeoutMs: 15_000, message: `replica ${replica.port} never caught up` },
+  );
 }
 
 describe('cluster: failover of the store', () => {
@@ -529,7 +526,15 @@ describe('cluster: failover of the store', () => {
       {
         name: 'kill -9 of a master',
         async inject() {
-          const second = await r.busiestShard(redis, [first!.replica, first!.master]);
+          // The busiest shard again, once its old master replicates the promoted one.
+          await waitFor(
+            async () =>
+              /master_link_status:up/.test(
+                String(await adminCall(first!.master, 'INFO', 'replication')),
+              ),
+            { timeoutMs: 15_000, message: 'the old master never resynced as a replica' },
+          );
+          const second = await r.busiestShard(redis);
           const at = Date.now();
           second.master.kill('SIGKILL');
           await r.waitPromoted(redis, second.replica, 20_000);
@@ -541,7 +546,7 @@ describe('cluster: failover of the store', () => {
     await ctx.annotate(summary);
   }, 240_000);
 
-  it('one primary endpoint: the replica promoted and the address moved (READONLY on open connections), then kill -9 of the new master: pools owned again, no stale write accepted, badges exact within 30 s', async (ctx) => {
+  it('one primary endpoint: FAILOVER and the address moved (READONLY on open connections), then kill -9 of the new master: pools owned again, no stale write accepted, badges exact within 30 s', async (ctx) => {
     const seed = Number(process.env.CLUSTER_SEED ?? Date.now() % 1_000_000);
     const first = await startRedisServer();
     stops.push(() => first.stop());
@@ -576,19 +581,25 @@ describe('cluster: failover of the store', () => {
     ctx.onTestFailed(() => console.error(`seed ${seed}\n${r.describe()}`));
     const summary = await survivesFaults(r, seed, () => [
       {
-        name: 'promotion behind the endpoint',
+        name: 'FAILOVER behind the endpoint',
         async inject() {
-          await promote(second, first);
+          // What a managed Redis does: FAILOVER pauses writes, lets the replica catch up, swaps
+          // the roles; then the address moves. Connections open to the old master stay there.
+          expect(await adminCall(first, 'FAILOVER')).toBe('OK');
+          await waitFor(
+            async () => /role:master/.test(String(await adminCall(second, 'INFO', 'replication'))),
+            { timeoutMs: 15_000, message: 'FAILOVER never promoted the replica' },
+          );
           endpoint.moveTo(second.port);
-          await adminCall(first, 'REPLICAOF', '127.0.0.1', second.port);
-          return 'old master now its replica';
+          return 'the old master now its replica';
         },
       },
       {
         name: 'kill -9 of the master behind the endpoint',
         async inject() {
+          await caughtUp(first, second);
           second.kill('SIGKILL');
-          await promote(first, null);
+          await adminCall(first, 'REPLICAOF', 'NO', 'ONE');
           endpoint.moveTo(first.port);
           return 'its replica promoted';
         },
