@@ -235,12 +235,25 @@ async function restartUnderLoad(
     expect(clients.flatMap((client) => client.regressions())).toEqual([]);
     expect(c.processes.filter((p) => !p.alive).map((p) => p.name)).toEqual([]);
 
+    const dropped: Record<string, number> = {};
+    for (const core of cores) {
+      for (const line of core.logs('pool dropped', restartedAt)) {
+        const reason = String(line.reason);
+        dropped[reason] = (dropped[reason] ?? 0) + 1;
+      }
+    }
+    const gaps = cores.reduce(
+      (n, core) =>
+        n + core.lines.filter((l) => l.time >= restartedAt && /has a gap/.test(l.msg)).length,
+      0,
+    );
     const frames = clients.reduce((n, client) => n + client.sockets.flat().length, 0);
     const reopened = clients.reduce((n, client) => n + client.sockets.length - 1, 0);
     return (
       `${posted} posts while it restarted, flowing again ${flowingAfter} ms after the kill; ` +
       `${clients.length} clients, ${frames} frames, ${reopened} sockets reopened, none went back; ` +
-      `${work.model.online.size} online users exact (stored, served, pushed)`
+      `${work.model.online.size} online users exact (stored, served, pushed); since the kill ` +
+      `the cores logged ${gaps} log gaps and dropped pools ${JSON.stringify(dropped)}`
     );
   } finally {
     for (const client of clients) client.close();
