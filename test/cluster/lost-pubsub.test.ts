@@ -32,6 +32,7 @@ interface Served {
   epoch: string;
   version: number;
   feed: number;
+  reddots: number;
 }
 
 describe('cluster: a gateway that lost pub/sub messages', () => {
@@ -43,6 +44,7 @@ describe('cluster: a gateway that lost pub/sub messages', () => {
   /** Every poll's answer, per poller. */
   const polled = new Map<string, Badge[]>();
   let rounds = 0;
+  let reddots = 0;
 
   beforeAll(async () => {
     await buildOnce();
@@ -104,19 +106,25 @@ describe('cluster: a gateway that lost pub/sub messages', () => {
         const state = packed[i] ? decodeBadgeState(packed[i]) : null;
         return [
           user,
-          { epoch: state?.epoch ?? '', version: state?.version ?? 0, feed: state?.fields.f ?? 0 },
+          {
+            epoch: state?.epoch ?? '',
+            version: state?.version ?? 0,
+            feed: state?.fields.f ?? 0,
+            reddots: Object.keys(state?.fields ?? {}).filter((name) => name.startsWith('r:'))
+              .length,
+          },
         ];
       }),
     );
   }
 
-  /** Waits until the core stored every user's count of `rounds` posts. */
+  /** Waits until the core stored every user's count of `rounds` posts and `reddots` red dots. */
   async function waitStored(): Promise<Map<string, Served>> {
     let stored = new Map<string, Served>();
     await waitFor(
       async () => {
         stored = await storedStates();
-        return [...stored.values()].every((s) => s.feed === rounds);
+        return [...stored.values()].every((s) => s.feed === rounds && s.reddots === reddots);
       },
       { timeoutMs: 20_000, intervalMs: 50, message: `the core never stored ${rounds} for all` },
     );
@@ -186,6 +194,13 @@ describe('cluster: a gateway that lost pub/sub messages', () => {
     await c.redis.call('CLIENT', 'KILL', 'ID', subscribers[0]!);
   }
 
+  /** A red dot for everyone, with a long name: every held user's state grows by 70 bytes. */
+  async function markReddot(): Promise<void> {
+    reddots++;
+    const name = `dot-${String(reddots).padStart(4, '0')}-${'x'.repeat(55)}`;
+    await c.platformOk('PUT', `/v1/reddots/${name}`, undefined, 204);
+  }
+
   function resyncLines(since: number) {
     return held.logs(RESYNC_LOG, since);
   }
@@ -209,6 +224,32 @@ describe('cluster: a gateway that lost pub/sub messages', () => {
     }
     const since = Date.now();
     await expectServedWithin(await storedStates(), BOUND_MS, 'after the subscriber was killed');
+    expect(
+      resyncLines(since).some((line) => (line.reasons as string[]).includes('reconnected')),
+    ).toBe(true);
+  });
+
+  it('dropped by Redis as a slow subscriber (client-output-buffer-limit pubsub) while paused: right within the bound', async () => {
+    // States of 200 red dots (14 KB): a sweep's messages to the gateway are about 1 MB.
+    while (reddots < 200) await markReddot();
+    await waitStored();
+    await c.redis.config('SET', 'client-output-buffer-limit', 'pubsub 64kb 0 0');
+    held.signal('SIGSTOP');
+    try {
+      // The kernel's socket buffers take some MB before Redis' own buffer for it grows.
+      let round = 0;
+      for (; (await heldSubscribers()).length > 0; round++) {
+        if (round === 30) expect.fail('Redis never dropped the paused subscriber');
+        await markReddot();
+        await waitStored();
+      }
+      console.log(`[lost pub/sub] Redis dropped the paused subscriber after ${round} red dots`);
+    } finally {
+      held.signal('SIGCONT');
+      await c.redis.config('SET', 'client-output-buffer-limit', 'pubsub 32mb 8mb 60');
+    }
+    const since = Date.now();
+    await expectServedWithin(await storedStates(), BOUND_MS, 'after Redis dropped the subscriber');
     expect(
       resyncLines(since).some((line) => (line.reasons as string[]).includes('reconnected')),
     ).toBe(true);

@@ -64,7 +64,11 @@ export class MessageDroppingProxy {
         at = end;
       }
       pending = pending.subarray(at);
-      if (out.length > 0) client.write(Buffer.concat(out));
+      // A subscriber that stops reading stops the server's writes too, as without the proxy.
+      if (out.length > 0 && !client.write(Buffer.concat(out))) {
+        upstream.pause();
+        client.once('drain', () => upstream.resume());
+      }
     });
     const drop = () => {
       this.upstreams.delete(upstream);
