@@ -9,15 +9,17 @@ const COMMAND_TIMEOUT_MS = 5000;
  * How a cluster client follows a failover: a command whose node went away, or that met
  * CLUSTERDOWN or TRYAGAIN while a replica is promoted, is retried on the next node every
  * 200 ms, up to 16 times (≈ 3 s, about what a promotion takes at cluster-node-timeout 2 s);
- * MOVED and ASK are followed as they come. The slot map is also reread every few seconds, so a
- * promotion is noticed even by a client whose commands never met a redirection.
+ * MOVED and ASK are followed as they come, except inside an auto-pipelined batch whose
+ * commands were moved to different slots: ioredis hands those MOVED errors to the callers and
+ * keeps its old slot map. Rereading the map every second bounds that to about a second after
+ * a promotion (it costs one CLUSTER SLOTS a second per connection group).
  */
 const CLUSTER_FAILOVER = {
   retryDelayOnFailover: 200,
   retryDelayOnClusterDown: 200,
   retryDelayOnTryAgain: 200,
   maxRedirections: 16,
-  slotsRefreshInterval: 3000,
+  slotsRefreshInterval: 1000,
   slotsRefreshTimeout: 2000,
 } as const;
 
