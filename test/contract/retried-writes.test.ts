@@ -296,5 +296,30 @@ for (const mode of ['one redis-server', 'redis cluster'] as const) {
       await rig.core.sweepNow();
       expect((await rig.coreStore.badges.load('ivy'))?.fields).toMatchObject({ n: 1 });
     });
+
+    it('a first sight whose reply was cut, retried, counts later notices', async () => {
+      await online('nia');
+      await rig.core.sweepNow();
+      const token = await tokenFor('nia');
+      const read = () => httpCall(rig.app.url, 'GET', '/v1/badge', { token });
+      // The seeUser call that sets the cursor (the highest id as digits, not "-").
+      const settingCursor = /marks:\{u:nia\}\r\n\$\d+\r\n\d+\r\n\$\d+\r\n\d+\r\n/;
+      const cut = Promise.race(rig.proxies.map((proxy) => proxy.cutAfterReply(settingCursor)));
+      const failed = await read();
+      await cut;
+      for (const proxy of rig.proxies) {
+        proxy.disarm();
+        proxy.heal();
+      }
+      expect([500, 503], `the cut call answered ${failed.status}`).toContain(failed.status);
+      expect((await read()).status).toBe(200);
+
+      await platformOk('POST', '/v1/notices', { id: 11 }, 202);
+      await rig.core.sweepNow();
+      await rig.core.sweepNow();
+      expect((await rig.coreStore.badges.load('nia'))?.fields).toMatchObject({ n: 1 });
+      const { redis, keys } = rig.coreStore;
+      expect(await redis.hexists(keys.marks('nia'), 'unlogged')).toBe(0);
+    });
   });
 }

@@ -12,12 +12,14 @@ const SIGHT_RESOLUTION_MS = HOUR_MS;
 export class Sightings {
   constructor(private readonly ctx: BadgeContext) {}
 
-  /** The first sight of a user starts their notice cursor at the highest id published. */
+  /**
+   * The first sight of a user starts their notice cursor at the highest id published; the store
+   * appends the user's `marks` event with it (a core holding them counted no notices while they
+   * were unseen), and a later sight appends it if that append failed.
+   */
   async see(user: string): Promise<void> {
     const { store, clock } = this.ctx;
-    const { first } = await store.marks.see(user, clock.now(), () => store.notices.highestId());
-    // A core holding the user counted no notices while they were unseen.
-    if (first) await marksChanged(this.ctx, [user]);
+    await store.marks.see(user, clock.now(), () => store.notices.highestId());
   }
 
   /** Drops the marks of users unseen for BUBBLE_INACTIVE_DAYS, at most `limit` per call. */

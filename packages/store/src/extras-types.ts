@@ -43,7 +43,9 @@ export interface UserMarksState {
 export interface UserMarks {
   /**
    * An end-user call saw `user` at `now`: the first sight sets the notice cursor to the highest
-   * notice id published so far. Returns the cursor, and whether this call started it.
+   * notice id published so far, and appends a `marks` event to the user's pool log (on Redis
+   * after the script; a later sight appends it when that append failed). Returns the cursor,
+   * and whether this call started it.
    */
   see(
     user: string,

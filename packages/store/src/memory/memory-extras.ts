@@ -83,6 +83,11 @@ export class MemoryUserMarks implements UserMarks {
   /** The last-seen index: user → sight, as the inactive job walks it. */
   private readonly lastSeen = new Map<string, number>();
 
+  constructor(
+    private readonly log: MemoryChangeLog,
+    private readonly pools: number,
+  ) {}
+
   async see(
     user: string,
     now: number,
@@ -92,7 +97,13 @@ export class MemoryUserMarks implements UserMarks {
     // Read before the marks: another call may see the user while we await.
     const highest = first ? await highestNoticeId() : 0;
     const marks = this.marksOf(user);
-    marks.seen ??= highest;
+    if (marks.seen === null) {
+      marks.seen = highest;
+      // In the step that sets the cursor: a core holding the user reloads their marks.
+      for (const [pool, events] of marksEventsByPool([user], this.pools)) {
+        this.log.appendPoolEventsNow(pool, events);
+      }
+    }
     if (marks.at + SIGHT_THROTTLE_MS <= now) {
       marks.at = now;
       this.lastSeen.set(user, now);

@@ -51,7 +51,7 @@ export class MemoryStore implements BubbleStore {
   readonly fencedBadges: MemoryFencedBadges;
   readonly notices: MemoryNoticeBoard;
   readonly reddots: MemoryRedDots;
-  readonly marks = new MemoryUserMarks();
+  readonly marks: MemoryUserMarks;
   readonly conversations: MemoryConversations;
 
   constructor(options: MemoryStoreOptions = {}) {
@@ -66,6 +66,7 @@ export class MemoryStore implements BubbleStore {
     this.notices = new MemoryNoticeBoard(this.changes);
     this.reddots = new MemoryRedDots(this.changes);
     this.conversations = new MemoryConversations(this.changes, this.pools);
+    this.marks = new MemoryUserMarks(this.changes, this.pools);
     this.presence = new MemoryPresence({ pools: this.pools, log: this.changes, now });
     this.coordination = new MemoryCoordination({ now });
     const coordination = this.coordination;

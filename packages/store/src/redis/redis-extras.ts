@@ -21,6 +21,8 @@ const SREM_CHUNK = 10_000;
 /** The last sight is written at most this often per user (the inactive job needs days). */
 export const SIGHT_THROTTLE_MS = 3_600_000;
 const CLICK_PREFIX = 'r:';
+/** Set with the first sight's cursor until its `marks` event is in the pool log (seeUser-1). */
+const UNLOGGED_FIELD = 'unlogged';
 
 interface Shared {
   client: RedisClient;
@@ -116,11 +118,13 @@ export class RedisUserMarks implements UserMarks {
   private readonly redis: RedisClient;
   private readonly run: ScriptRunner;
   private readonly keys: RedisKeys;
+  private readonly log: RedisChangeLog;
 
-  constructor(shared: Shared) {
+  constructor(shared: SharedLogged) {
     this.redis = shared.client;
     this.run = scripts(shared.client);
     this.keys = shared.keys;
+    this.log = shared.log;
   }
 
   async see(
@@ -129,13 +133,23 @@ export class RedisUserMarks implements UserMarks {
     highestNoticeId: () => Promise<number>,
   ): Promise<{ seen: number; first: boolean }> {
     const key = this.keys.marks(user);
-    let [seen, touched] = await this.run.seeUser([key], [now, '-', SIGHT_THROTTLE_MS]);
+    let [seen, touched, owed] = await this.run.seeUser([key], [now, '-', SIGHT_THROTTLE_MS]);
     const first = seen === -1;
     if (first) {
       const highest = await highestNoticeId();
-      [seen, touched] = await this.run.seeUser([key], [now, String(highest), SIGHT_THROTTLE_MS]);
+      [seen, touched, owed] = await this.run.seeUser(
+        [key],
+        [now, String(highest), SIGHT_THROTTLE_MS],
+      );
     }
     if (touched === 1) await this.redis.zadd(this.keys.lastSeen(), now, user);
+    // A core holding the user counted no notices while they were unseen: it reloads their marks.
+    if (owed === 1) {
+      for (const [pool, events] of marksEventsByPool([user], this.keys.pools)) {
+        await this.log.appendPoolEvents(pool, events);
+      }
+      await this.redis.hdel(key, UNLOGGED_FIELD);
+    }
     return { seen: Number(seen), first };
   }
 

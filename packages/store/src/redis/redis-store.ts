@@ -95,7 +95,7 @@ export class RedisStore implements BubbleStore {
     this.badges = new RedisBadgeStates(this.redis, this.keys, this.fencedBadges);
     this.notices = new RedisNoticeBoard({ ...shared, log: this.changes });
     this.reddots = new RedisRedDots({ ...shared, log: this.changes });
-    this.marks = new RedisUserMarks(shared);
+    this.marks = new RedisUserMarks({ ...shared, log: this.changes });
     this.conversations = new RedisConversations({ ...shared, log: this.changes });
     const clockKey = [this.keys.nodesAlive()] as const;
     this.clock = new StoreClock({ read: () => run.readClock(clockKey, []) });

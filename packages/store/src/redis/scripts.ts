@@ -178,7 +178,7 @@ export const SCRIPTS = {
   seeUser: script<
     [marks: string],
     [now: number, highest: string, throttleMs: number],
-    [seen: number, touched: number]
+    [seen: number, touched: number, owed: number]
   >(1),
   setOffline: script<[online: string, events: string], [user: string, maxLen: number], number>(2),
   setOnline: script<
