@@ -34,7 +34,7 @@ async function startBubble(cwd: string, env: Record<string, string> = {}): Promi
     env: { LOG_LEVEL: 'warn', ...env },
   });
   try {
-    await all.waitHttpOk(`${all.url}/healthz`, 20_000);
+    await all.waitHttpOk(`${all.url}/readyz`, 20_000);
   } catch (err) {
     await all.stop(10_000);
     throw err;

@@ -92,8 +92,7 @@ describe('bubble CLI processes', () => {
       }
       const run = bubble(['all'], env);
       const url = `http://127.0.0.1:${port}`;
-      await run.waitHttpOk(`${url}/healthz`, 20_000);
-      expect((await fetch(`${url}/readyz`)).status).toBe(200);
+      await run.waitHttpOk(`${url}/readyz`, 20_000);
 
       const token = await mint('u1', { BUBBLE_JWT_SECRET: JWT_SECRET });
       await roundTrip(url, API_KEY, token);
@@ -123,7 +122,7 @@ describe('bubble CLI processes', () => {
       BUBBLE_ADVERTISE_URL: advertised,
     });
     const url = `http://127.0.0.1:${port}`;
-    await run.waitHttpOk(`${url}/healthz`, 20_000);
+    await run.waitHttpOk(`${url}/readyz`, 20_000);
     const nodes = await waitFor(
       async () => {
         const reply = await httpCall(url, 'GET', '/v1/cluster', { apiKey: API_KEY });
@@ -150,7 +149,7 @@ describe('bubble CLI processes', () => {
     const port = await freePort();
     const run = bubble(['all'], { PORT: String(port) });
     const url = `http://127.0.0.1:${port}`;
-    await run.waitHttpOk(`${url}/healthz`, 20_000);
+    await run.waitHttpOk(`${url}/readyz`, 20_000);
     const banner = await waitFor(() => /API key:\s+(\S+)/.exec(run.stderr), {
       message: 'no development banner',
     });

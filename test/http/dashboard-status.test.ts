@@ -82,7 +82,7 @@ describe('dashboard, bubble status and bubble simulate against bubble all', () =
     url = `http://127.0.0.1:${port}`;
     // Development mode: no secrets configured, generated into cwd/.bubble-dev/.
     all = bubble(['all'], { PORT: String(port) });
-    await all.waitHttpOk(`${url}/healthz`, 20_000);
+    await all.waitHttpOk(`${url}/readyz`, 20_000);
     apiKey = (
       JSON.parse(readFileSync(path.join(cwd, '.bubble-dev', 'secrets.json'), 'utf8')) as {
         apiKey: string;
@@ -390,7 +390,7 @@ describe('with BUBBLE_INTERNAL_PORT, the dashboard is on the operator port', () 
     });
     const internal = `http://127.0.0.1:${internalPort}`;
     const publicUrl = `http://127.0.0.1:${publicPort}`;
-    await run.waitHttpOk(`${internal}/healthz`, 20_000);
+    await run.waitHttpOk(`${internal}/readyz`, 20_000);
     expect((await fetch(`${internal}/dashboard`)).status).toBe(200);
     expect((await fetch(`${publicUrl}/dashboard`)).status).toBe(404);
     expect((await fetch(`${internal}/v1/cluster`)).status).toBe(401);
