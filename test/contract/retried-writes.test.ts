@@ -283,6 +283,23 @@ for (const mode of ['one redis-server', 'redis cluster'] as const) {
       expect(await redis.sismember(keys.userConversations('max'), 'cx')).toBe(0);
     });
 
+    it("a sender's message whose reply was cut, retried, stays read for the sender", async () => {
+      await platformOk('PUT', '/v1/conversations/cy/members', { members: ['kim', 'ole'] }, 204);
+      await online('ole');
+      await message('cy', 1);
+      expect(await unreadAfterSweeps('ole', 'cy')).toBe(1);
+
+      await failThenRetry(
+        /\{c:cy\}:members/,
+        'POST',
+        '/v1/conversations/cy/messages',
+        { seq: 2, from: 'ole' },
+        202,
+      );
+      // Ole's own message moved their cursor past kim's: nothing unread.
+      expect(await unreadAfterSweeps('ole', 'cy')).toBe(0);
+    });
+
     it('a notice whose reply was cut, retried, is counted', async () => {
       await online('ivy');
       // The first sight starts ivy's notice cursor: notices published later count.
