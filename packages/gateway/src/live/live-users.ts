@@ -282,6 +282,10 @@ export class LiveUsers {
         this.missedPools.clear();
         this.missedReasons.clear();
         const { gatewayLink } = this.options.service;
+        // A loss may be Redis restarted or failed over, which loses routes and presence too:
+        // written again first (one batch; losses are rare), so every change after the re-read
+        // below is routed here.
+        await this.renew();
         const users: string[] = [];
         for (const user of this.users.keys()) {
           if (pools.has(poolOf(user, gatewayLink.pools))) users.push(user);
