@@ -322,6 +322,7 @@ async function survivesFaults(
   await waitFor(() => r.posts.size >= 20, { timeoutMs: 20_000, message: 'posts never flowed' });
 
   const notes: string[] = [];
+  const faultsFrom = Date.now();
   for (const fault of faults(r)) {
     const at = Date.now();
     const what = await fault.inject();
@@ -390,10 +391,16 @@ async function survivesFaults(
   // By the logs a pool may overlap for the moment between the old holder's release and its
   // 'pool dropped' line; the fences above are what keeps the writes apart.
   const overlaps = overlappingTenures(cores).length;
+  const drops = new Map<string, number>();
+  for (const line of cores.flatMap((core) => core.logs('pool dropped', faultsFrom))) {
+    drops.set(String(line.reason), (drops.get(String(line.reason)) ?? 0) + 1);
+  }
+  const dropped = [...drops].map(([reason, n]) => `${n} ${reason}`).join(', ') || 'none';
   return (
     `seed ${seed}; ${notes.join('; ')}; ${r.posts.size} posts (${r.retried} retried after a ` +
     `5xx); ${fenced} fenced writes accepted, 0 with an old token, ${refused} refused as ` +
-    `stale; ${overlaps} tenures overlapping by the logs; stored badges exact ` +
+    `stale; pools dropped during the faults: ${dropped}; ${overlaps} tenures overlapping ` +
+    `by the logs; stored badges exact ` +
     `${storedExactAfter} ms after the last post`
   );
 }

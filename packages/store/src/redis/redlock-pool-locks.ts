@@ -135,15 +135,19 @@ class RedlockHeldLock implements HeldLock {
   }
 
   private arm(): void {
-    this.extendTimer = setTimeout(() => void this.extend(), Math.floor(this.ttlMs / 3));
+    this.scheduleExtension(Math.floor(this.ttlMs / 3));
     // An extension that hangs on silent servers must not keep the lock alive past its expiry.
     this.expiryTimer = setTimeout(
       () => this.lose(new Error('expired before an extension succeeded')),
       this.lock.expiration - Date.now(),
     );
     // A forgotten lock must not keep the process running; it then simply expires.
-    this.extendTimer.unref();
     this.expiryTimer.unref();
+  }
+
+  private scheduleExtension(delayMs: number): void {
+    this.extendTimer = setTimeout(() => void this.extend(), delayMs);
+    this.extendTimer.unref();
   }
 
   private async extend(): Promise<void> {
@@ -155,7 +159,19 @@ class RedlockHeldLock implements HeldLock {
       this.lock = extended;
       this.arm();
     } catch (error) {
-      this.lose(error);
+      if (this.signal.aborted) return;
+      // A server that failed (a failover's MOVED or lost connection) may answer the next try
+      // while the lock is still valid; a lock held by someone else is lost now.
+      if (await heldElsewhere(error)) {
+        this.lose(error);
+        return;
+      }
+      const retryInMs = Math.max(50, Math.floor(this.ttlMs / 10));
+      if (Date.now() + retryInMs >= this.lock.expiration) {
+        this.lose(error);
+        return;
+      }
+      this.scheduleExtension(retryInMs);
     }
   }
 
@@ -175,6 +191,19 @@ class RedlockHeldLock implements HeldLock {
     })();
     return this.ending;
   }
+}
+
+/**
+ * Whether a failed extension was refused by a server where the lock is no longer ours (expired,
+ * or taken by another holder), rather than failed by servers that did not answer properly.
+ */
+async function heldElsewhere(error: unknown): Promise<boolean> {
+  if (!(error instanceof ExecutionError)) return false;
+  const attempts = await Promise.all(error.attempts).catch(() => []);
+  if (attempts.length === 0) return true;
+  return attempts.some((stats) =>
+    [...stats.votesAgainst.values()].some((vote) => vote instanceof ResourceLockedError),
+  );
 }
 
 /**
