@@ -13,6 +13,7 @@
  */
 import type { CoreNode } from '@bubble/core';
 import { decodeFields } from '@bubble/badges';
+import { DAY_MS } from '@bubble/protocol';
 import { RedisStore } from '@bubble/store';
 import {
   startRedisCluster,
@@ -337,6 +338,32 @@ for (const mode of ['one redis-server', 'redis cluster'] as const) {
       expect((await rig.coreStore.badges.load('nia'))?.fields).toMatchObject({ n: 1 });
       const { redis, keys } = rig.coreStore;
       expect(await redis.hexists(keys.marks('nia'), 'unlogged')).toBe(0);
+    });
+
+    it('an inactive-user run cut before its end, run again, drops the marks held', async () => {
+      await online('pia');
+      const token = await tokenFor('pia');
+      expect((await httpCall(rig.app.url, 'GET', '/v1/badge', { token })).status).toBe(200);
+      await platformOk('POST', '/v1/notices', { id: 21 }, 202);
+      await rig.core.sweepNow();
+      await rig.core.sweepNow();
+      expect((await rig.coreStore.badges.load('pia'))?.fields).toMatchObject({ n: 1 });
+
+      // A month on, the job drops pia's marks; the cut is after its last step's reply.
+      rig.app.clock.advance(40 * DAY_MS);
+      const settling = /marks:\{g\}:lastseen\r\n\$\d+\r\n\d+\r\n\$\d+\r\n[a-z]+\r\n/;
+      const cut = Promise.race(rig.proxies.map((proxy) => proxy.cutAfterReply(settling)));
+      await expect(rig.app.service.dropInactiveUsers(100)).rejects.toThrow();
+      await cut;
+      for (const proxy of rig.proxies) {
+        proxy.disarm();
+        proxy.heal();
+      }
+      await rig.app.service.dropInactiveUsers(100);
+      await rig.core.sweepNow();
+      await rig.core.sweepNow();
+      // Unseen again, pia counts no notices: the core reloaded her (dropped) marks.
+      expect((await rig.coreStore.badges.load('pia'))?.fields.n ?? 0).toBe(0);
     });
   });
 }

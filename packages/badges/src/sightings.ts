@@ -1,6 +1,5 @@
 import { DAY_MS, HOUR_MS } from '@bubble/protocol';
 import type { BadgeContext } from './context.js';
-import { marksChanged } from './pool-events.js';
 
 /** How stale a user's recorded last sight may be: the stores write it at most once an hour. */
 const SIGHT_RESOLUTION_MS = HOUR_MS;
@@ -28,8 +27,7 @@ export class Sightings {
     // A sight is recorded at most once an hour (the stores' throttle), so the recorded one may
     // be up to an hour older than the last: never drop a user seen within inactiveDays.
     const cutoff = clock.now() - rules.inactiveDays * DAY_MS - SIGHT_RESOLUTION_MS;
-    const dropped = await store.marks.dropInactive(cutoff, limit);
-    await marksChanged(this.ctx, dropped);
-    return dropped;
+    // The store appends the dropped users' marks events before it forgets them.
+    return store.marks.dropInactive(cutoff, limit);
   }
 }

@@ -59,7 +59,9 @@ export interface UserMarks {
   click(user: string, names: readonly string[], at: number): Promise<void>;
   /**
    * Drops the marks of at most `limit` users last seen before `before`; a user seen again in
-   * between is kept. Returns the users dropped.
+   * between is kept. Appends a `marks` event for each user dropped, before the last-seen index
+   * forgets them, so a run that failed in between drops and logs them again. Returns the users
+   * dropped.
    */
   dropInactive(before: number, limit: number): Promise<string[]>;
 }

@@ -141,6 +141,9 @@ export class MemoryUserMarks implements UserMarks {
       this.lastSeen.delete(user);
       dropped.push(user);
     }
+    for (const [pool, events] of marksEventsByPool(dropped, this.pools)) {
+      this.log.appendPoolEventsNow(pool, events);
+    }
     return dropped;
   }
 

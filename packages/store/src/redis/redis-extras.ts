@@ -175,6 +175,13 @@ export class RedisUserMarks implements UserMarks {
       candidates.map((user) => this.run.dropMarks([this.keys.marks(user)], [before])),
     );
     const dropped = candidates.filter((_, i) => outcomes[i] === 0);
+    // Logged before the index forgets them: a run cut in between finds them again (dropMarks
+    // answers 0 for marks already gone) and logs them again.
+    await Promise.all(
+      [...marksEventsByPool(dropped, this.keys.pools)].map(([pool, events]) =>
+        this.log.appendPoolEvents(pool, events),
+      ),
+    );
     if (candidates.length > 0) {
       await this.run.settleSights(
         [index],
