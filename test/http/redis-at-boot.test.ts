@@ -92,6 +92,8 @@ function expectOneLinePerStep(proc: RoleProcess): number {
   });
   // ioredis' unhandled error events print "[ioredis] Unhandled error event" on every reconnect.
   expect(proc.other).not.toMatch(/ioredis/i);
+  // Nor does each probe or early request log an error of its own.
+  expect(proc.logs('request failed')).toEqual([]);
   return lines.length;
 }
 

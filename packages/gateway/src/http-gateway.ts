@@ -301,7 +301,10 @@ export class HttpGateway {
         : isConnectionError(err)
           ? new BubbleError('UB_ERR_UNAVAILABLE', 'the store is not reachable', { cause: err })
           : new BubbleError('UB_ERR_INTERNAL', 'internal error', { cause: err });
-    if (error.status >= 500) this.logger.error({ err, method, route }, 'request failed');
+    // A probe's 503, or any answer before the start, says what the backoff lines already say.
+    const expected = error.code === 'UB_ERR_UNAVAILABLE' && (route === '/readyz' || !this.started);
+    if (error.status >= 500 && !expected)
+      this.logger.error({ err, method, route }, 'request failed');
     if (res.headersSent) {
       res.destroy();
       return;
