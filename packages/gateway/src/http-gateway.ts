@@ -343,11 +343,11 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
   setTimeout(() => socket.destroy(), 1000).unref();
 }
 
-/** ioredis gives up on a command when the connection is down: a temporary condition. */
+/** ioredis gives up on a command when the connection is down or the reply is late: temporary. */
 function isConnectionError(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
   return (
     err.name === 'MaxRetriesPerRequestError' ||
-    /Connection is closed|ECONNREFUSED|ECONNRESET|ETIMEDOUT/.test(err.message)
+    /Connection is closed|Command timed out|ECONNREFUSED|ECONNRESET|ETIMEDOUT/.test(err.message)
   );
 }

@@ -152,7 +152,7 @@ export class ClusterHistory {
       this.intervalStart = at;
 
       const [{ gateways, live }, local] = await Promise.all([
-        this.readGateways(at),
+        this.readGateways(),
         this.readLocal(at),
       ]);
       // The users the live cores hold: the online users of the owned pools, read from the
@@ -191,9 +191,10 @@ export class ClusterHistory {
   }
 
   /** Every live gateway whose heartbeat carries its figures, and the ids of the live nodes. */
-  private async readGateways(
-    at: number,
-  ): Promise<{ gateways: Record<string, GatewayFigures>; live: Set<string> | null }> {
+  private async readGateways(): Promise<{
+    gateways: Record<string, GatewayFigures>;
+    live: Set<string> | null;
+  }> {
     const out: Record<string, GatewayFigures> = {};
     let nodes;
     try {
