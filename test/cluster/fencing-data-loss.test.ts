@@ -16,9 +16,6 @@ import { describe, expect } from 'vitest';
 import { scriptSource } from '../../packages/store/src/redis/scripts.js';
 import { twoCoresUnderLoad, useClusterTests } from './cluster-test.js';
 import { heldFences, heldPools, tenures, type Cluster } from './harness.js';
-import type { FeedWorkload } from './workload.js';
-
-const ONLINE_TTL_MS = 3_600_000;
 
 /**
  * A TCP proxy in front of the main Redis for one process. Armed, it holds the first chunk a
@@ -136,33 +133,6 @@ async function restartStoreEmpty(c: Cluster): Promise<RedisServerHandle> {
   return startRedisServer({ port });
 }
 
-/** What the platform stored before, sent again: follows, presence, the posts not deleted. */
-async function refeed(c: Cluster, work: FeedWorkload): Promise<void> {
-  const { model } = work;
-  // The crash workloads make no end-user reads: there are no read cursors to restore.
-  expect(model.readAt.size).toBe(0);
-  await Promise.all(
-    work.users.map(async (user) => {
-      const authors = [...(model.follows.get(user) ?? [])];
-      await c.platformOk('PUT', `/v1/users/${user}/follows`, { authors }, 204);
-      if (model.online.has(user)) {
-        await c.platformOk(
-          'POST',
-          '/v1/presence',
-          { user, online: true, ttlMs: ONLINE_TTL_MS },
-          204,
-        );
-      }
-    }),
-  );
-  const posts = [...model.posts]
-    .filter(([key]) => !model.deleted.has(key))
-    .map(([key, { author, ts }]) => ({ author, id: key.slice(key.indexOf('/') + 1), ts }));
-  for (let i = 0; i < posts.length; i += 100) {
-    await c.platformOk('POST', '/v1/posts', { posts: posts.slice(i, i + 100) }, 202);
-  }
-}
-
 describe('cluster: fencing after the main Redis lost its data', () => {
   const clusterTest = useClusterTests();
 
@@ -209,7 +179,7 @@ describe('cluster: fencing after the main Redis lost its data', () => {
         await waitFor(async () => (await c.redis.call('PUBSUB', 'NUMPAT')) === 2, {
           message: "the harness's pattern subscriptions are back",
         });
-        await refeed(c, work);
+        await work.refeed();
 
         // The other core owns and holds every pool, those of the frozen core under a token
         // taken after the restart.

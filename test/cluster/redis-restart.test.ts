@@ -19,11 +19,9 @@ import { waitFor, type RoleProcess } from '@bubble/test-utils';
 import { afterAll, describe, expect } from 'vitest';
 import { WebSocket } from 'ws';
 import { twoCoresUnderLoad, useClusterTests, type ClusterRun } from './cluster-test.js';
-import type { Cluster } from './harness.js';
 import type { FeedWorkload } from './workload.js';
 
 const AOF = ['--appendonly', 'yes', '--appendfsync', 'everysec'];
-const ONLINE_TTL_MS = 3_600_000;
 
 interface Frame {
   epoch: string;
@@ -130,32 +128,6 @@ function postsFlowing(work: FeedWorkload) {
       return accepted;
     },
   };
-}
-
-/** What the platform stored before, sent again: follows, presence, the posts not deleted. */
-async function refeed(c: Cluster, work: FeedWorkload): Promise<void> {
-  const { model } = work;
-  expect(model.readAt.size).toBe(0);
-  await Promise.all(
-    work.users.map(async (user) => {
-      const authors = [...(model.follows.get(user) ?? [])];
-      await c.platformOk('PUT', `/v1/users/${user}/follows`, { authors }, 204);
-      if (model.online.has(user)) {
-        await c.platformOk(
-          'POST',
-          '/v1/presence',
-          { user, online: true, ttlMs: ONLINE_TTL_MS },
-          204,
-        );
-      }
-    }),
-  );
-  const posts = [...model.posts]
-    .filter(([key]) => !model.deleted.has(key))
-    .map(([key, { author, ts }]) => ({ author, id: key.slice(key.indexOf('/') + 1), ts }));
-  for (let i = 0; i < posts.length; i += 500) {
-    await c.platformOk('POST', '/v1/posts', { posts: posts.slice(i, i + 500) }, 202);
-  }
 }
 
 /**
@@ -266,7 +238,7 @@ describe('cluster: the main Redis restarted', () => {
         () => run.c.restartStore(),
         // At once: the routes the restart emptied are written again by the gateway's resync
         // when its subscriber comes back, not only by its renewal a third of a TTL later.
-        async (work) => refeed(run.c, work),
+        async (work) => work.refeed(),
       ),
   );
 });

@@ -170,6 +170,31 @@ export class FeedWorkload {
     this.done();
   }
 
+  /**
+   * What the platform stored, sent again after the store lost it: follows, presence, the posts
+   * not deleted. The crash workloads make no end-user reads, so no read cursor is to restore.
+   */
+  async refeed(): Promise<void> {
+    const { model, cluster } = this;
+    if (model.readAt.size > 0) throw new Error('refeed cannot restore read cursors');
+    await Promise.all(
+      this.users.map(async (user) => {
+        const authors = [...(model.follows.get(user) ?? [])];
+        await cluster.platformOk('PUT', `/v1/users/${user}/follows`, { authors }, 204);
+        if (model.online.has(user)) {
+          const presence = { user, online: true, ttlMs: ONLINE_TTL_MS };
+          await cluster.platformOk('POST', '/v1/presence', presence, 204);
+        }
+      }),
+    );
+    const posts = [...model.posts]
+      .filter(([key]) => !model.deleted.has(key))
+      .map(([key, { author, ts }]) => ({ author, id: key.slice(key.indexOf('/') + 1), ts }));
+    for (let i = 0; i < posts.length; i += 500) {
+      await cluster.platformOk('POST', '/v1/posts', { posts: posts.slice(i, i + 500) }, 202);
+    }
+  }
+
   /** Posts (author, id, ts); checks accepted/ignored against the model. */
   async ingest(posts: Array<{ author: string; id: string; ts: number }>): Promise<void> {
     const minTs = Date.now() - L;
