@@ -1,5 +1,5 @@
 import { poolOf } from '@bubble/protocol';
-import type { PoolEvent } from '@bubble/store';
+import { marksEventsByPool, type PoolEvent } from '@bubble/store';
 import type { BadgeContext } from './context.js';
 
 /**
@@ -25,13 +25,7 @@ export async function followsChanged(ctx: BadgeContext, user: string): Promise<v
 
 /** Tells the pools of `users` to reload their marks and conversations: one call per pool. */
 export async function marksChanged(ctx: BadgeContext, users: readonly string[]): Promise<void> {
-  const byPool = new Map<number, PoolEvent[]>();
-  for (const user of users) {
-    const pool = userPool(ctx, user);
-    let events = byPool.get(pool);
-    if (!events) byPool.set(pool, (events = []));
-    events.push({ kind: 'marks', user });
-  }
+  const byPool = marksEventsByPool(users, ctx.store.pools);
   await Promise.all(
     [...byPool].map(([pool, events]) => ctx.store.changes.appendPoolEvents(pool, events)),
   );

@@ -24,3 +24,15 @@ export function poolOf(user: string, pools: number): number {
   // hash % pools without a double's % (a call: a hash above 2^31 is not a small integer).
   return hash - Math.floor(hash / pools) * pools;
 }
+
+/** `users` grouped by their pool, in input order within each pool. */
+export function usersByPool(users: Iterable<string>, pools: number): Map<number, string[]> {
+  const byPool = new Map<number, string[]>();
+  for (const user of users) {
+    const pool = poolOf(user, pools);
+    const list = byPool.get(pool);
+    if (list) list.push(user);
+    else byPool.set(pool, [user]);
+  }
+  return byPool;
+}

@@ -15,3 +15,4 @@ export {
   type StoreClockOptions,
 } from './store-clock.js';
 export { encodeCounts, decodeCounts } from './badge-state.js';
+export { marksEventsByPool } from './marks-events.js';

@@ -1,4 +1,4 @@
-import { poolOf } from '@bubble/protocol';
+import { usersByPool } from '@bubble/protocol';
 import type { PoolEvent } from './cluster-types.js';
 
 /** A `marks` event for each user, grouped by their pool: what a membership change appends. */
@@ -7,11 +7,11 @@ export function marksEventsByPool(
   pools: number,
 ): Map<number, PoolEvent[]> {
   const byPool = new Map<number, PoolEvent[]>();
-  for (const user of users) {
-    const pool = poolOf(user, pools);
-    let events = byPool.get(pool);
-    if (!events) byPool.set(pool, (events = []));
-    events.push({ kind: 'marks', user });
+  for (const [pool, list] of usersByPool(users, pools)) {
+    byPool.set(
+      pool,
+      list.map((user) => ({ kind: 'marks', user })),
+    );
   }
   return byPool;
 }

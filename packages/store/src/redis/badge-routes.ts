@@ -1,4 +1,4 @@
-import { poolOf } from '@bubble/protocol';
+import { usersByPool } from '@bubble/protocol';
 import type { RedisClient } from './connect.js';
 import type { RedisKeys } from './keys.js';
 import { scripts, type ScriptRunner } from './scripts.js';
@@ -34,13 +34,7 @@ export class RedisBadgeRoutes {
     ttlMs: number,
   ): Promise<string[]> {
     if (/[=;]/.test(gateway)) throw new RangeError('a gateway id cannot contain "=" or ";"');
-    const byPool = new Map<number, string[]>();
-    for (const user of users) {
-      const pool = poolOf(user, this.keys.pools);
-      let list = byPool.get(pool);
-      if (!list) byPool.set(pool, (list = []));
-      list.push(user);
-    }
+    const byPool = usersByPool(users, this.keys.pools);
     const flags = await Promise.all(
       [...byPool].map(([pool, list]) =>
         this.run.routeUsers([this.keys.routes(pool)], [gateway, ttlMs, ...list]),

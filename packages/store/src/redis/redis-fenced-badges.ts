@@ -1,4 +1,4 @@
-import { poolOf } from '@bubble/protocol';
+import { poolOf, usersByPool } from '@bubble/protocol';
 import {
   PackedStateWriter,
   decodeBadgeState,
@@ -231,13 +231,7 @@ export class RedisFencedBadges implements FencedBadges {
   }
 
   async storedStates(users: readonly string[]): Promise<BadgeChange[]> {
-    const byPool = new Map<number, string[]>();
-    for (const user of users) {
-      const pool = poolOf(user, this.keys.pools);
-      let list = byPool.get(pool);
-      if (!list) byPool.set(pool, (list = []));
-      list.push(user);
-    }
+    const byPool = usersByPool(users, this.keys.pools);
     const states: BadgeChange[] = [];
     await Promise.all(
       [...byPool].map(async ([pool, list]) => {
