@@ -136,6 +136,21 @@ describeEachEngine(
       await close();
       expect(await store.redis.hexists(store.keys.sentToGateways(9), 'g1')).toBe(0);
     });
+
+    it('the counts of gateways no longer live are forgotten, the live ones kept', async () => {
+      const store = ctx().store as RedisStore;
+      const [a, b] = [usersOf(4, 1)[0]!, usersOf(60, 1)[0]!];
+      await store.fencedBadges.route('g-live', [a, b], 60_000);
+      await store.fencedBadges.route('g-dead', [a, b], 60_000);
+      await store.badges.save(a, { f: 1 }, T0);
+      await store.badges.save(b, { f: 1 }, T0);
+      const sent = (pool: number) => store.redis.hgetall(store.keys.sentToGateways(pool));
+      expect(await sent(4)).toEqual({ 'g-live': '1', 'g-dead': '1' });
+      expect(await store.fencedBadges.forgetGateways(new Set(['g-live']))).toBe(2);
+      expect(await sent(4)).toEqual({ 'g-live': '1' });
+      expect(await sent(60)).toEqual({ 'g-live': '1' });
+      expect(await store.fencedBadges.forgetGateways(new Set(['g-live']))).toBe(0);
+    });
   },
   ['redis'],
 );

@@ -1,7 +1,9 @@
-import type { BubbleStore } from '@bubble/store';
+import type { BubbleStore, NodeInfo } from '@bubble/store';
 import type { Logger } from 'pino';
 import { assignPools, samePlan } from './pool-assigner.js';
 import { startTicker } from './ticker.js';
+
+const FORGET_GATEWAYS_EVERY_MS = 60_000;
 
 export interface SchedulerNodeOptions {
   id: string;
@@ -32,6 +34,7 @@ export class SchedulerNode {
   private stopTicker: (() => Promise<void>) | undefined;
   private stopInactiveJob: (() => Promise<void>) | undefined;
   private inactiveRun: Promise<void> | null = null;
+  private nextGatewaySweepAt = 0;
   private startedAt = 0;
   private closing: Promise<void> | undefined;
   private round: Promise<void> = Promise.resolve();
@@ -114,6 +117,7 @@ export class SchedulerNode {
   private async rebalance(): Promise<void> {
     const { store } = this.options;
     const nodes = await store.coordination.liveNodes();
+    await this.forgetDeadGateways(nodes);
     const cores = nodes.filter((n) => n.role === 'core').map((n) => n.id);
     const current = await store.coordination.assignment();
     const previous = current?.owners ?? [];
@@ -123,6 +127,24 @@ export class SchedulerNode {
     const moved = owners.filter((owner, pool) => owner !== (previous[pool] ?? null)).length;
     await store.coordination.setAssignment({ generation: (current?.generation ?? 0) + 1, owners });
     this.log.info({ cores, moved, generation: (current?.generation ?? 0) + 1 }, 'pools reassigned');
+  }
+
+  /**
+   * At most once a minute, drops the message counts of gateways no longer live: a gateway that
+   * died leaves one per pool. A live gateway's count dropped by mistake (its heartbeat late) costs
+   * it one re-read of its users, as a lost message would.
+   */
+  private async forgetDeadGateways(nodes: readonly NodeInfo[]): Promise<void> {
+    const now = Date.now();
+    if (now < this.nextGatewaySweepAt) return;
+    this.nextGatewaySweepAt = now + FORGET_GATEWAYS_EVERY_MS;
+    try {
+      const live = new Set(nodes.map((n) => n.id));
+      const forgotten = await this.options.store.fencedBadges.forgetGateways(live);
+      if (forgotten > 0) this.log.info({ forgotten }, "forgot dead gateways' message counts");
+    } catch (err) {
+      this.log.warn({ err }, "could not forget dead gateways' message counts");
+    }
   }
 
   /** One bounded batch per run; a run still going when the next is due skips that one. */

@@ -270,6 +270,11 @@ export interface FencedBadges {
   ): Promise<() => Promise<void>>;
   /** The stored states of those of `users` that have one: one read per pool. */
   storedStates(users: readonly string[]): Promise<BadgeChange[]>;
+  /**
+   * Forgets the message counts of the gateways not in `live` (what a gateway that died without
+   * closing its subscription left, one entry per pool); returns how many were forgotten.
+   */
+  forgetGateways(live: ReadonlySet<string>): Promise<number>;
   /** Receives every published change of the given pools. */
   subscribe(
     pools: readonly number[],

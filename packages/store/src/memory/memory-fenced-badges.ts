@@ -173,6 +173,11 @@ export class MemoryFencedBadges implements FencedBadges {
     };
   }
 
+  /** Nothing to forget: a process's own messages are not counted. */
+  async forgetGateways(): Promise<number> {
+    return 0;
+  }
+
   async storedStates(users: readonly string[]): Promise<BadgeChange[]> {
     const states: BadgeChange[] = [];
     for (const user of users) {

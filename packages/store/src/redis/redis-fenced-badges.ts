@@ -230,6 +230,18 @@ export class RedisFencedBadges implements FencedBadges {
     }).start();
   }
 
+  async forgetGateways(live: ReadonlySet<string>): Promise<number> {
+    const { keys } = this;
+    const forgotten = await Promise.all(
+      Array.from({ length: keys.pools }, async (_, pool) => {
+        const key = keys.sentToGateways(pool);
+        const gone = (await this.redis.hkeys(key)).filter((gateway) => !live.has(gateway));
+        return gone.length === 0 ? 0 : this.redis.hdel(key, ...gone);
+      }),
+    );
+    return forgotten.reduce((sum, n) => sum + n, 0);
+  }
+
   async storedStates(users: readonly string[]): Promise<BadgeChange[]> {
     const byPool = usersByPool(users, this.keys.pools);
     const states: BadgeChange[] = [];
