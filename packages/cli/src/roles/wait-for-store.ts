@@ -16,6 +16,12 @@ export const WAITING_LOG = 'waiting for the store';
 
 /** How long one reachability check may take before it counts as failed. */
 const ATTEMPT_TIMEOUT_MS = 2_000;
+/**
+ * How long a lock server is given to connect within an attempt: shorter than the attempt, so a
+ * quorum that does not answer is reported as such (with its count) rather than as a timeout.
+ * ioredis' reconnect delay grows to 2 s, so a refused server may stay silent that long.
+ */
+const LOCK_CONNECT_MS = ATTEMPT_TIMEOUT_MS / 2;
 
 /**
  * The wait before retry `attempt` (1-based): doubling from `initialMs` up to `maxMs`, of which
@@ -77,8 +83,8 @@ export async function quorumAnswers(clients: readonly Redis[]): Promise<void> {
 
 async function answersPing(client: Redis): Promise<void> {
   if (client.status !== 'ready') {
-    // Rejects on the client's next 'error' (a refused connection) or when the attempt is over.
-    await once(client, 'ready', { signal: AbortSignal.timeout(ATTEMPT_TIMEOUT_MS) });
+    // Rejects on the client's next 'error' (a refused connection) or after LOCK_CONNECT_MS.
+    await once(client, 'ready', { signal: AbortSignal.timeout(LOCK_CONNECT_MS) });
   }
   await client.ping();
 }
