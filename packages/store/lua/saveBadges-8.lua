@@ -50,6 +50,7 @@
   writes); every other write stored its proposed state and changed it.
 ]]
 --- @include "logTrimmedAfter"
+--- @include "storeNow"
 local fenceKey, staleKey, routesKey, badgesKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local touchedKey, onlineKey, eventsKey, sentKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local fenced = ARGV[1] ~= '-'
@@ -309,8 +310,7 @@ end
 -- Each change to the channel of every gateway whose route to its user has not lapsed. Route
 -- expiries are ms of this server's clock (routeUsers-1.lua), not of the writer's.
 local function routeToGateways(users, states)
-  local time = redis.call('TIME')
-  local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+  local now = storeNow()
   local byGateway, gateways = {}, {}
   for first = 1, #users, CHUNK do
     local routes = redis.call('HMGET', routesKey, unpack(users, first, math.min(first + CHUNK - 1, #users)))

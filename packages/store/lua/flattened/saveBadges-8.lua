@@ -71,6 +71,15 @@ local function logTrimmedAfter(logKey, after)
   afterMs, afterSeq = tonumber(afterMs), tonumber(afterSeq)
   return afterMs < firstMs or (afterMs == firstMs and afterSeq < firstSeq - 1)
 end
+--[[
+  The server's clock, in ms. Presence, routes and node liveness are written and checked on it
+  alone, so the clocks of the nodes calling the scripts never meet (docs/redis-keys.md, "One
+  clock"). Scripts that call it write their effects, not the script, to replicas and the AOF.
+]]
+local function storeNow()
+  local time = redis.call('TIME')
+  return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+end
 local fenceKey, staleKey, routesKey, badgesKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local touchedKey, onlineKey, eventsKey, sentKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local fenced = ARGV[1] ~= '-'
@@ -330,8 +339,7 @@ end
 -- Each change to the channel of every gateway whose route to its user has not lapsed. Route
 -- expiries are ms of this server's clock (routeUsers-1.lua), not of the writer's.
 local function routeToGateways(users, states)
-  local time = redis.call('TIME')
-  local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+  local now = storeNow()
   local byGateway, gateways = {}, {}
   for first = 1, #users, CHUNK do
     local routes = redis.call('HMGET', routesKey, unpack(users, first, math.min(first + CHUNK - 1, #users)))
