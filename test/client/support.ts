@@ -128,6 +128,8 @@ export class FakeGateway {
     const gateway = new FakeGateway();
     gateway.server.on('upgrade', (req, socket, head) => {
       gateway.upgrades++;
+      // A client closed mid-attempt resets the connection: not an error of the rig.
+      socket.on('error', () => undefined);
       if (gateway.refuseUpgrades > 0 || req.url !== '/v1/ws') {
         gateway.refuseUpgrades--;
         socket.end(`HTTP/1.1 ${gateway.upgradeStatus} Refused\r\nConnection: close\r\n\r\n`);
