@@ -14,6 +14,7 @@ COPY packages/store/package.json packages/store/
 COPY packages/badges/package.json packages/badges/
 COPY packages/core/package.json packages/core/
 COPY packages/server/package.json packages/server/
+COPY packages/events/package.json packages/events/
 COPY packages/gateway/package.json packages/gateway/
 COPY packages/cli/package.json packages/cli/
 COPY packages/bench/package.json packages/bench/
@@ -40,6 +41,7 @@ COPY packages/store/package.json packages/store/
 COPY packages/badges/package.json packages/badges/
 COPY packages/core/package.json packages/core/
 COPY packages/server/package.json packages/server/
+COPY packages/events/package.json packages/events/
 COPY packages/gateway/package.json packages/gateway/
 COPY packages/cli/package.json packages/cli/
 COPY packages/bench/package.json packages/bench/
@@ -52,6 +54,7 @@ COPY --from=build /app/packages/store/lua packages/store/lua/
 COPY --from=build /app/packages/badges/dist packages/badges/dist/
 COPY --from=build /app/packages/core/dist packages/core/dist/
 COPY --from=build /app/packages/server/dist packages/server/dist/
+COPY --from=build /app/packages/events/dist packages/events/dist/
 COPY --from=build /app/packages/gateway/dist packages/gateway/dist/
 COPY --from=build /app/packages/client/dist packages/client/dist/
 COPY --from=build /app/packages/cli/dist packages/cli/dist/

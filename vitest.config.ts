@@ -8,6 +8,7 @@ const workspacePackages = [
   'badges',
   'core',
   'server',
+  'events',
   'gateway',
   'bench',
   'cli',

@@ -9,6 +9,10 @@ const ID_LIST = z.string().transform((value) =>
     .filter((part) => part !== ''),
 );
 
+/** What BUBBLE_WEBHOOK_SOURCES may name: the sources whose changes reach a user without a socket. */
+export const WEBHOOK_SOURCES = ['conversations', 'counters', 'notices', 'reddots'] as const;
+export type WebhookSource = (typeof WEBHOOK_SOURCES)[number];
+
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 
 const CIDR_LIST = z.string().transform((value, ctx) => {
@@ -125,6 +129,82 @@ export const configSchema = z.object({
     .default('1')
     .transform((value) => value === '1')
     .describe('1: `bubble gateway` keeps its heap at its live size (docs/operations.md)'),
+  BUBBLE_INGEST_STREAM: z
+    .enum(['0', '1'])
+    .default('1')
+    .transform((value) => value === '1')
+    .describe(
+      '1: a gateway on Redis consumes the ingest stream (docs/api.md, events through a Redis Stream)',
+    ),
+  BUBBLE_INGEST_PARTITIONS: int(1, 1024)
+    .default(1)
+    .describe('ingest stream partitions <prefix>:ingest:{i}, each its own hash tag'),
+  BUBBLE_INGEST_CLAIM_MS: int(100, 86_400_000)
+    .default(30_000)
+    .describe('an ingest entry idle this long in a consumer is claimed by another'),
+  BUBBLE_INGEST_MAX_DELIVERIES: int(1, 1000)
+    .default(5)
+    .describe('deliveries of an ingest entry before a failing one goes to the dead letters'),
+  BUBBLE_INGEST_BLOCK_MS: int(50, 60_000)
+    .default(2_000)
+    .describe(
+      "longest a consumer's XREADGROUP blocks; a read silent for this plus 5 s is abandoned and its connection replaced",
+    ),
+  BUBBLE_WEBHOOK_URL: z
+    .string()
+    .url()
+    .refine((value) => /^https?:/.test(value), 'must be an http(s) URL')
+    .optional()
+    .describe("the platform's push service: offline users' badges are POSTed here"),
+  BUBBLE_WEBHOOK_SECRET: z
+    .string()
+    .min(32, 'must be at least 32 bytes')
+    .optional()
+    .describe('HMAC-SHA256 key of X-Bubble-Signature; required with BUBBLE_WEBHOOK_URL'),
+  BUBBLE_WEBHOOK_SOURCES: z
+    .string()
+    .default('conversations,counters,notices')
+    .transform((value, ctx) => {
+      const sources = value
+        .split(',')
+        .map((part) => part.trim())
+        .filter((part) => part !== '');
+      for (const source of sources) {
+        if (!WEBHOOK_SOURCES.includes(source as WebhookSource)) {
+          ctx.addIssue({
+            code: 'custom',
+            message:
+              source === 'feed'
+                ? "feed is not a webhook source: bubble keeps no index of an author's followers (a post never walks them), so it cannot tell whose badge a post changed"
+                : `unknown source ${JSON.stringify(source)}; one of ${WEBHOOK_SOURCES.join(', ')}`,
+          });
+          return z.NEVER;
+        }
+      }
+      return [...new Set(sources)] as WebhookSource[];
+    })
+    .describe('the sources whose changes are delivered to offline users'),
+  BUBBLE_WEBHOOK_TIMEOUT_MS: int(100, 120_000)
+    .default(5_000)
+    .describe('a webhook request unanswered this long is retried'),
+  BUBBLE_WEBHOOK_MAX_ATTEMPTS: int(1, 100)
+    .default(8)
+    .describe('attempts of one delivery before it goes to the dead letters'),
+  BUBBLE_WEBHOOK_MIN_INTERVAL_MS: int(0, 86_400_000)
+    .default(2_000)
+    .describe('at most one delivery per user this often, carrying the latest badge'),
+  BUBBLE_WEBHOOK_RETRY_BASE_MS: int(10, 3_600_000)
+    .default(1_000)
+    .describe('first retry delay of a failed delivery (exponential, full jitter)'),
+  BUBBLE_WEBHOOK_RETRY_MAX_MS: int(100, 86_400_000)
+    .default(300_000)
+    .describe('longest delay between two attempts of a delivery'),
+  BUBBLE_WEBHOOK_QUEUE_MAX: int(100, 100_000_000)
+    .default(1_000_000)
+    .describe('users waiting for a delivery beyond this are shed, oldest first'),
+  BUBBLE_WEBHOOK_CONCURRENCY: int(1, 256)
+    .default(8)
+    .describe('webhook requests one gateway has in flight at once'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   NODE_ENV: z.string().optional(),
 });
@@ -144,7 +224,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     const lines = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`);
     throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`);
   }
-  return Object.freeze(parsed.data);
+  const config = parsed.data;
+  if (config.BUBBLE_WEBHOOK_URL !== undefined && config.BUBBLE_WEBHOOK_SECRET === undefined) {
+    throw new ConfigError(
+      'invalid configuration:\n  BUBBLE_WEBHOOK_SECRET: required with BUBBLE_WEBHOOK_URL (deliveries are signed with it)',
+    );
+  }
+  if (config.BUBBLE_WEBHOOK_RETRY_MAX_MS < config.BUBBLE_WEBHOOK_RETRY_BASE_MS) {
+    throw new ConfigError(
+      'invalid configuration:\n  BUBBLE_WEBHOOK_RETRY_MAX_MS: must be at least BUBBLE_WEBHOOK_RETRY_BASE_MS',
+    );
+  }
+  return Object.freeze(config);
 }
 
 export function isProduction(config: Config): boolean {

@@ -210,6 +210,32 @@ export class RedisKeys {
     return `${this.prefix}:{g}:sweeps`;
   }
 
+  /**
+   * STREAM a platform appends its events to (docs/api.md, events through a Redis Stream): one
+   * per partition, each its own hash tag `{i}`, consumed by the consumer group `bubble`.
+   */
+  ingest(partition: number): string {
+    return `${this.prefix}:ingest:{${partition}}`;
+  }
+
+  /** STREAM of the partition's dead letters: the entry's fields plus `error` and `deliveries`. */
+  ingestDead(partition: number): string {
+    return `${this.prefix}:ingest:dead{${partition}}`;
+  }
+
+  /**
+   * Offline delivery (docs/api.md): everything a delivery worker touches in one script shares
+   * the tag {w}; `part` names the structure (jobs stream, due set, batches, …).
+   */
+  webhook(part: string): string {
+    return `${this.prefix}:webhook:{w}:${part}`;
+  }
+
+  /** STREAM of deliveries given up (written on its own, outside the {w} scripts). */
+  webhookDead(): string {
+    return `${this.prefix}:webhook:dead`;
+  }
+
   /** A pattern matching every key under this prefix, for SCAN in tests and tools. */
   all(): string {
     return `${this.prefix}:*`;
