@@ -7,6 +7,7 @@ import { Conversations, type ConversationListItem, type PlatformMessage } from '
 import { Explainer, type BadgeExplanation } from './explain.js';
 import { storeGatewayLink, type GatewayLink } from './gateway-link.js';
 import { Ingest } from './ingest.js';
+import type { OfflineJobs } from './offline-jobs.js';
 import { userPool } from './pool-events.js';
 import { Presence } from './presence.js';
 import { Reads } from './reads.js';
@@ -37,8 +38,9 @@ export class BadgeService {
     readonly store: BubbleStore,
     readonly clock: Clock,
     rules: Partial<BadgeRules> = {},
+    options: { offlineJobs?: OfflineJobs } = {},
   ) {
-    const ctx = createBadgeContext(store, clock, rules);
+    const ctx = createBadgeContext(store, clock, rules, options.offlineJobs);
     this.ctx = ctx;
     this.rules = ctx.rules;
     this.gatewayLink = storeGatewayLink(store);

@@ -1,5 +1,6 @@
 import { DAY_MS, type Clock } from '@bubble/protocol';
 import type { BubbleStore } from '@bubble/store';
+import type { OfflineJobs } from './offline-jobs.js';
 import { DEFAULT_RULES, type BadgeRules } from './rules.js';
 
 /** What every use case of the badges layer works with: the store, the one clock, the rules. */
@@ -10,13 +11,16 @@ export interface BadgeContext {
   readonly rules: Readonly<BadgeRules>;
   /** The lookback in ms: posts at or before now − lookbackMs never count. */
   readonly lookbackMs: number;
+  /** Offline delivery's job queue, when BUBBLE_WEBHOOK_URL is set. */
+  readonly offlineJobs?: OfflineJobs | undefined;
 }
 
 export function createBadgeContext(
   store: BubbleStore,
   clock: Clock,
   rules: Partial<BadgeRules> = {},
+  offlineJobs?: OfflineJobs,
 ): BadgeContext {
   const resolved = Object.freeze({ ...DEFAULT_RULES, ...rules });
-  return { store, clock, rules: resolved, lookbackMs: resolved.lookbackDays * DAY_MS };
+  return { store, clock, rules: resolved, lookbackMs: resolved.lookbackDays * DAY_MS, offlineJobs };
 }

@@ -63,6 +63,13 @@ export class Conversations {
     await store.changes.appendSharedEvents([
       { kind: 'messages', conversation, maxSeq: result.maxSeq, senders: result.senders },
     ]);
+    // After the write, also when it was a retry that changed nothing (the job may be what failed).
+    await this.ctx.offlineJobs?.append({
+      kind: 'conversation',
+      conversation,
+      maxSeq: result.maxSeq,
+      senders: Object.keys(result.senders),
+    });
     return { accepted: batch.length };
   }
 

@@ -4,5 +4,6 @@ export type { BadgeCallOptions, BadgeStateOf } from './cold-start.js';
 export type { BadgeExplanation } from './explain.js';
 export type { ConversationListItem, PlatformMessage } from './conversations.js';
 export type { GatewayLink } from './gateway-link.js';
+export type { OfflineJob, OfflineJobs } from './offline-jobs.js';
 export * from './badge-fields.js';
 export { readStoredExtras } from './stored-extras.js';

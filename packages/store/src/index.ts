@@ -16,3 +16,14 @@ export {
 } from './store-clock.js';
 export { encodeCounts, decodeCounts } from './badge-state.js';
 export { marksEventsByPool } from './marks-events.js';
+export {
+  RedisWebhookQueue,
+  WEBHOOK_GROUP,
+  JOB_DONE,
+  type WebhookJobEntry,
+  type ScheduledPage,
+  type DueUser,
+  type ClaimedBatch,
+  type WebhookQueueStats,
+  type DeadDelivery,
+} from './redis/webhook-queue.js';

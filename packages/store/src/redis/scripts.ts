@@ -77,6 +77,56 @@ export const SCRIPTS = {
   advanceCursor: script<[cursors: string], [field: string, target: number], string>(1),
   appendEvents: script<[log: string], [maxLen: number, ...entries: Arg[]], string>(1),
   checkOnline: script<[online: string], [user: string], number>(1),
+  // Offline delivery (webhook-queue.ts): every key of these shares the tag {w}.
+  claimBatches: script<
+    [retry: string, batches: string, attempts: string],
+    [now: number, leaseUntil: number, limit: number],
+    Array<string | number>
+  >(3),
+  finishBatch: script<
+    [retry: string, batches: string, attempts: string, pending: string, last: string],
+    [id: string, deliveredAt: number, intervalMs: number, ...users: string[]],
+    number
+  >(5),
+  scheduleDeliveries: script<
+    [due: string, reasons: string, since: string, last: string, cursors: string, jobs: string],
+    [
+      now: number,
+      intervalMs: number,
+      bound: number,
+      group: string,
+      consumer: string,
+      job: string,
+      nextCursor: string,
+      ...userReasonPairs: string[],
+    ],
+    number[]
+  >(6),
+  storeBatch: script<
+    [
+      inflight: string,
+      leased: string,
+      batches: string,
+      attempts: string,
+      retry: string,
+      pending: string,
+    ],
+    [id: string, body: string, leaseUntil: number, batchSize: number, ...users: string[]],
+    number
+  >(6),
+  takeDue: script<
+    [
+      due: string,
+      reasons: string,
+      since: string,
+      inflight: string,
+      leased: string,
+      pending: string,
+      last: string,
+    ],
+    [now: number, leaseUntil: number, limit: number, intervalMs: number],
+    string[]
+  >(7),
   countOnline: script<[online: string], [], number>(1),
   countPosts: script<string[], [low: string, high: number], number>('n'),
   clearReddot: script<

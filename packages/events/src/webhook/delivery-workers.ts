@@ -1,0 +1,450 @@
+import { randomUUID } from 'node:crypto';
+import type { BadgeService, OfflineJob } from '@bubble/badges';
+import { DAY_MS, type Badge } from '@bubble/protocol';
+import {
+  JOB_DONE,
+  RedisWebhookQueue,
+  type DueUser,
+  type RedisClient,
+  type RedisKeys,
+  type WebhookJobEntry,
+  type WebhookQueueStats,
+} from '@bubble/store';
+import { Cluster } from 'ioredis';
+import pino, { type Logger } from 'pino';
+import { Registry } from 'prom-client';
+import { sourceOfJob } from './offline-jobs.js';
+import { WebhookMetrics } from './webhook-metrics.js';
+import { backoffMs, postDelivery, webhookTarget, type WebhookTarget } from './webhook-request.js';
+
+export interface DeliveryWorkersOptions {
+  /** BUBBLE_WEBHOOK_URL; credentials in it become a Basic Authorization header. */
+  url: string;
+  /** BUBBLE_WEBHOOK_SECRET, the HMAC key of X-Bubble-Signature. */
+  secret: string;
+  /** This worker's name in the jobs' consumer group (the gateway's node id). */
+  consumer: string;
+  timeoutMs?: number;
+  maxAttempts?: number;
+  minIntervalMs?: number;
+  retryBaseMs?: number;
+  retryMaxMs?: number;
+  queueMax?: number;
+  /** Requests this worker has in flight at most (each a batch of up to `batchSize` users). */
+  concurrency?: number;
+  /** A job idle this long in its consumer (a dead gateway) is claimed by another; 30 s. */
+  claimMs?: number;
+  /**
+   * How long a sender holds the users it prepares, and a batch beyond its request's timeout,
+   * before another sender may take them over (a sender that died); 10 s.
+   */
+  leaseMs?: number;
+  /** Members or users read per page of a job; 500. */
+  pageSize?: number;
+  /** Users per request, 1 to 100. */
+  batchSize?: number;
+  /** How often an idle sender looks for due users and retries; 50 ms. */
+  pollMs?: number;
+  /** Longest block of the read of new jobs; 1 s. */
+  blockMs?: number;
+  registry?: Registry;
+  logger?: Logger;
+}
+
+export interface DeliveryWorkers {
+  readonly metrics: WebhookMetrics;
+  stats(): Promise<WebhookQueueStats>;
+  /** Stops at the next page or request boundary; what is left is resumed by any worker. */
+  close(): Promise<void>;
+}
+
+/** One delivery of a request body (docs/api.md). */
+export interface WebhookDelivery {
+  user: string;
+  badge: Badge;
+  reasons: string[];
+}
+
+const JOBS_PER_READ = 8;
+const MAX_BATCH = 100;
+
+/**
+ * Starts offline delivery's workers in this process: the expansion of jobs (a consumer of the
+ * group `bubble`, claiming a dead consumer's jobs) into the due set, and the senders (due users
+ * in batches, stored before their first request, retried by whichever worker is alive).
+ */
+export async function startDeliveryWorkers(
+  redis: RedisClient,
+  keys: RedisKeys,
+  service: BadgeService,
+  options: DeliveryWorkersOptions,
+): Promise<DeliveryWorkers> {
+  const workers = new Workers(redis, keys, service, options);
+  await workers.start();
+  return workers;
+}
+
+class Workers implements DeliveryWorkers {
+  readonly metrics: WebhookMetrics;
+  private readonly queue: RedisWebhookQueue;
+  private readonly reader: RedisClient;
+  private readonly target: WebhookTarget;
+  private readonly logger: Logger;
+  private readonly o: Required<Omit<DeliveryWorkersOptions, 'registry' | 'logger'>>;
+  private running = true;
+  private loops: Promise<void>[] = [];
+  private inFlight = 0;
+  private readonly requests = new Set<Promise<void>>();
+  private readonly wakers = new Set<() => void>();
+
+  constructor(
+    redis: RedisClient,
+    keys: RedisKeys,
+    private readonly service: BadgeService,
+    options: DeliveryWorkersOptions,
+  ) {
+    this.o = {
+      timeoutMs: 5_000,
+      maxAttempts: 8,
+      minIntervalMs: 2_000,
+      retryBaseMs: 1_000,
+      retryMaxMs: 300_000,
+      queueMax: 1_000_000,
+      concurrency: 8,
+      claimMs: 30_000,
+      leaseMs: 10_000,
+      pageSize: 500,
+      batchSize: MAX_BATCH,
+      pollMs: 50,
+      blockMs: 1_000,
+      ...withoutUndefined(options),
+    };
+    if (!Number.isInteger(this.o.batchSize) || this.o.batchSize < 1 || this.o.batchSize > MAX_BATCH)
+      throw new RangeError(`batchSize must be 1 to ${MAX_BATCH}`);
+    this.queue = new RedisWebhookQueue(redis, keys);
+    this.reader = redis instanceof Cluster ? redis.duplicate() : redis.duplicate();
+    // The blocking read's connection: its failures show as failed reads.
+    this.reader.on('error', () => {});
+    this.target = webhookTarget(options.url);
+    this.logger = (options.logger ?? pino({ level: 'silent' })).child({
+      module: 'webhook',
+      webhook: this.target.origin,
+    });
+    this.metrics = new WebhookMetrics(options.registry ?? new Registry(), () => this.stats());
+  }
+
+  async start(): Promise<void> {
+    await this.queue.ensureGroup();
+    this.loops = [this.expandLoop(), this.sendLoop()];
+  }
+
+  stats(): Promise<WebhookQueueStats> {
+    return this.queue.stats(this.now());
+  }
+
+  async close(): Promise<void> {
+    this.running = false;
+    this.wakeAll();
+    this.reader.disconnect();
+    await Promise.all(this.loops);
+    await Promise.allSettled([...this.requests]);
+  }
+
+  private now(): number {
+    return this.service.clock.now();
+  }
+
+  // ---- jobs → due users ----
+
+  private async expandLoop(): Promise<void> {
+    let claimedAt = 0;
+    while (this.running) {
+      try {
+        let entries: WebhookJobEntry[] = [];
+        const now = this.now();
+        if (now - claimedAt >= this.o.claimMs / 2) {
+          claimedAt = now;
+          entries = await this.queue.claimJobs(this.o.consumer, this.o.claimMs, JOBS_PER_READ);
+        }
+        if (entries.length === 0) {
+          entries = await this.queue.readJobs(
+            this.reader,
+            this.o.consumer,
+            JOBS_PER_READ,
+            this.o.blockMs,
+          );
+        }
+        await Promise.all(entries.map((entry) => this.expand(entry)));
+      } catch (err) {
+        if (!this.running) return;
+        this.logger.warn({ err }, 'offline delivery: reading jobs failed');
+        await this.pause(Math.max(this.o.pollMs, 500));
+      }
+    }
+  }
+
+  /** Schedules the job's users page by page from where it stopped, then acknowledges it. */
+  private async expand(entry: WebhookJobEntry): Promise<void> {
+    const job = parseJob(entry.job);
+    if (!job) {
+      this.logger.warn({ job: entry.id }, 'offline delivery: a job that is not one, dropped');
+      await this.queue.finishJob(entry.id);
+      return;
+    }
+    const reason = sourceOfJob(job);
+    let cursor = await this.queue.jobCursor(entry.id);
+    while (cursor !== JOB_DONE) {
+      if (!this.running) return;
+      const page = await this.page(job, cursor);
+      const users = await this.offline(page.users);
+      const nextCursor = page.next === '0' ? JOB_DONE : page.next;
+      const scheduled = await this.queue.schedule({
+        now: this.now(),
+        intervalMs: this.o.minIntervalMs,
+        bound: this.o.queueMax,
+        consumer: this.o.consumer,
+        job: entry.id,
+        nextCursor,
+        users,
+        reason,
+      });
+      // Another worker claimed the job (this one was taken for dead): it resumes it.
+      if (!scheduled) return;
+      this.metrics.coalesced.inc(scheduled.coalesced);
+      if (scheduled.shed > 0) {
+        this.metrics.shed.inc(scheduled.shed);
+        this.logger.warn({ shed: scheduled.shed }, 'offline delivery: queue full, oldest shed');
+      }
+      cursor = nextCursor;
+    }
+    await this.queue.finishJob(entry.id);
+  }
+
+  /** One page of the users a job may have changed the badge of, from `cursor`. */
+  private async page(job: OfflineJob, cursor: string): Promise<{ next: string; users: string[] }> {
+    const count = this.o.pageSize;
+    switch (job.kind) {
+      case 'conversation': {
+        const [next, flat] = await this.queue.scanMembers(job.conversation, cursor, count);
+        const senders = new Set(job.senders);
+        const users: string[] = [];
+        for (let i = 0; i < flat.length; i += 2) {
+          const member = flat[i]!;
+          const value = flat[i + 1]!;
+          // A muted member's total does not move; one who read up to maxSeq has nothing new.
+          if (senders.has(member) || value.endsWith('m')) continue;
+          if (Number.parseInt(value, 10) >= job.maxSeq) continue;
+          users.push(member);
+        }
+        return { next, users };
+      }
+      case 'notice':
+      case 'reddot': {
+        // Users seen within the inactive window: the others have no badge to move.
+        const activeSince = this.now() - this.service.rules.inactiveDays * DAY_MS;
+        const [next, flat] = await this.queue.scanSeen(cursor, count);
+        const users: string[] = [];
+        for (let i = 0; i < flat.length; i += 2) {
+          if (Number(flat[i + 1]) >= activeSince) users.push(flat[i]!);
+        }
+        return { next, users };
+      }
+      case 'user':
+        return { next: '0', users: [job.user] };
+    }
+  }
+
+  /** The users of `users` with no live connection (the others get their badge live). */
+  private async offline(users: readonly string[]): Promise<string[]> {
+    if (users.length === 0) return [];
+    const online = await Promise.all(users.map((u) => this.service.store.presence.isOnline(u)));
+    const offline = users.filter((_, i) => !online[i]);
+    this.metrics.skippedOnline.inc(users.length - offline.length);
+    return offline;
+  }
+
+  // ---- due users → requests ----
+
+  private async sendLoop(): Promise<void> {
+    while (this.running) {
+      let started = 0;
+      try {
+        const now = this.now();
+        const free = this.o.concurrency - this.inFlight;
+        if (free > 0) {
+          const batchLease = now + this.o.timeoutMs + this.o.leaseMs;
+          for (const batch of await this.queue.claimBatches(now, batchLease, free)) {
+            started++;
+            this.launch(this.attempt(batch.id, batch.body, usersOf(batch.body), batch.attempt));
+          }
+        }
+        if (this.o.concurrency - this.inFlight > 0) {
+          const due = await this.queue.takeDue(
+            now,
+            now + this.o.leaseMs,
+            this.o.batchSize,
+            this.o.minIntervalMs,
+          );
+          if (due.length > 0) {
+            started++;
+            this.launch(this.prepare(due));
+          }
+        }
+      } catch (err) {
+        if (!this.running) return;
+        this.logger.warn({ err }, 'offline delivery: taking due users failed');
+        await this.pause(Math.max(this.o.pollMs, 500));
+      }
+      if (started === 0 || this.inFlight >= this.o.concurrency) await this.pause(this.o.pollMs);
+    }
+  }
+
+  private launch(work: Promise<void>): void {
+    this.inFlight++;
+    const tracked = work
+      .catch((err: unknown) => this.logger.warn({ err }, 'offline delivery: a batch failed'))
+      .finally(() => {
+        this.inFlight--;
+        this.requests.delete(tracked);
+        this.wakeAll();
+      });
+    this.requests.add(tracked);
+  }
+
+  /**
+   * Leaves out who came online, computes the others' badges as a cold start does, stores the
+   * batch (its id, body and attempt) and makes its first request.
+   */
+  private async prepare(due: readonly DueUser[]): Promise<void> {
+    const online = await Promise.all(due.map((d) => this.service.store.presence.isOnline(d.user)));
+    const sending = due.filter((_, i) => !online[i]);
+    const dropped = due.filter((_, i) => online[i]).map((d) => d.user);
+    this.metrics.skippedOnline.inc(dropped.length);
+    const badges = await Promise.all(sending.map((d) => this.service.badge(d.user)));
+    const id = sending.length > 0 ? randomUUID() : '';
+    const deliveries: WebhookDelivery[] = sending.map((d, i) => ({
+      user: d.user,
+      badge: badges[i]!,
+      reasons: d.reasons,
+    }));
+    const body = JSON.stringify({ id, deliveries });
+    const users = sending.map((d) => d.user);
+    const leaseUntil = this.now() + this.o.timeoutMs + this.o.leaseMs;
+    await this.queue.storeBatch({ id, body, leaseUntil, users, dropped });
+    if (id !== '') await this.attempt(id, body, users, 1);
+  }
+
+  private async attempt(
+    id: string,
+    body: string,
+    users: readonly string[],
+    attempt: number,
+  ): Promise<void> {
+    const outcome = await postDelivery(
+      this.target,
+      this.o.secret,
+      id,
+      body,
+      this.o.timeoutMs,
+      this.now(),
+    );
+    if (outcome.kind === 'ok') {
+      this.metrics.requests.inc({ outcome: 'ok' });
+      if (await this.queue.finishBatch(id, this.now(), this.o.minIntervalMs, users)) {
+        this.metrics.deliveries.inc({ outcome: 'sent' }, users.length);
+      }
+      return;
+    }
+    if (outcome.kind === 'dead') {
+      await this.deadLetter(id, body, users, attempt, outcome.error, outcome.status, 'rejected');
+      return;
+    }
+    if (attempt >= this.o.maxAttempts) {
+      await this.deadLetter(id, body, users, attempt, outcome.error, outcome.status, 'attempts');
+      return;
+    }
+    const delay = Math.max(
+      backoffMs(attempt, this.o.retryBaseMs, this.o.retryMaxMs),
+      outcome.retryAfterMs ?? 0,
+    );
+    await this.queue.retryBatch(id, this.now() + delay);
+    this.metrics.requests.inc({ outcome: 'retry' });
+    this.metrics.retries.inc();
+    this.logger.info(
+      { delivery: id, attempt, status: outcome.status, error: outcome.error, delayMs: delay },
+      'offline delivery: request failed, retrying',
+    );
+  }
+
+  private async deadLetter(
+    id: string,
+    body: string,
+    users: readonly string[],
+    attempts: number,
+    error: string,
+    status: number | null,
+    reason: 'rejected' | 'attempts',
+  ): Promise<void> {
+    await this.queue.deadLetter({ id, body, error, attempts, status });
+    await this.queue.finishBatch(id, 0, this.o.minIntervalMs, users);
+    this.metrics.requests.inc({ outcome: 'dead' });
+    this.metrics.deadLettered.inc({ reason });
+    this.metrics.deliveries.inc({ outcome: 'dead' }, users.length);
+    this.logger.warn(
+      { delivery: id, attempts, status, error, users: users.length },
+      'offline delivery: given up, dead-lettered',
+    );
+  }
+
+  /** Waits `ms`, or less when a request ends or the workers close. */
+  private pause(ms: number): Promise<void> {
+    if (!this.running) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.wakers.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.wakers.add(done);
+    });
+  }
+
+  private wakeAll(): void {
+    for (const wake of [...this.wakers]) wake();
+  }
+}
+
+function usersOf(body: string): string[] {
+  const parsed = JSON.parse(body) as { deliveries: Array<{ user: string }> };
+  return parsed.deliveries.map((d) => d.user);
+}
+
+function parseJob(text: string | null): OfflineJob | null {
+  if (text === null) return null;
+  try {
+    const job = JSON.parse(text) as OfflineJob;
+    switch (job?.kind) {
+      case 'conversation':
+        return typeof job.conversation === 'string' &&
+          Number.isFinite(job.maxSeq) &&
+          Array.isArray(job.senders)
+          ? job
+          : null;
+      case 'notice':
+        return Number.isFinite(job.id) ? job : null;
+      case 'reddot':
+        return typeof job.name === 'string' ? job : null;
+      case 'user':
+        return typeof job.user === 'string' && job.source === 'counters' ? job : null;
+      default:
+        return null;
+    }
+  } catch {
+    return null;
+  }
+}
+
+function withoutUndefined<T extends object>(value: T): T {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
+}

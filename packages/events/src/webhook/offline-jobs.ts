@@ -1,0 +1,35 @@
+import type { OfflineJob, OfflineJobs } from '@bubble/badges';
+import type { RedisWebhookQueue } from '@bubble/store';
+
+/** What BUBBLE_WEBHOOK_SOURCES may name. */
+export type WebhookSource = 'conversations' | 'counters' | 'notices' | 'reddots';
+
+/** The source whose change a job stands for. */
+export function sourceOfJob(job: OfflineJob): WebhookSource {
+  switch (job.kind) {
+    case 'conversation':
+      return 'conversations';
+    case 'notice':
+      return 'notices';
+    case 'reddot':
+      return 'reddots';
+    case 'user':
+      return job.source;
+  }
+}
+
+/**
+ * The badges layer's job queue: one XADD per write of a named source, nothing for the others.
+ * No per-member work: the delivery workers expand the job.
+ */
+export function redisOfflineJobs(
+  queue: RedisWebhookQueue,
+  sources: readonly WebhookSource[],
+): OfflineJobs {
+  const named = new Set(sources);
+  return {
+    async append(job) {
+      if (named.has(sourceOfJob(job))) await queue.appendJob(JSON.stringify(job));
+    },
+  };
+}

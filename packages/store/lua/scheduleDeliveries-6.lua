@@ -1,0 +1,65 @@
+--[[
+  Offline delivery: schedules one page of a job's users and keeps the job's page cursor, in one
+  step, so a job resumed by another worker starts at the page after the last one scheduled. A
+  user already queued keeps their one entry and due time, the reasons merged (coalesced); a new
+  one is due at max(now, their last delivery + the minimum interval). Past the bound the oldest
+  queued users are shed.
+  KEYS[1] due      ZSET   user → due time (ms)
+  KEYS[2] reasons  HASH   user → reasons, comma-separated
+  KEYS[3] since    ZSET   user → when queued (ms)
+  KEYS[4] last     ZSET   user → last delivery (ms), only the ones within the interval
+  KEYS[5] cursors  HASH   job id → page cursor
+  KEYS[6] jobs     STREAM the jobs (consumer group ARGV[4])
+  ARGV[1] now · ARGV[2] minimum interval · ARGV[3] queue bound · ARGV[4] group · ARGV[5] consumer
+  ARGV[6] job id ("" for none) · ARGV[7] the page cursor after this page
+  ARGV[8..] user, reason, user, reason, …
+  Returns { added, coalesced, shed }, or { -1 } when the job is no longer this consumer's
+  (another claimed it): nothing is scheduled then
+]]
+local due, reasons, since, last, cursors, jobs = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local now, interval, bound = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local job = ARGV[6]
+if job ~= '' then
+  local owner = redis.call('XPENDING', jobs, ARGV[4], job, job, 1)[1]
+  if not owner or owner[2] ~= ARGV[5] then
+    return { -1 }
+  end
+  -- Resets the job's idle time: a worker still expanding it is not taken for dead.
+  redis.call('XCLAIM', jobs, ARGV[4], ARGV[5], 0, job, 'JUSTID')
+  redis.call('HSET', cursors, job, ARGV[7])
+end
+local added, coalesced = 0, 0
+for i = 8, #ARGV, 2 do
+  local user, reason = ARGV[i], ARGV[i + 1]
+  local queued = redis.call('HGET', reasons, user)
+  if redis.call('ZSCORE', due, user) then
+    coalesced = coalesced + 1
+    if not queued then
+      redis.call('HSET', reasons, user, reason)
+    elseif not string.find(',' .. queued .. ',', ',' .. reason .. ',', 1, true) then
+      redis.call('HSET', reasons, user, queued .. ',' .. reason)
+    end
+  else
+    added = added + 1
+    local at = now
+    local delivered = redis.call('ZSCORE', last, user)
+    if delivered and tonumber(delivered) + interval > at then
+      at = tonumber(delivered) + interval
+    end
+    redis.call('ZADD', due, at, user)
+    redis.call('ZADD', since, now, user)
+    redis.call('HSET', reasons, user, reason)
+  end
+end
+local shed = 0
+local excess = redis.call('ZCARD', due) - bound
+if excess > 0 then
+  local oldest = redis.call('ZRANGE', since, 0, excess - 1)
+  for _, user in ipairs(oldest) do
+    redis.call('ZREM', due, user)
+    redis.call('ZREM', since, user)
+    redis.call('HDEL', reasons, user)
+  end
+  shed = #oldest
+end
+return { added, coalesced, shed }

@@ -1,0 +1,385 @@
+import type { RedisClient } from './connect.js';
+import type { RedisKeys } from './keys.js';
+import { scripts, type ScriptRunner } from './scripts.js';
+
+/** The consumer group of the jobs stream (docs/api.md, offline delivery). */
+export const WEBHOOK_GROUP = 'bubble';
+/** The page cursor of a job whose last page is scheduled: what is left is to acknowledge it. */
+export const JOB_DONE = 'done';
+const DEAD_LETTERS_MAX = 100_000;
+
+export interface WebhookJobEntry {
+  id: string;
+  /** The job as appended (JSON text), or null for an entry without a `job` field. */
+  job: string | null;
+}
+
+export interface ScheduledPage {
+  added: number;
+  coalesced: number;
+  shed: number;
+}
+
+export interface DueUser {
+  user: string;
+  reasons: string[];
+}
+
+export interface ClaimedBatch {
+  id: string;
+  body: string;
+  /** The attempt about to be made: 2 for the first retry. */
+  attempt: number;
+}
+
+export interface WebhookQueueStats {
+  /** Users waiting for a delivery. */
+  queued: number;
+  /** How long the longest-waiting of them has waited (ms), 0 when none. */
+  oldestQueuedMs: number;
+  /** Batches stored and not yet delivered or dead-lettered. */
+  retrying: number;
+  deadLetters: number;
+  /** Jobs appended and not yet fully expanded. */
+  jobs: number;
+}
+
+export interface DeadDelivery {
+  id: string;
+  body: string;
+  error: string;
+  attempts: number;
+  status: number | null;
+}
+
+/**
+ * Offline delivery on Redis: the jobs stream and its consumer group, the due set of users, the
+ * leases of the users being prepared, the stored batches and their retries. Every key but the
+ * dead letters shares the hash tag {w}, so each step is one script (docs/redis-keys.md).
+ */
+export class RedisWebhookQueue {
+  private readonly run: ScriptRunner;
+  private readonly k: Record<
+    | 'jobs'
+    | 'cursors'
+    | 'due'
+    | 'reasons'
+    | 'since'
+    | 'last'
+    | 'inflight'
+    | 'leased'
+    | 'pending'
+    | 'batches'
+    | 'attempts'
+    | 'retry',
+    string
+  >;
+
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly keys: RedisKeys,
+  ) {
+    this.run = scripts(redis);
+    const part = (name: string) => keys.webhook(name);
+    this.k = {
+      jobs: part('jobs'),
+      cursors: part('cursors'),
+      due: part('due'),
+      reasons: part('reasons'),
+      since: part('since'),
+      last: part('last'),
+      inflight: part('inflight'),
+      leased: part('leased'),
+      pending: part('pending'),
+      batches: part('batches'),
+      attempts: part('attempts'),
+      retry: part('retry'),
+    };
+  }
+
+  get jobsKey(): string {
+    return this.k.jobs;
+  }
+
+  /** One XADD: the whole cost of a write's offline delivery on the ingest path. */
+  async appendJob(job: string): Promise<string> {
+    return (await this.redis.xadd(this.k.jobs, '*', 'job', job))!;
+  }
+
+  /** Creates the consumer group (and the stream) when missing. */
+  async ensureGroup(): Promise<void> {
+    try {
+      await this.redis.xgroup('CREATE', this.k.jobs, WEBHOOK_GROUP, '0', 'MKSTREAM');
+    } catch (err) {
+      if (!(err instanceof Error) || !err.message.startsWith('BUSYGROUP')) throw err;
+    }
+  }
+
+  /**
+   * New jobs for `consumer`, blocking up to `blockMs` on `reader` (a connection of its own).
+   * The group is created again when Redis lost it.
+   */
+  async readJobs(
+    reader: RedisClient,
+    consumer: string,
+    count: number,
+    blockMs: number,
+  ): Promise<WebhookJobEntry[]> {
+    const read = () =>
+      reader.xreadgroup(
+        'GROUP',
+        WEBHOOK_GROUP,
+        consumer,
+        'COUNT',
+        count,
+        'BLOCK',
+        blockMs,
+        'STREAMS',
+        this.k.jobs,
+        '>',
+      ) as Promise<Array<[string, Array<[string, string[]]>]> | null>;
+    let reply;
+    try {
+      reply = await read();
+    } catch (err) {
+      if (!(err instanceof Error) || !err.message.startsWith('NOGROUP')) throw err;
+      await this.ensureGroup();
+      reply = await read();
+    }
+    return (reply?.[0]?.[1] ?? []).map(([id, fields]) => ({ id, job: fieldOf(fields, 'job') }));
+  }
+
+  /** Jobs idle longer than `minIdleMs` in any consumer (a dead gateway's), now `consumer`'s. */
+  async claimJobs(consumer: string, minIdleMs: number, count: number): Promise<WebhookJobEntry[]> {
+    let reply: [string, Array<[string, string[] | null]>, ...unknown[]];
+    try {
+      reply = (await this.redis.xautoclaim(
+        this.k.jobs,
+        WEBHOOK_GROUP,
+        consumer,
+        minIdleMs,
+        '0-0',
+        'COUNT',
+        count,
+      )) as typeof reply;
+    } catch (err) {
+      if (!(err instanceof Error) || !err.message.startsWith('NOGROUP')) throw err;
+      await this.ensureGroup();
+      return [];
+    }
+    return reply[1].map(([id, fields]) => ({ id, job: fields ? fieldOf(fields, 'job') : null }));
+  }
+
+  /** Where the job's expansion stopped: '0' to start, JOB_DONE when only the ack is left. */
+  async jobCursor(id: string): Promise<string> {
+    return (await this.redis.hget(this.k.cursors, id)) ?? '0';
+  }
+
+  /**
+   * Schedules a page of users (each with the reason of the job) and keeps the job's cursor in
+   * the same step. Null when the job was claimed by another consumer meanwhile.
+   */
+  async schedule(page: {
+    now: number;
+    intervalMs: number;
+    bound: number;
+    consumer: string;
+    job: string;
+    nextCursor: string;
+    users: readonly string[];
+    reason: string;
+  }): Promise<ScheduledPage | null> {
+    const pairs: string[] = [];
+    for (const user of page.users) pairs.push(user, page.reason);
+    const [added, coalesced, shed] = await this.run.scheduleDeliveries(
+      [this.k.due, this.k.reasons, this.k.since, this.k.last, this.k.cursors, this.k.jobs],
+      [
+        page.now,
+        page.intervalMs,
+        page.bound,
+        WEBHOOK_GROUP,
+        page.consumer,
+        page.job,
+        page.nextCursor,
+        ...pairs,
+      ],
+    );
+    if (added === -1) return null;
+    return { added: added!, coalesced: coalesced!, shed: shed! };
+  }
+
+  /** Acknowledges a job fully expanded and forgets it. */
+  async finishJob(id: string): Promise<void> {
+    await this.redis
+      .multi()
+      .xack(this.k.jobs, WEBHOOK_GROUP, id)
+      .xdel(this.k.jobs, id)
+      .hdel(this.k.cursors, id)
+      .exec();
+  }
+
+  /** Up to `limit` users due by `now`, leased to the caller until `leaseUntil`. */
+  async takeDue(
+    now: number,
+    leaseUntil: number,
+    limit: number,
+    intervalMs: number,
+  ): Promise<DueUser[]> {
+    const flat = await this.run.takeDue(
+      [
+        this.k.due,
+        this.k.reasons,
+        this.k.since,
+        this.k.inflight,
+        this.k.leased,
+        this.k.pending,
+        this.k.last,
+      ],
+      [now, leaseUntil, limit, intervalMs],
+    );
+    const taken: DueUser[] = [];
+    for (let i = 0; i < flat.length; i += 2) {
+      taken.push({ user: flat[i]!, reasons: flat[i + 1]!.split(',').filter(Boolean) });
+    }
+    return taken;
+  }
+
+  /**
+   * Stores a batch before its first request (id '' when every user was dropped) and ends the
+   * lease of its users and of the dropped ones.
+   */
+  async storeBatch(batch: {
+    id: string;
+    body: string;
+    leaseUntil: number;
+    users: readonly string[];
+    dropped: readonly string[];
+  }): Promise<void> {
+    await this.run.storeBatch(
+      [
+        this.k.inflight,
+        this.k.leased,
+        this.k.batches,
+        this.k.attempts,
+        this.k.retry,
+        this.k.pending,
+      ],
+      [
+        batch.id,
+        batch.body,
+        batch.leaseUntil,
+        batch.users.length,
+        ...batch.users,
+        ...batch.dropped,
+      ],
+    );
+  }
+
+  /** Up to `limit` stored batches due for an attempt, leased to the caller. */
+  async claimBatches(now: number, leaseUntil: number, limit: number): Promise<ClaimedBatch[]> {
+    const flat = await this.run.claimBatches(
+      [this.k.retry, this.k.batches, this.k.attempts],
+      [now, leaseUntil, limit],
+    );
+    const claimed: ClaimedBatch[] = [];
+    for (let i = 0; i < flat.length; i += 3) {
+      claimed.push({
+        id: String(flat[i]),
+        body: String(flat[i + 1]),
+        attempt: Number(flat[i + 2]),
+      });
+    }
+    return claimed;
+  }
+
+  /** The batch's next attempt, unless it was finished meanwhile. */
+  async retryBatch(id: string, nextAt: number): Promise<void> {
+    await this.redis.zadd(this.k.retry, 'XX', nextAt, id);
+  }
+
+  /** Forgets a batch: delivered at `deliveredAt`, or given up (0). False when already gone. */
+  async finishBatch(
+    id: string,
+    deliveredAt: number,
+    intervalMs: number,
+    users: readonly string[],
+  ): Promise<boolean> {
+    const stored = await this.run.finishBatch(
+      [this.k.retry, this.k.batches, this.k.attempts, this.k.pending, this.k.last],
+      [id, deliveredAt, intervalMs, ...users],
+    );
+    return stored === 1;
+  }
+
+  /** Appends a given-up delivery to the dead letters (its own key, outside {w}). */
+  async deadLetter(dead: DeadDelivery): Promise<void> {
+    await this.redis.xadd(
+      this.keys.webhookDead(),
+      'MAXLEN',
+      '~',
+      DEAD_LETTERS_MAX,
+      '*',
+      'id',
+      dead.id,
+      'body',
+      dead.body,
+      'error',
+      dead.error,
+      'attempts',
+      dead.attempts,
+      'status',
+      dead.status === null ? '' : dead.status,
+    );
+  }
+
+  async deadLetters(count = 100): Promise<DeadDelivery[]> {
+    const entries = await this.redis.xrange(this.keys.webhookDead(), '-', '+', 'COUNT', count);
+    return entries.map(([, fields]) => {
+      const status = fieldOf(fields, 'status');
+      return {
+        id: fieldOf(fields, 'id') ?? '',
+        body: fieldOf(fields, 'body') ?? '',
+        error: fieldOf(fields, 'error') ?? '',
+        attempts: Number(fieldOf(fields, 'attempts') ?? 0),
+        status: status ? Number(status) : null,
+      };
+    });
+  }
+
+  /** One page of a conversation's members: [cursor, member, value, member, value, …]. */
+  async scanMembers(
+    conversation: string,
+    cursor: string,
+    count: number,
+  ): Promise<[string, string[]]> {
+    return this.redis.hscan(this.keys.conversationMembers(conversation), cursor, 'COUNT', count);
+  }
+
+  /** One page of the users' last sightings: [cursor, user, ms, user, ms, …]. */
+  async scanSeen(cursor: string, count: number): Promise<[string, string[]]> {
+    return this.redis.zscan(this.keys.lastSeen(), cursor, 'COUNT', count);
+  }
+
+  async stats(now: number): Promise<WebhookQueueStats> {
+    const [queued, oldest, retrying, dead, jobs] = await Promise.all([
+      this.redis.zcard(this.k.due),
+      this.redis.zrange(this.k.since, '0', '0', 'WITHSCORES'),
+      this.redis.hlen(this.k.batches),
+      this.redis.xlen(this.keys.webhookDead()),
+      this.redis.xlen(this.k.jobs),
+    ]);
+    const oldestAt = oldest[1] === undefined ? now : Number(oldest[1]);
+    return {
+      queued,
+      oldestQueuedMs: Math.max(0, now - oldestAt),
+      retrying,
+      deadLetters: dead,
+      jobs,
+    };
+  }
+}
+
+function fieldOf(fields: readonly string[], name: string): string | null {
+  for (let i = 0; i < fields.length; i += 2) if (fields[i] === name) return fields[i + 1] ?? null;
+  return null;
+}

@@ -1,0 +1,137 @@
+/**
+ * Offline delivery end to end on a real redis-server and a real local HTTP receiver: the receiver
+ * down then up (every delivery arrives, none twice for its idempotency key, signatures verify,
+ * no user more often than the minimum interval, each carrying their latest badge), and a user
+ * who comes online before their delivery is due gets none.
+ */
+import { freePort, startRedisServer, waitFor, type RedisServerHandle } from '@bubble/test-utils';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import {
+  TestReceiver,
+  membersNamed,
+  metricValue,
+  startStack,
+  startWorkers,
+  type Stack,
+  type Workers,
+} from './webhook-support.js';
+
+let redis: RedisServerHandle;
+const cleanups: Array<() => Promise<void>> = [];
+
+beforeAll(async () => {
+  redis = await startRedisServer();
+});
+afterAll(async () => {
+  await redis?.stop();
+});
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function setUp(options: Parameters<typeof startWorkers>[2] = {}) {
+  const stack: Stack = await startStack(redis.url);
+  cleanups.push(() => stack.close());
+  const receiver = new TestReceiver(await freePort());
+  cleanups.push(() => receiver.stop());
+  const workers: Workers = await startWorkers(stack, receiver.url, options);
+  cleanups.push(() => workers.close());
+  return { stack, receiver, workers };
+}
+
+describe('offline delivery', () => {
+  it('the receiver down, then up: every delivery arrives once per key, signed, at most one per user per interval, with the latest badge', async () => {
+    const MIN_INTERVAL = 400;
+    const { stack, receiver, workers } = await setUp({ minIntervalMs: MIN_INTERVAL });
+    const { service } = stack;
+    const members = membersNamed('m', 150);
+    await service.replaceMembers('team', members);
+    // m0 sends everything; m1 is muted; m2 is online: none of them is delivered.
+    await service.setMuted('m1', 'team', true);
+    await service.setPresence('m2', true, 60_000);
+    const expected = members.slice(3);
+
+    // The receiver is down (nothing listens on its port): every request is refused and retried.
+    for (let seq = 1; seq <= 4; seq++) {
+      await service.ingestMessages('team', [{ seq, from: 'm0' }]);
+      await new Promise((resolve) => setTimeout(resolve, 150));
+    }
+    await waitFor(
+      async () => (await metricValue(workers.registry, 'bubble_webhook_retries_total')) >= 4,
+      {
+        message: 'refused requests retried',
+      },
+    );
+    expect(receiver.requests).toHaveLength(0);
+    expect((await workers.stats()).retrying).toBeGreaterThan(0);
+
+    await receiver.start();
+    await service.ingestMessages('team', [{ seq: 5, from: 'm0' }]);
+    const latestOf = (user: string) => receiver.deliveriesByUser().get(user)?.at(-1)?.delivery;
+    await waitFor(
+      () => expected.every((user) => latestOf(user)?.badge.conversations['team'] === 5),
+      {
+        timeoutMs: 20_000,
+        message: 'every offline member has their latest badge',
+      },
+    );
+
+    const byUser = receiver.deliveriesByUser();
+    expect([...byUser.keys()].sort()).toEqual([...expected].sort());
+    for (const request of receiver.requests) {
+      expect(request.signatureValid).toBe(true);
+      expect(request.idempotencyKey).toBe(request.id);
+      expect(request.contentType).toBe('application/json');
+      expect(request.deliveries.length).toBeGreaterThanOrEqual(1);
+      expect(request.deliveries.length).toBeLessThanOrEqual(100);
+    }
+    const acceptedKeys = receiver.accepted().map((r) => r.idempotencyKey);
+    expect(new Set(acceptedKeys).size).toBe(acceptedKeys.length);
+    for (const [user, deliveries] of byUser) {
+      // Retries resend one id; a user's distinct deliveries arrive at least an interval apart.
+      for (let i = 1; i < deliveries.length; i++) {
+        const gap = deliveries[i]!.at - deliveries[i - 1]!.at;
+        expect(gap, `${user}'s deliveries ${i - 1} and ${i}`).toBeGreaterThanOrEqual(
+          MIN_INTERVAL - 50,
+        );
+      }
+      expect(deliveries.at(-1)!.delivery.reasons).toEqual(['conversations']);
+      // The cold-start badge, as the platform would read it now.
+      const now = await service.badge(user);
+      expect(deliveries.at(-1)!.delivery.badge.total).toBe(now.total);
+    }
+    // Coalescing: 5 messages reached each user in fewer deliveries than that.
+    const deliveriesSent = await metricValue(workers.registry, 'bubble_webhook_deliveries_total', {
+      outcome: 'sent',
+    });
+    expect(deliveriesSent).toBeLessThan(expected.length * 5);
+    expect(await metricValue(workers.registry, 'bubble_webhook_coalesced_total')).toBeGreaterThan(
+      0,
+    );
+    await waitFor(async () => (await workers.stats()).retrying === 0, { message: 'nothing left' });
+    const stats = await workers.stats();
+    expect(stats).toMatchObject({ queued: 0, deadLetters: 0 });
+  });
+
+  it('a user who comes online before their delivery is due gets none', async () => {
+    const { stack, receiver, workers } = await setUp({ minIntervalMs: 1_500 });
+    const { service } = stack;
+    await receiver.start();
+    await service.replaceMembers('pair', ['alice', 'bob']);
+    await service.ingestMessages('pair', [{ seq: 1, from: 'alice' }]);
+    await waitFor(() => receiver.deliveriesByUser().get('bob')?.length === 1, {
+      message: 'bob delivered once',
+    });
+    // The next change is due an interval after the first delivery; bob opens the app before.
+    await service.ingestMessages('pair', [{ seq: 2, from: 'alice' }]);
+    await waitFor(async () => (await workers.stats()).queued === 1, { message: 'bob queued' });
+    await service.setPresence('bob', true, 60_000);
+    await waitFor(
+      async () => (await metricValue(workers.registry, 'bubble_webhook_skipped_online_total')) >= 1,
+      { timeoutMs: 5_000, message: 'bob left out as online' },
+    );
+    await waitFor(async () => (await workers.stats()).queued === 0, { message: 'queue empty' });
+    expect(receiver.deliveriesByUser().get('bob')).toHaveLength(1);
+    expect(receiver.deliveriesByUser().has('alice')).toBe(false);
+  });
+});
