@@ -3,10 +3,16 @@ export { benchColdStart, COLD_START_DEFAULTS, type ColdStartOptions } from './co
 export { benchConnections, CONNECTIONS_DEFAULTS, type ConnectionsOptions } from './connections.js';
 export { benchFanout, FANOUT_DEFAULTS, type FanoutOptions } from './fanout.js';
 export { benchIngest, INGEST_DEFAULTS, type IngestOptions } from './ingest.js';
+export {
+  benchIngestStream,
+  INGEST_STREAM_DEFAULTS,
+  type IngestStreamOptions,
+} from './ingest-stream.js';
 export { benchMemory, MEMORY_DEFAULTS, type MemoryOptions } from './memory.js';
 export { benchLatency, LATENCY_DEFAULTS, type LatencyOptions } from './latency.js';
 export { benchPoll, POLL_DEFAULTS, type PollOptions } from './poll.js';
 export { benchScale, SCALE_DEFAULTS, type ScaleOptions } from './scale.js';
+export { benchWebhook, WEBHOOK_DEFAULTS, type WebhookOptions } from './webhook.js';
 export { benchSweep, SWEEP_DEFAULTS, type SweepOptions } from './sweep.js';
 export { benchWsCeiling, WS_CEILING_DEFAULTS, type WsCeilingOptions } from './ws-ceiling.js';
 export { summarizeCpuProfile, type ProfileSummary } from './profile-summary.js';

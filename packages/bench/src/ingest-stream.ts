@@ -1,0 +1,572 @@
+import net from 'node:net';
+import { BadgeService } from '@bubble/badges';
+import { systemClock } from '@bubble/protocol';
+import { RedisKeys, RedisStore } from '@bubble/store';
+import { startRedisServer, type RoleProcess } from '@bubble/test-utils';
+import { Redis } from 'ioredis';
+import { RawHttpConnection, httpRequest } from './http-client.js';
+import { logProfiles } from './profile-summary.js';
+import {
+  KEY_PREFIX,
+  benchSecrets,
+  cpuProfileArgs,
+  cpuShares,
+  cpuSnapshot,
+  machineFacts,
+  round2,
+  sleep,
+  startGateway,
+} from './live-stack.js';
+import { redisCpuSeconds } from './redis-probe.js';
+import { buildWorkload, percentile } from './workload.js';
+
+export interface IngestStreamOptions {
+  authors: number;
+  /** Posts already in the authors' windows before the run (spread over the last 7 days). */
+  windowPosts: number;
+  pools: number;
+  /** Posts per POST /v1/posts call in the HTTP phase. */
+  batch: number;
+  /** Keep-alive connections of the HTTP phase, each with one call in flight. */
+  connections: number;
+  warmupSeconds: number;
+  /** Length of the HTTP phase; the stream phase appends as many posts as it accepted. */
+  seconds: number;
+  /** XADDs per pipeline the producer sends, and pipelines it keeps in flight. */
+  producerPipeline: number;
+  producerInFlight: number;
+  /**
+   * Entries the producer may have appended beyond those the group was delivered: it waits
+   * above this, which bounds the stream's memory when the producer outruns the consumer.
+   */
+  maxLead: number;
+  /** How often the group's backlog is sampled (lag, pending, oldest entry's age). */
+  sampleMs: number;
+  /** Longest wait for the group to acknowledge the last entry. */
+  drainTimeoutMs: number;
+  seed: number;
+  profileDir: string | undefined;
+  log: (line: string) => void;
+}
+
+export const INGEST_STREAM_DEFAULTS: IngestStreamOptions = {
+  authors: 50_000,
+  windowPosts: 200_000,
+  pools: 100,
+  batch: 500,
+  connections: 8,
+  warmupSeconds: 3,
+  seconds: 20,
+  producerPipeline: 1000,
+  producerInFlight: 4,
+  maxLead: 200_000,
+  sampleMs: 50,
+  drainTimeoutMs: 120_000,
+  seed: 19,
+  profileDir: undefined,
+  log: () => {},
+};
+
+const GROUP = 'bubble';
+
+/** Posts one phase produced: post i is `${prefix}${i}` by author `authorOf[i]`. */
+interface PhasePosts {
+  prefix: string;
+  authorOf: Int32Array;
+  count: number;
+}
+
+/**
+ * bench.md "ingest-stream": the `ingest` workload and gateway, in one run (a) `POST /v1/posts`
+ * in batches for `seconds` (`httpPostsPerSec`), then (b) as many posts appended to the ingest
+ * stream, one post per entry (`XADD <prefix>:ingest:{0} * v 1 op post body {"author","id","ts"}`,
+ * what a platform's write path appends), pipelined by a producer while the gateway's consumer
+ * group applies them. `eventsPerSec` = posts applied ÷ time from the first XADD to the moment
+ * the group had every entry delivered and acknowledged; `lagMaxMs` = the largest age of the
+ * oldest entry not yet delivered or still pending, sampled every `sampleMs`. Every post of both
+ * phases is then looked up in its author's window (ZMSCORE): `missing` must be 0.
+ */
+export async function benchIngestStream(partial: Partial<IngestStreamOptions> = {}) {
+  const options = { ...INGEST_STREAM_DEFAULTS, ...partial };
+  const { log } = options;
+  const stamp = `${Date.now()}-ingest-stream`;
+  const workload = buildWorkload({
+    seed: options.seed,
+    users: 0,
+    authors: options.authors,
+    follows: { fixed: 0 },
+    windowPosts: options.windowPosts,
+    now: Date.now(),
+  });
+  const redis = await startRedisServer();
+  const store = new RedisStore({ url: redis.url, keyPrefix: KEY_PREFIX, pools: options.pools });
+  const service = new BadgeService(store, systemClock);
+  const keys = new RedisKeys(KEY_PREFIX, options.pools);
+  const streamKey = keys.ingest(0);
+  const admin = new Redis(redis.url);
+  const producer = await RespConnection.connect(redis.url);
+  const sampler = new Redis(redis.url);
+  const backlog = new BacklogSampler(sampler, streamKey);
+  let gateway: RoleProcess | undefined;
+  const connections: RawHttpConnection[] = [];
+  let figures: Record<string, unknown>;
+  try {
+    for (let i = 0; i < workload.posts.length; i += 5000) {
+      await service.ingestPosts(
+        workload.posts
+          .slice(i, i + 5000)
+          .map((p) => ({ author: workload.authors[p.author]!, id: p.id, ts: p.ts })),
+      );
+    }
+    log(`ingest-stream: ${workload.posts.length} posts of the last 7 days stored`);
+    const secrets = benchSecrets();
+    gateway = await startGateway({
+      redisUrl: redis.url,
+      pools: options.pools,
+      secrets,
+      env: { BUBBLE_INGEST_STREAM: '1', BUBBLE_INGEST_PARTITIONS: '1' },
+      nodeArgs: await cpuProfileArgs(options.profileDir, `${stamp}-gateway`),
+      log,
+    });
+    const pids = { gateway: gateway.pid, bench: process.pid };
+    for (let c = 0; c < options.connections; c++) {
+      connections.push(await RawHttpConnection.connect('127.0.0.1', gateway.port));
+    }
+
+    // (a) POST /v1/posts
+    const httpPhase = async (seconds: number, posts: PhasePosts | null) => {
+      const endsAt = performance.now() + seconds * 1000;
+      let accepted = 0;
+      let refused = 0;
+      let warmSeq = 0;
+      const statuses: Record<string, number> = {};
+      const times: number[] = [];
+      const started = performance.now();
+      await Promise.all(
+        connections.map(async (connection) => {
+          while (performance.now() < endsAt) {
+            const ts = Date.now();
+            const batch = Array.from({ length: options.batch }, () => {
+              const author = workload.authorRank.next();
+              if (posts === null)
+                return { author: workload.authors[author]!, id: `hw${warmSeq++}`, ts };
+              const seq = posts.count++;
+              if (seq >= posts.authorOf.length) posts.authorOf = grow(posts.authorOf);
+              posts.authorOf[seq] = author;
+              return { author: workload.authors[author]!, id: `${posts.prefix}${seq}`, ts };
+            });
+            const request = httpRequest(
+              'POST',
+              '/v1/posts',
+              { 'X-Api-Key': secrets.apiKey },
+              JSON.stringify({ posts: batch }),
+            );
+            const sent = performance.now();
+            const response = await connection.request(request);
+            times.push(performance.now() - sent);
+            statuses[response.status] = (statuses[response.status] ?? 0) + 1;
+            if (response.status === 202) {
+              accepted += (JSON.parse(response.body.toString()) as { accepted: number }).accepted;
+            } else refused += options.batch;
+          }
+        }),
+      );
+      const elapsed = (performance.now() - started) / 1000;
+      times.sort((a, b) => a - b);
+      return { accepted, refused, statuses, elapsed, times };
+    };
+    log(`ingest-stream: HTTP warm-up, ${options.connections} connections × ${options.batch} posts`);
+    await httpPhase(options.warmupSeconds, null);
+    const httpPosts: PhasePosts = { prefix: 'h', authorOf: new Int32Array(1 << 20), count: 0 };
+    let cpuBefore = await cpuSnapshot(pids);
+    let redisBefore = await redisCpuSeconds(admin);
+    const http = await httpPhase(options.seconds, httpPosts);
+    const httpCpu = cpuShares(cpuBefore, await cpuSnapshot(pids));
+    httpCpu['redis-server'] = round2(((await redisCpuSeconds(admin)) - redisBefore) / http.elapsed);
+    const httpPostsPerSec = Math.round(http.accepted / http.elapsed);
+    log(
+      `ingest-stream: HTTP ${httpPostsPerSec} posts/s (${http.accepted} accepted in ` +
+        `${http.elapsed.toFixed(1)} s); CPU (cores) ${JSON.stringify(httpCpu)}`,
+    );
+    for (const connection of connections) connection.close();
+    connections.length = 0;
+
+    // (b) the ingest stream
+    let seq = 0;
+    let totalAppended = 0;
+    const entry = (posts: PhasePosts | null) => {
+      const author = workload.authorRank.next();
+      let id: string;
+      if (posts === null) id = `x-${seq++}`;
+      else {
+        const n = posts.count++;
+        posts.authorOf[n] = author;
+        id = `${posts.prefix}${n}`;
+      }
+      return JSON.stringify({ author: workload.authors[author]!, id, ts: Date.now() });
+    };
+    const produce = async (count: number, posts: PhasePosts | null) => {
+      let appended = 0;
+      let lastId = '';
+      const pipelines = new Set<Promise<void>>();
+      while (appended < count) {
+        while (totalAppended - backlog.delivered > options.maxLead) await sleep(5);
+        const n = Math.min(options.producerPipeline, count - appended);
+        let commands = '';
+        for (let i = 0; i < n; i++) commands += xaddPost(streamKey, entry(posts));
+        appended += n;
+        totalAppended += n;
+        const sent = producer.send(commands, n).then((ids) => {
+          const last = ids[ids.length - 1]!;
+          if (compareIds(last, lastId) > 0) lastId = last;
+        });
+        pipelines.add(sent);
+        void sent.finally(() => pipelines.delete(sent));
+        if (pipelines.size >= options.producerInFlight) await Promise.race(pipelines);
+      }
+      await Promise.all(pipelines);
+      return lastId;
+    };
+    const drain = async (lastId: string) => {
+      const deadline = performance.now() + options.drainTimeoutMs;
+      for (;;) {
+        await backlog.sample();
+        if (backlog.pending === 0 && compareIds(backlog.lastDelivered, lastId) >= 0) return;
+        if (performance.now() > deadline) {
+          throw new Error(
+            `ingest-stream: the group had not acknowledged ${lastId} after ${options.drainTimeoutMs} ms ` +
+              `(last delivered ${backlog.lastDelivered}, ${backlog.pending} pending)`,
+          );
+        }
+        await sleep(options.sampleMs);
+      }
+    };
+    const warmupEntries = Math.min(http.accepted, 50_000);
+    log(`ingest-stream: stream warm-up, ${warmupEntries} entries`);
+    const sampling = backlog.run(options.sampleMs);
+    await drain(await produce(warmupEntries, null));
+    const deadBefore = await admin.xlen(keys.ingestDead(0));
+
+    const streamPosts: PhasePosts = {
+      prefix: 's',
+      authorOf: new Int32Array(http.accepted),
+      count: 0,
+    };
+    log(`ingest-stream: appending ${http.accepted} posts, one per entry`);
+    cpuBefore = await cpuSnapshot(pids);
+    redisBefore = await redisCpuSeconds(admin);
+    backlog.resetMax();
+    const firstXadd = performance.now();
+    const lastId = await produce(http.accepted, streamPosts);
+    const producedIn = (performance.now() - firstXadd) / 1000;
+    await drain(lastId);
+    const streamElapsed = (performance.now() - firstXadd) / 1000;
+    backlog.stop();
+    await sampling;
+    const streamCpu = cpuShares(cpuBefore, await cpuSnapshot(pids));
+    streamCpu['redis-server'] = round2(
+      ((await redisCpuSeconds(admin)) - redisBefore) / streamElapsed,
+    );
+    const deadLetters = (await admin.xlen(keys.ingestDead(0))) - deadBefore;
+
+    // Every post of both phases, looked up in its author's window.
+    const httpMissing = await missingPosts(admin, keys, workload.authors, httpPosts);
+    const streamMissing = await missingPosts(admin, keys, workload.authors, streamPosts);
+    const applied = streamPosts.count - streamMissing;
+    const eventsPerSec = Math.round(applied / streamElapsed);
+    const streamRatio = round2(eventsPerSec / httpPostsPerSec);
+    const metrics = await gatewaySeries(gateway.url, 'bubble_ingest_');
+    log(
+      `ingest-stream: stream ${eventsPerSec} events/s (${applied} of ${streamPosts.count} applied in ` +
+        `${streamElapsed.toFixed(1)} s, appended in ${producedIn.toFixed(1)} s), ratio ${streamRatio}, ` +
+        `lag max ${backlog.maxAgeMs} ms; missing: HTTP ${httpMissing}, stream ${streamMissing}; ` +
+        `CPU (cores) ${JSON.stringify(streamCpu)}`,
+    );
+    figures = {
+      scenario: 'ingest-stream',
+      eventsPerSec,
+      httpPostsPerSec,
+      streamRatio,
+      lagMaxMs: backlog.maxAgeMs,
+      postsPerEntry: 1,
+      http: {
+        accepted: http.accepted,
+        refused: http.refused,
+        missing: httpMissing,
+        statuses: http.statuses,
+        batch: options.batch,
+        connections: options.connections,
+        callP50Ms: round2(percentile(http.times, 50)),
+        callP99Ms: round2(percentile(http.times, 99)),
+        seconds: round2(http.elapsed),
+        cpuCores: httpCpu,
+        gatewayCpuUsPerPost: usPer(httpCpu.gateway, httpPostsPerSec),
+      },
+      stream: {
+        appended: streamPosts.count,
+        applied,
+        missing: streamMissing,
+        deadLetters,
+        seconds: round2(streamElapsed),
+        producerSeconds: round2(producedIn),
+        producerPerSec: Math.round(streamPosts.count / producedIn),
+        maxLead: options.maxLead,
+        lagMaxEntries: backlog.maxUndelivered,
+        pendingMax: backlog.maxPending,
+        samples: backlog.samples,
+        cpuCores: streamCpu,
+        gatewayCpuUsPerEvent: usPer(streamCpu.gateway, eventsPerSec),
+      },
+      gatewayMetrics: metrics,
+      windowPosts: options.windowPosts,
+      machine: machineFacts(),
+    };
+  } finally {
+    backlog.stop();
+    for (const connection of connections) connection.close();
+    await gateway?.stop().catch(() => {});
+    await store.close().catch(() => {});
+    admin.disconnect();
+    producer.close();
+    sampler.disconnect();
+    await redis.stop();
+  }
+  if (options.profileDir) figures.profiles = await logProfiles(options.profileDir, stamp, log);
+  return figures;
+}
+
+/**
+ * The consumer group's backlog, read from Redis itself (not from the gateway's metrics):
+ * `XINFO GROUPS` for the last delivered id, `XPENDING` for the oldest pending entry and
+ * `XRANGE (last-delivered` for the oldest entry not yet delivered.
+ */
+class BacklogSampler {
+  lastDelivered = '0-0';
+  pending = 0;
+  /** Entries appended and delivered to the group (`entries-read`). */
+  delivered = 0;
+  maxAgeMs = 0;
+  maxUndelivered = 0;
+  maxPending = 0;
+  samples = 0;
+  private running = false;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly key: string,
+  ) {}
+
+  resetMax(): void {
+    this.maxAgeMs = 0;
+    this.maxUndelivered = 0;
+    this.maxPending = 0;
+    this.samples = 0;
+  }
+
+  async run(everyMs: number): Promise<void> {
+    this.running = true;
+    while (this.running) {
+      await this.sample();
+      await sleep(everyMs);
+    }
+  }
+
+  stop(): void {
+    this.running = false;
+  }
+
+  async sample(): Promise<void> {
+    const now = Date.now();
+    const groups = (await this.redis.xinfo('GROUPS', this.key).catch(() => [])) as unknown[][];
+    const group = groups.map(fields).find((g) => g.name === GROUP);
+    if (!group) return;
+    this.lastDelivered = String(group['last-delivered-id']);
+    this.pending = Number(group.pending);
+    this.delivered = Number(group['entries-read'] ?? 0);
+    const lag = group.lag === null || group.lag === undefined ? 0 : Number(group.lag);
+    const [summary, next] = await Promise.all([
+      this.redis.xpending(this.key, GROUP) as Promise<[number, string | null, string | null]>,
+      this.redis.xrange(this.key, `(${this.lastDelivered}`, '+', 'COUNT', 1),
+    ]);
+    let oldest = Infinity;
+    if (summary[1]) oldest = idMs(summary[1]);
+    if (next[0]) oldest = Math.min(oldest, idMs(next[0][0]));
+    this.samples++;
+    if (oldest !== Infinity) this.maxAgeMs = Math.max(this.maxAgeMs, now - oldest);
+    this.maxUndelivered = Math.max(this.maxUndelivered, lag);
+    this.maxPending = Math.max(this.maxPending, this.pending);
+  }
+}
+
+/** `XADD <key> * v 1 op post body <json>` in RESP. */
+function xaddPost(key: string, body: string): string {
+  return (
+    `*9\r\n$4\r\nXADD\r\n$${Buffer.byteLength(key)}\r\n${key}\r\n$1\r\n*\r\n` +
+    `$1\r\nv\r\n$1\r\n1\r\n$2\r\nop\r\n$4\r\npost\r\n$4\r\nbody\r\n` +
+    `$${Buffer.byteLength(body)}\r\n${body}\r\n`
+  );
+}
+
+/**
+ * A raw RESP connection for the producer: a pipeline of XADDs is one string written at once and
+ * its answers are read as bulk strings, a few times cheaper per entry than a client library's
+ * command objects, so the producer does not share the cores with the gateway more than needed.
+ */
+class RespConnection {
+  private buffered: Buffer | null = null;
+  private readonly batches: {
+    left: number;
+    ids: string[];
+    done: (ids: string[]) => void;
+    fail: (err: Error) => void;
+  }[] = [];
+
+  private constructor(private readonly socket: net.Socket) {
+    socket.setNoDelay(true);
+    socket.on('data', (chunk: Buffer) => this.receive(chunk));
+    socket.on('error', (err) => this.failAll(err));
+    socket.on('close', () => this.failAll(new Error('redis connection closed')));
+  }
+
+  static connect(url: string): Promise<RespConnection> {
+    const { hostname, port } = new URL(url);
+    return new Promise((resolve, reject) => {
+      const socket = net.connect({ host: hostname, port: Number(port) });
+      socket.once('connect', () => {
+        socket.off('error', reject);
+        resolve(new RespConnection(socket));
+      });
+      socket.once('error', reject);
+    });
+  }
+
+  /** Writes `count` commands encoded in `commands`; resolves with their bulk-string answers. */
+  send(commands: string, count: number): Promise<string[]> {
+    return new Promise((done, fail) => {
+      this.batches.push({ left: count, ids: [], done, fail });
+      this.socket.write(commands);
+    });
+  }
+
+  close(): void {
+    this.socket.destroy();
+  }
+
+  private failAll(err: Error): void {
+    for (const batch of this.batches.splice(0)) batch.fail(err);
+  }
+
+  private receive(chunk: Buffer): void {
+    const data = this.buffered ? Buffer.concat([this.buffered, chunk]) : chunk;
+    let pos = 0;
+    for (;;) {
+      const lineEnd = data.indexOf('\r\n', pos);
+      if (lineEnd < 0) break;
+      const type = data[pos];
+      let value: string;
+      let next: number;
+      if (type === 0x24 /* $ */) {
+        const length = Number(data.toString('latin1', pos + 1, lineEnd));
+        next = lineEnd + 2 + length + 2;
+        if (next > data.length) break;
+        value = data.toString('latin1', lineEnd + 2, lineEnd + 2 + length);
+      } else {
+        next = lineEnd + 2;
+        value = data.toString('utf8', pos + 1, lineEnd);
+        if (type === 0x2d /* - */) {
+          this.failAll(new Error(`XADD refused: ${value}`));
+          this.socket.destroy();
+          return;
+        }
+      }
+      pos = next;
+      const batch = this.batches[0];
+      if (!batch) continue;
+      batch.ids.push(value);
+      if (--batch.left === 0) {
+        this.batches.shift();
+        batch.done(batch.ids);
+      }
+    }
+    this.buffered = pos < data.length ? Buffer.from(data.subarray(pos)) : null;
+  }
+}
+
+function fields(flat: unknown[]): Record<string, unknown> {
+  const record: Record<string, unknown> = {};
+  for (let i = 0; i + 1 < flat.length; i += 2) record[String(flat[i])] = flat[i + 1];
+  return record;
+}
+
+function idMs(id: string): number {
+  return Number(id.slice(0, id.indexOf('-')));
+}
+
+/** Orders two stream ids ("ms-seq"). */
+function compareIds(a: string, b: string): number {
+  if (b === '') return 1;
+  const [aMs, aSeq] = a.split('-').map(BigInt) as [bigint, bigint];
+  const [bMs, bSeq] = b.split('-').map(BigInt) as [bigint, bigint];
+  if (aMs !== bMs) return aMs < bMs ? -1 : 1;
+  return aSeq === bSeq ? 0 : aSeq < bSeq ? -1 : 1;
+}
+
+function grow(array: Int32Array): Int32Array {
+  const bigger = new Int32Array(array.length * 2);
+  bigger.set(array);
+  return bigger;
+}
+
+/** Posts of `posts` absent from their author's window: ZMSCORE per author, pipelined. */
+async function missingPosts(
+  redis: Redis,
+  keys: RedisKeys,
+  authors: readonly string[],
+  posts: PhasePosts,
+): Promise<number> {
+  // Post numbers grouped by author (a counting sort).
+  const starts = new Int32Array(authors.length + 1);
+  for (let i = 0; i < posts.count; i++) starts[posts.authorOf[i]! + 1]!++;
+  for (let a = 0; a < authors.length; a++) starts[a + 1]! += starts[a]!;
+  const fill = starts.slice(0, authors.length);
+  const byAuthor = new Int32Array(posts.count);
+  for (let i = 0; i < posts.count; i++) byAuthor[fill[posts.authorOf[i]!]!++] = i;
+  let missing = 0;
+  for (let from = 0; from < authors.length; from += 500) {
+    const pipeline = redis.pipeline();
+    for (let a = from; a < Math.min(from + 500, authors.length); a++) {
+      if (starts[a] === starts[a + 1]) continue;
+      const ids: string[] = [];
+      for (let k = starts[a]!; k < starts[a + 1]!; k++) ids.push(`${posts.prefix}${byAuthor[k]}`);
+      pipeline.zmscore(keys.posts(authors[a]!), ...ids);
+    }
+    for (const [err, scores] of (await pipeline.exec()) ?? []) {
+      if (err) throw err;
+      for (const score of scores as (string | null)[]) if (score === null) missing++;
+    }
+  }
+  return missing;
+}
+
+/** A gateway's metric series whose names start with `prefix`, by name and labels. */
+export async function gatewaySeries(
+  gatewayUrl: string,
+  prefix: string,
+): Promise<Record<string, number>> {
+  const text = await fetch(`${gatewayUrl}/metrics`)
+    .then((response) => response.text())
+    .catch(() => '');
+  const series: Record<string, number> = {};
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(prefix)) continue;
+    const at = line.lastIndexOf(' ');
+    series[line.slice(0, at)] = Number(line.slice(at + 1));
+  }
+  return series;
+}
+
+function usPer(cores: number | null | undefined, perSec: number): number | null {
+  return cores === null || cores === undefined || perSec === 0
+    ? null
+    : round2((cores * 1e6) / perSec);
+}

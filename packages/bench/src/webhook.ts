@@ -1,0 +1,574 @@
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { BadgeService } from '@bubble/badges';
+import { mulberry32, systemClock } from '@bubble/protocol';
+import { RedisKeys, RedisStore } from '@bubble/store';
+import { startRedisServer, type RoleProcess } from '@bubble/test-utils';
+import { Redis } from 'ioredis';
+import { RawHttpConnection, httpRequest, type RawResponse } from './http-client.js';
+import { gatewaySeries } from './ingest-stream.js';
+import {
+  KEY_PREFIX,
+  benchSecrets,
+  cpuShares,
+  cpuSnapshot,
+  machineFacts,
+  round2,
+  sleep,
+  startGateway,
+} from './live-stack.js';
+import { redisCpuSeconds } from './redis-probe.js';
+
+export interface WebhookOptions {
+  /** Offline users, every one in a pair conversation, some in small and large groups too. */
+  users: number;
+  /** Small groups (besides the pairs), each of 3 to 8 members drawn at random. */
+  smallGroups: number;
+  /** Member counts of the large groups, members drawn at random. */
+  largeGroups: number[];
+  /** Messages per second to pairs and small groups (one POST each), drawn uniformly. */
+  messagesPerSec: number;
+  /** Each large group gets one message this often. */
+  largeGroupEveryMs: number;
+  /** BUBBLE_WEBHOOK_MIN_INTERVAL_MS of the gateway. */
+  minIntervalMs: number;
+  /** Phase one: the receiver answers 200. Phase two: `failShare` of requests get 503. */
+  okSeconds: number;
+  failingSeconds: number;
+  failShare: number;
+  retryBaseMs: number;
+  retryMaxMs: number;
+  /** Longest wait, once messages stop, for every user's last badge to reach the receiver. */
+  drainTimeoutMs: number;
+  pools: number;
+  seed: number;
+  log: (line: string) => void;
+}
+
+export const WEBHOOK_DEFAULTS: WebhookOptions = {
+  users: 10_000,
+  smallGroups: 1000,
+  largeGroups: [6000, 3000],
+  messagesPerSec: 1000,
+  largeGroupEveryMs: 250,
+  minIntervalMs: 1000,
+  okSeconds: 15,
+  failingSeconds: 15,
+  failShare: 0.1,
+  retryBaseMs: 100,
+  retryMaxMs: 2000,
+  drainTimeoutMs: 60_000,
+  pools: 100,
+  seed: 23,
+  log: () => {},
+};
+
+/** Requests the driver keeps in flight per connection before it skips a tick. */
+const MAX_IN_FLIGHT = 256;
+const DRIVER_CONNECTIONS = 4;
+const SIGNATURE_TOLERANCE_S = 300;
+const BODY_LIMIT = 1 << 20;
+
+interface Conversation {
+  id: string;
+  members: string[];
+  seq: number;
+}
+
+/**
+ * bench.md "webhook": `users` offline users (no connection ever) in pair conversations, small
+ * groups and large groups, messages posted at a steady rate through
+ * `POST /v1/conversations/{id}/messages`; one `bubble gateway` with BUBBLE_WEBHOOK_URL set
+ * delivers their badges to a receiver in this process, which checks every request's signature
+ * and idempotency key and answers 200 for `okSeconds`, then 503 to `failShare` of the requests
+ * (a seeded draw) for `failingSeconds`, and keeps failing that share while the gateway drains.
+ * `lost` counts users whose last accepted delivery (or none) differs from their badge read at
+ * the end (`GET /v1/users/{user}/badge`): what their phone would show wrongly.
+ */
+export async function benchWebhook(partial: Partial<WebhookOptions> = {}) {
+  const options = { ...WEBHOOK_DEFAULTS, ...partial };
+  const { log } = options;
+  const random = mulberry32(options.seed);
+  const users = Array.from({ length: options.users }, (_, i) => `u${i}`);
+  const conversations = buildConversations(users, options, random);
+  const small = conversations.filter((c) => c.id[0] !== 'g');
+  const large = conversations.filter((c) => c.id[0] === 'g');
+  const secret = randomBytes(32).toString('base64url');
+  const receiver = new WebhookReceiver(secret, options.minIntervalMs, mulberry32(options.seed ^ 1));
+  const redis = await startRedisServer();
+  const store = new RedisStore({ url: redis.url, keyPrefix: KEY_PREFIX, pools: options.pools });
+  const service = new BadgeService(store, systemClock);
+  const keys = new RedisKeys(KEY_PREFIX, options.pools);
+  const admin = new Redis(redis.url);
+  let gateway: RoleProcess | undefined;
+  const connections: RawHttpConnection[] = [];
+  let figures: Record<string, unknown>;
+  try {
+    for (let i = 0; i < conversations.length; i += 500) {
+      await Promise.all(
+        conversations.slice(i, i + 500).map((c) => service.replaceMembers(c.id, c.members)),
+      );
+    }
+    log(
+      `webhook: ${conversations.length} conversations of ${users.length} users stored ` +
+        `(${small.length} pairs and small groups, large groups of ${options.largeGroups.join(', ')})`,
+    );
+    const url = await receiver.listen();
+    const secrets = benchSecrets();
+    gateway = await startGateway({
+      redisUrl: redis.url,
+      pools: options.pools,
+      secrets,
+      env: {
+        BUBBLE_WEBHOOK_URL: url,
+        BUBBLE_WEBHOOK_SECRET: secret,
+        BUBBLE_WEBHOOK_SOURCES: 'conversations',
+        BUBBLE_WEBHOOK_MIN_INTERVAL_MS: String(options.minIntervalMs),
+        BUBBLE_WEBHOOK_RETRY_BASE_MS: String(options.retryBaseMs),
+        BUBBLE_WEBHOOK_RETRY_MAX_MS: String(options.retryMaxMs),
+      },
+      log,
+    });
+    for (let c = 0; c < DRIVER_CONNECTIONS; c++) {
+      connections.push(await RawHttpConnection.connect('127.0.0.1', gateway.port));
+    }
+    const pids = { gateway: gateway.pid, bench: process.pid };
+
+    // Messages at a steady rate; every member but the sender has a changed badge.
+    let changes = 0;
+    let messagesAccepted = 0;
+    let skippedTicks = 0;
+    const statuses: Record<string, number> = {};
+    const changedAt = new Float64Array(users.length).fill(-Infinity);
+    const userIndex = new Map(users.map((u, i) => [u, i]));
+    let demand = 0;
+    let next = 0;
+    const send = (conversation: Conversation) => {
+      const connection = connections[next++ % connections.length]!;
+      if (connection.inFlight >= MAX_IN_FLIGHT) return false;
+      const from = conversation.members[Math.floor(random() * conversation.members.length)]!;
+      const seq = ++conversation.seq;
+      const now = performance.now();
+      for (const member of conversation.members) {
+        if (member === from) continue;
+        changes++;
+        const u = userIndex.get(member)!;
+        // Users changed at least once per interval: what the rule lets through at most.
+        if (now - changedAt[u]! >= options.minIntervalMs) {
+          changedAt[u] = now;
+          demand++;
+        }
+      }
+      connection.send(
+        httpRequest(
+          'POST',
+          `/v1/conversations/${conversation.id}/messages`,
+          { 'X-Api-Key': secrets.apiKey },
+          JSON.stringify({ seq, from }),
+        ),
+        (response: RawResponse) => {
+          statuses[response.status] = (statuses[response.status] ?? 0) + 1;
+          if (response.status === 202) messagesAccepted++;
+        },
+      );
+      return true;
+    };
+    const drive = async (seconds: number) => {
+      const started = performance.now();
+      const endsAt = started + seconds * 1000;
+      let smallSent = 0;
+      let largeSent = 0;
+      while (performance.now() < endsAt) {
+        const elapsed = performance.now() - started;
+        const smallDue = Math.floor((elapsed / 1000) * options.messagesPerSec);
+        for (; smallSent < smallDue; smallSent++) {
+          if (!send(small[Math.floor(random() * small.length)]!)) {
+            skippedTicks++;
+            smallSent = smallDue;
+            break;
+          }
+        }
+        const largeDue = Math.floor(elapsed / options.largeGroupEveryMs) + 1;
+        for (; largeSent < largeDue; largeSent++) for (const group of large) send(group);
+        await sleep(10);
+      }
+      return (performance.now() - started) / 1000;
+    };
+    const phase = async (label: string, seconds: number, failShare: number) => {
+      receiver.startPhase(label, failShare);
+      const changesBefore = changes;
+      const demandBefore = demand;
+      const cpuBefore = await cpuSnapshot(pids);
+      const redisBefore = await redisCpuSeconds(admin);
+      const elapsed = await drive(seconds);
+      const cpu = cpuShares(cpuBefore, await cpuSnapshot(pids));
+      cpu['redis-server'] = round2(((await redisCpuSeconds(admin)) - redisBefore) / elapsed);
+      const stats = receiver.phaseStats();
+      const figures = {
+        deliveriesPerSec: Math.round(stats.userDeliveries / elapsed),
+        demandPerSec: Math.round((demand - demandBefore) / elapsed),
+        changes: changes - changesBefore,
+        ...stats,
+        seconds: round2(elapsed),
+        cpuCores: cpu,
+      };
+      log(`webhook: ${label} ${JSON.stringify(figures)}`);
+      return figures;
+    };
+    log(
+      `webhook: messages at ${options.messagesPerSec}/s, large groups every ${options.largeGroupEveryMs} ms`,
+    );
+    const ok = await phase('ok', options.okSeconds, 0);
+    const failing = await phase('failing', options.failingSeconds, options.failShare);
+
+    // Drain: every user's last accepted badge must become the badge the store holds.
+    receiver.startPhase('drain', options.failShare);
+    const stoppedAt = performance.now();
+    await waitUntil(() => connections.every((c) => c.inFlight === 0), 10_000);
+    const truth = await readBadges(connections, users, secrets.apiKey);
+    let lostUsers = users.filter((u) => !receiver.shows(u, truth.get(u)!));
+    const deadline = stoppedAt + options.drainTimeoutMs;
+    while (lostUsers.length > 0 && performance.now() < deadline) {
+      await sleep(100);
+      lostUsers = lostUsers.filter((u) => !receiver.shows(u, truth.get(u)!));
+    }
+    const drainMs = Math.round(performance.now() - stoppedAt);
+    const drain = receiver.phaseStats();
+    const total = receiver.totals();
+    const metrics = await gatewaySeries(gateway.url, 'bubble_webhook_');
+    const deadLetters = await countKey(admin, keys.webhookDead());
+    const seconds = ok.seconds + failing.seconds;
+    const deliveriesPerSec = Math.round((ok.userDeliveries + failing.userDeliveries) / seconds);
+    const allChanges = ok.changes + failing.changes;
+    figures = {
+      scenario: 'webhook',
+      deliveriesPerSec,
+      usersPerDelivery: round2(total.userDeliveries / Math.max(1, total.deliveries)),
+      coalescedShare: round2(1 - total.userDeliveries / Math.max(1, changes)),
+      retriedShare: round2(total.retriedRequests / Math.max(1, total.requests)),
+      lost: lostUsers.length,
+      intervalViolationMs: total.intervalViolationMs,
+      minIntervalMs: options.minIntervalMs,
+      minGapMs: total.minGapMs,
+      demandPerSec: Math.round(
+        (ok.demandPerSec * ok.seconds + failing.demandPerSec * failing.seconds) / seconds,
+      ),
+      changes: allChanges,
+      messages: { accepted: messagesAccepted, statuses, skippedTicks },
+      drainMs,
+      lostSample: lostUsers.slice(0, 5).map((u) => ({
+        user: u,
+        expected: truth.get(u),
+        shown: receiver.shown(u),
+      })),
+      receiver: total,
+      phases: { ok, failing, drain },
+      deadLetters,
+      gatewayMetrics: metrics,
+      workload: {
+        users: options.users,
+        pairs: Math.floor(options.users / 2),
+        smallGroups: options.smallGroups,
+        largeGroups: options.largeGroups,
+        messagesPerSec: options.messagesPerSec,
+        largeGroupEveryMs: options.largeGroupEveryMs,
+        failShare: options.failShare,
+      },
+      machine: machineFacts(),
+    };
+    log(
+      `webhook: ${deliveriesPerSec} user deliveries/s, ${figures.usersPerDelivery} users a request, ` +
+        `coalesced ${figures.coalescedShare}, retried ${figures.retriedShare}, lost ${lostUsers.length}, ` +
+        `interval violation ${total.intervalViolationMs} ms, drained in ${drainMs} ms`,
+    );
+  } finally {
+    for (const connection of connections) connection.close();
+    await gateway?.stop().catch(() => {});
+    await receiver.close();
+    await store.close().catch(() => {});
+    admin.disconnect();
+    await redis.stop();
+  }
+  return figures;
+}
+
+/** Pairs over every user, small groups of 3 to 8, large groups: all drawn with `random`. */
+function buildConversations(
+  users: string[],
+  options: WebhookOptions,
+  random: () => number,
+): Conversation[] {
+  const conversations: Conversation[] = [];
+  const shuffled = [...users];
+  shuffle(shuffled, random);
+  for (let i = 0; i + 1 < shuffled.length; i += 2) {
+    conversations.push({ id: `p${i / 2}`, members: [shuffled[i]!, shuffled[i + 1]!], seq: 0 });
+  }
+  const pick = (n: number) => {
+    const chosen = new Set<string>();
+    while (chosen.size < Math.min(n, users.length)) {
+      chosen.add(users[Math.floor(random() * users.length)]!);
+    }
+    return [...chosen];
+  };
+  for (let g = 0; g < options.smallGroups; g++) {
+    conversations.push({ id: `s${g}`, members: pick(3 + Math.floor(random() * 6)), seq: 0 });
+  }
+  options.largeGroups.forEach((size, g) => {
+    conversations.push({ id: `g${g}`, members: pick(size), seq: 0 });
+  });
+  return conversations;
+}
+
+function shuffle<T>(items: T[], random: () => number): void {
+  for (let i = items.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [items[i], items[j]] = [items[j]!, items[i]!];
+  }
+}
+
+type Counts = Record<string, number>;
+
+interface PhaseCounters {
+  requests: number;
+  retriedRequests: number;
+  refused: number;
+  deliveries: number;
+  userDeliveries: number;
+  largestRequest: number;
+}
+
+const emptyCounters = (): PhaseCounters => ({
+  requests: 0,
+  retriedRequests: 0,
+  refused: 0,
+  deliveries: 0,
+  userDeliveries: 0,
+  largestRequest: 0,
+});
+
+/**
+ * The platform's push service: verifies `X-Bubble-Signature` (HMAC-SHA256 of "<t>.<raw body>",
+ * t within 5 minutes) and that `Idempotency-Key` is the body's id, answers 503 to a seeded
+ * share of requests, and records per user the badge of the last delivery it accepted and the
+ * shortest time between two accepted deliveries of one user.
+ */
+class WebhookReceiver {
+  private server: http.Server | undefined;
+  private readonly attempts = new Map<string, number>();
+  private readonly accepted = new Set<string>();
+  private readonly lastBadge = new Map<string, Record<string, number>>();
+  private readonly lastAcceptedAt = new Map<string, number>();
+  private failShare = 0;
+  private phase = emptyCounters();
+  private readonly total = emptyCounters();
+  /** Problems a correct sender never causes. */
+  readonly faults: Counts = {
+    badSignature: 0,
+    keyMismatch: 0,
+    badBody: 0,
+    duplicateAccepted: 0,
+    tooManyUsers: 0,
+  };
+  private minGapMs = Infinity;
+  private violations = 0;
+
+  constructor(
+    private readonly secret: string,
+    private readonly minIntervalMs: number,
+    private readonly random: () => number,
+  ) {}
+
+  async listen(): Promise<string> {
+    this.server = http.createServer((request, response) => this.handle(request, response));
+    this.server.keepAliveTimeout = 60_000;
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/push`;
+  }
+
+  close(): Promise<void> {
+    const server = this.server;
+    if (!server) return Promise.resolve();
+    server.closeAllConnections();
+    return new Promise((resolve) => server.close(() => resolve()));
+  }
+
+  startPhase(_label: string, failShare: number): void {
+    this.failShare = failShare;
+    this.phase = emptyCounters();
+  }
+
+  phaseStats() {
+    return { ...this.phase };
+  }
+
+  totals() {
+    return {
+      ...this.total,
+      faults: this.faults,
+      minGapMs: this.minGapMs === Infinity ? null : round2(this.minGapMs),
+      intervalViolations: this.violations,
+      intervalViolationMs:
+        this.minGapMs === Infinity ? 0 : round2(Math.max(0, this.minIntervalMs - this.minGapMs)),
+      distinctIds: this.attempts.size,
+    };
+  }
+
+  /** Whether what `user`'s phone shows (their last accepted badge, or nothing) is `expected`. */
+  shows(user: string, expected: Record<string, number>): boolean {
+    return sameCounts(this.lastBadge.get(user) ?? {}, expected);
+  }
+
+  shown(user: string): Record<string, number> | null {
+    return this.lastBadge.get(user) ?? null;
+  }
+
+  private handle(request: http.IncomingMessage, response: http.ServerResponse): void {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    request.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= BODY_LIMIT) chunks.push(chunk);
+    });
+    request.on('end', () => {
+      const answer = (status: number) => {
+        response.statusCode = status;
+        response.end();
+      };
+      const raw = Buffer.concat(chunks);
+      const count = (key: keyof PhaseCounters, n = 1) => {
+        this.phase[key] += n;
+        this.total[key] += n;
+      };
+      count('requests');
+      if (request.method !== 'POST' || size > BODY_LIMIT) {
+        this.faults.badBody!++;
+        return answer(400);
+      }
+      if (!this.verify(headerOf(request, 'x-bubble-signature'), raw)) {
+        this.faults.badSignature!++;
+        return answer(401);
+      }
+      let body: { id?: unknown; deliveries?: unknown };
+      try {
+        body = JSON.parse(raw.toString('utf8')) as typeof body;
+      } catch {
+        this.faults.badBody!++;
+        return answer(400);
+      }
+      const id = body.id;
+      const deliveries = body.deliveries;
+      if (typeof id !== 'string' || !Array.isArray(deliveries) || deliveries.length === 0) {
+        this.faults.badBody!++;
+        return answer(400);
+      }
+      if (headerOf(request, 'idempotency-key') !== id) this.faults.keyMismatch!++;
+      if (deliveries.length > 100) this.faults.tooManyUsers!++;
+      const attempts = (this.attempts.get(id) ?? 0) + 1;
+      this.attempts.set(id, attempts);
+      if (attempts > 1) count('retriedRequests');
+      if (this.failShare > 0 && this.random() < this.failShare) {
+        count('refused');
+        return answer(503);
+      }
+      if (this.accepted.has(id)) {
+        // A resend of a delivery already answered 200: the phone must not show it twice.
+        this.faults.duplicateAccepted!++;
+        return answer(200);
+      }
+      this.accepted.add(id);
+      count('deliveries');
+      count('userDeliveries', deliveries.length);
+      this.phase.largestRequest = Math.max(this.phase.largestRequest, deliveries.length);
+      this.total.largestRequest = Math.max(this.total.largestRequest, deliveries.length);
+      const now = performance.now();
+      for (const delivery of deliveries as {
+        user?: unknown;
+        badge?: { conversations?: unknown };
+      }[]) {
+        if (typeof delivery.user !== 'string' || typeof delivery.badge !== 'object') {
+          this.faults.badBody!++;
+          continue;
+        }
+        const last = this.lastAcceptedAt.get(delivery.user);
+        if (last !== undefined) {
+          const gap = now - last;
+          if (gap < this.minGapMs) this.minGapMs = gap;
+          if (gap < this.minIntervalMs) this.violations++;
+        }
+        this.lastAcceptedAt.set(delivery.user, now);
+        this.lastBadge.set(
+          delivery.user,
+          (delivery.badge?.conversations ?? {}) as Record<string, number>,
+        );
+      }
+      answer(200);
+    });
+  }
+
+  private verify(header: string | undefined, raw: Buffer): boolean {
+    const match = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(header ?? '');
+    if (!match) return false;
+    const t = Number(match[1]);
+    if (Math.abs(Date.now() / 1000 - t) > SIGNATURE_TOLERANCE_S) return false;
+    const expected = createHmac('sha256', this.secret).update(`${t}.`).update(raw).digest();
+    return timingSafeEqual(expected, Buffer.from(match[2]!, 'hex'));
+  }
+}
+
+function headerOf(request: http.IncomingMessage, name: string): string | undefined {
+  const value = request.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function sameCounts(a: Record<string, number>, b: Record<string, number>): boolean {
+  const aKeys = Object.keys(a);
+  if (aKeys.length !== Object.keys(b).length) return false;
+  return aKeys.every((k) => a[k] === b[k]);
+}
+
+/** Every user's `conversations` counts as the store has them now, through the platform API. */
+async function readBadges(
+  connections: RawHttpConnection[],
+  users: string[],
+  apiKey: string,
+): Promise<Map<string, Record<string, number>>> {
+  const badges = new Map<string, Record<string, number>>();
+  for (let i = 0; i < users.length; i += 400) {
+    const chunk = users.slice(i, i + 400);
+    await Promise.all(
+      chunk.map(async (user, k) => {
+        const response = await connections[k % connections.length]!.request(
+          httpRequest('GET', `/v1/users/${user}/badge`, { 'X-Api-Key': apiKey }),
+        );
+        if (response.status !== 200) {
+          throw new Error(`webhook: GET /v1/users/${user}/badge answered ${response.status}`);
+        }
+        const badge = JSON.parse(response.body.toString()) as {
+          conversations?: Record<string, number>;
+        };
+        badges.set(user, badge.conversations ?? {});
+      }),
+    );
+  }
+  return badges;
+}
+
+async function waitUntil(condition: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!condition()) {
+    if (performance.now() > deadline) throw new Error('webhook: driver requests unanswered');
+    await sleep(10);
+  }
+}
+
+/** Entries of a dead-letter key, whatever its type (0 when absent). */
+async function countKey(redis: Redis, key: string): Promise<number> {
+  const type = await redis.type(key);
+  if (type === 'stream') return redis.xlen(key);
+  if (type === 'list') return redis.llen(key);
+  if (type === 'zset') return redis.zcard(key);
+  if (type === 'hash') return redis.hlen(key);
+  return 0;
+}
