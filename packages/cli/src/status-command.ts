@@ -16,6 +16,7 @@ import {
 /** `bubble status`: the cluster at a glance, from GET /v1/cluster of a running gateway. */
 
 const MAX_ENTRIES = 100_000;
+const MAX_PARTITIONS = 1024;
 const text = z.string().max(512);
 const count = z.number().finite().min(0);
 const time = z.number().finite();
@@ -55,6 +56,26 @@ export const clusterSchema = z.looseObject({
     )
     .max(MAX_ENTRIES),
   online: count,
+  /** The ingest stream's backlog (gateways on Redis); absent from older gateways. */
+  ingest: z
+    .looseObject({
+      partitions: z
+        .array(
+          z.looseObject({
+            partition: z.number().int().min(0),
+            lag: count,
+            pending: count,
+            oldestPendingMs: count,
+            deadLetters: count,
+          }),
+        )
+        .max(MAX_PARTITIONS),
+    })
+    .optional(),
+  /** The offline-delivery queue, with BUBBLE_WEBHOOK_URL set. */
+  webhook: z
+    .looseObject({ queued: count, oldestQueuedMs: count, retrying: count, deadLetters: count })
+    .optional(),
 });
 
 export type ClusterView = z.infer<typeof clusterSchema>;
@@ -221,7 +242,50 @@ export function formatCluster(cluster: ClusterView, where: string, now: number):
       'no sweep reported yet',
     ),
   );
+  if (cluster.ingest) out.push('', ...ingestSection(cluster.ingest.partitions));
+  if (cluster.webhook) out.push('', ...webhookSection(cluster.webhook));
   return `${out.join('\n')}\n`;
+}
+
+type IngestBacklog = NonNullable<ClusterView['ingest']>['partitions'];
+
+/** Per partition: entries not yet delivered, delivered but not acknowledged, dead letters. */
+function ingestSection(partitions: IngestBacklog): string[] {
+  const sorted = [...partitions].sort((a, b) => a.partition - b.partition);
+  const sum = (pick: (p: IngestBacklog[number]) => number) =>
+    sorted.reduce((total, p) => total + pick(p), 0);
+  const oldest = sorted.reduce((most, p) => Math.max(most, p.oldestPendingMs), 0);
+  const dead = sum((p) => p.deadLetters);
+  return [
+    `INGEST STREAM  lag ${sum((p) => p.lag)}, pending ${sum((p) => p.pending)}${
+      oldest > 0 ? ` (oldest ${span(oldest)})` : ''
+    }, dead letters ${dead}${dead > 0 ? ' (bubble dead list)' : ''}`,
+    ...table(
+      ['PARTITION', 'LAG', 'PENDING', 'OLDEST PENDING', 'DEAD LETTERS'],
+      sorted.map((p) => [
+        String(p.partition),
+        String(p.lag),
+        String(p.pending),
+        p.pending === 0 ? '-' : span(p.oldestPendingMs),
+        String(p.deadLetters),
+      ]),
+      new Set([0, 1, 2, 3, 4]),
+      'no partitions reported',
+    ),
+  ];
+}
+
+function webhookSection(webhook: NonNullable<ClusterView['webhook']>): string[] {
+  return [
+    'OFFLINE DELIVERY',
+    `  queued        ${webhook.queued}${
+      webhook.queued > 0 ? ` (oldest ${span(webhook.oldestQueuedMs)})` : ''
+    }`,
+    `  retrying      ${webhook.retrying}`,
+    `  dead letters  ${webhook.deadLetters}${
+      webhook.deadLetters > 0 ? ' (bubble dead list --webhook)' : ''
+    }`,
+  ];
 }
 
 /** Pools in rows of ten (or more for large counts), one owner mark each. */

@@ -95,6 +95,24 @@ const BODY = `
         </table>
       </div>
     </section>
+
+    <section aria-labelledby="ingest-title" id="ingest-section" hidden>
+      <h2 id="ingest-title">Ingest stream <span class="muted">(per partition; dead letters: bubble dead list)</span></h2>
+      <div class="scroll">
+        <table>
+          <thead><tr><th class="num">Partition</th><th class="num">Lag</th>
+            <th class="num">Pending</th><th class="num">Oldest pending</th>
+            <th class="num">Dead letters</th></tr></thead>
+          <tbody id="ingest"></tbody>
+        </table>
+      </div>
+      <dl id="webhook-cards" class="cards" hidden>
+        <div><dt>Offline deliveries queued</dt><dd id="webhook-queued">–</dd></div>
+        <div><dt>Oldest queued</dt><dd id="webhook-oldest">–</dd></div>
+        <div><dt>Retrying</dt><dd id="webhook-retrying">–</dd></div>
+        <div><dt>Delivery dead letters</dt><dd id="webhook-dead">–</dd></div>
+      </dl>
+    </section>
   </div>
 
   <section aria-labelledby="gateway-title">

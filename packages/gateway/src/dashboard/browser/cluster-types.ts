@@ -16,4 +16,16 @@ export interface ClusterStatus {
     staleWritesRejected: number;
     driftRepaired: number;
   }>;
+  /** Gateways on Redis: the ingest stream's backlog per partition. */
+  ingest?: {
+    partitions: Array<{
+      partition: number;
+      lag: number;
+      pending: number;
+      oldestPendingMs: number;
+      deadLetters: number;
+    }>;
+  };
+  /** With BUBBLE_WEBHOOK_URL: the offline-delivery queue. */
+  webhook?: { queued: number; oldestQueuedMs: number; retrying: number; deadLetters: number };
 }

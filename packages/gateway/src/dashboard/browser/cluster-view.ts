@@ -38,6 +38,7 @@ export function renderCluster(status: ClusterStatus, now: number): void {
   renderOwners(owners);
   renderNodes(status, owners, now);
   renderSweeps(status, now);
+  renderIngest(status);
   const longest = status.sweeps.reduce((m, s) => Math.max(m, Number(s.durationMs) || 0), 0);
   setText('sweep-longest', status.sweeps.length ? ms(longest) : '–');
 }
@@ -129,5 +130,38 @@ function renderSweeps(status: ClusterStatus, now: number): void {
       element('td', fmt(s.driftRepaired), 'num'),
     );
     body.append(tr);
+  }
+}
+
+/** The ingest stream's backlog and the offline-delivery queue, shown once a gateway reports them. */
+function renderIngest(status: ClusterStatus): void {
+  const partitions = status.ingest?.partitions;
+  byId('ingest-section').hidden = partitions === undefined && status.webhook === undefined;
+  const body = byId('ingest');
+  if (!partitions || partitions.length === 0) {
+    emptyRow(body, 5, 'no ingest partitions reported');
+  } else {
+    body.replaceChildren();
+    for (const p of [...partitions].sort((a, b) => a.partition - b.partition)) {
+      const tr = document.createElement('tr');
+      const dead = element('td', fmt(p.deadLetters), 'num');
+      if (p.deadLetters > 0) dead.dataset.state = 'error';
+      tr.append(
+        element('td', fmt(p.partition), 'num'),
+        element('td', fmt(p.lag), 'num'),
+        element('td', fmt(p.pending), 'num'),
+        element('td', p.pending > 0 ? span(p.oldestPendingMs) : '–', 'num'),
+        dead,
+      );
+      body.append(tr);
+    }
+  }
+  const webhook = status.webhook;
+  byId('webhook-cards').hidden = webhook === undefined;
+  if (webhook) {
+    setText('webhook-queued', fmt(webhook.queued));
+    setText('webhook-oldest', webhook.queued > 0 ? span(webhook.oldestQueuedMs) : '–');
+    setText('webhook-retrying', fmt(webhook.retrying));
+    setText('webhook-dead', fmt(webhook.deadLetters));
   }
 }
