@@ -7,6 +7,16 @@ export { RedlockPoolLocks, type RedlockPoolLocksOptions } from './redis/redlock-
 export { RedisKeys, KEY_PREFIX_PATTERN } from './redis/keys.js';
 export { connectRedis, type RedisClient, type RedisTarget } from './redis/connect.js';
 export { loadScripts } from './redis/scripts.js';
+export {
+  INGEST_GROUP,
+  IngestPartition,
+  ingestPartitionOf,
+  readIngestBacklog,
+  type ClaimedIngestEntry,
+  type IngestClaim,
+  type IngestEntry,
+  type IngestPartitionBacklog,
+} from './redis/ingest-stream.js';
 export { newEpoch } from './epoch.js';
 export {
   StoreClock,

@@ -6,6 +6,7 @@
  *
  *   proxy.cutAfterReply(/:\{a:bob\}:posts/)   the command ran, its reply never arrives
  *   proxy.cutOnSend(/:\{g\}:posts/)           the command never reaches the target
+ *   proxy.silence()                          connections stay open, nothing passes (a black hole)
  */
 import net from 'node:net';
 
@@ -21,6 +22,10 @@ export class TcpProxy {
   private readonly clients = new Set<net.Socket>();
   private trigger: Trigger | undefined;
   private refusing = false;
+  /** New connections are silenced as they come (silence() until heal()). */
+  private silencing = false;
+  /** Connections that pass nothing any more, for as long as they live. */
+  private readonly silenced = new WeakSet<net.Socket>();
   private cuts = 0;
 
   private constructor(
@@ -86,9 +91,23 @@ export class TcpProxy {
     for (const socket of this.sockets) socket.destroy();
   }
 
-  /** Accepts and forwards new connections again (an armed trigger stays armed). */
+  /**
+   * Every open connection stays open but passes nothing any more, either way, for as long as
+   * it lives; new connections are accepted and are as silent, until heal(). Clients see no
+   * error: their commands and replies vanish (a peer behind a dead link or a full firewall).
+   */
+  silence(): void {
+    this.silencing = true;
+    for (const client of this.clients) this.silenced.add(client);
+  }
+
+  /**
+   * Accepts and forwards new connections again (an armed trigger stays armed); connections
+   * silenced before stay silent.
+   */
   heal(): void {
     this.refusing = false;
+    this.silencing = false;
   }
 
   /** Disarms the trigger without cutting. */
@@ -118,6 +137,7 @@ export class TcpProxy {
     this.sockets.add(client);
     this.sockets.add(upstream);
     this.clients.add(client);
+    if (this.silencing) this.silenced.add(client);
     // A reply dropped on this connection is the one after the matching chunk.
     let dropNextReply: (() => void) | undefined;
     const cut = (onCut: () => void) => {
@@ -128,6 +148,7 @@ export class TcpProxy {
       onCut();
     };
     client.on('data', (chunk: Buffer) => {
+      if (this.silenced.has(client)) return;
       const trigger = this.trigger;
       if (trigger && trigger.pattern.test(chunk.toString('latin1'))) {
         this.trigger = undefined;
@@ -140,6 +161,7 @@ export class TcpProxy {
       upstream.write(chunk);
     });
     upstream.on('data', (chunk: Buffer) => {
+      if (this.silenced.has(client)) return;
       if (dropNextReply) {
         dropNextReply();
         return;

@@ -6,8 +6,9 @@ import {
   heartbeatFigures,
   tuneHeapForConnections,
 } from '@bubble/gateway';
+import { IngestConsumers } from '@bubble/events';
 import { SchedulerNode, readClusterStatus, tickPeriodMs } from '@bubble/server';
-import { RedisStore, type BubbleStore } from '@bubble/store';
+import { RedisStore, readIngestBacklog, type BubbleStore } from '@bubble/store';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { checkRedisSettings } from '../redis-settings-check.js';
@@ -86,10 +87,24 @@ export async function startRole(
     logger,
     metrics,
     basePollSeconds: config.BUBBLE_POLL_INTERVAL_S,
-    clusterStatus: () => readClusterStatus(store),
+    clusterStatus: async () => ({
+      ...(await readClusterStatus(store)),
+      // The ingest stream's backlog (docs/api.md); null where no stream is read.
+      ingest:
+        store instanceof RedisStore && config.BUBBLE_INGEST_STREAM
+          ? {
+              partitions: await readIngestBacklog(
+                store.redis,
+                store.keys,
+                config.BUBBLE_INGEST_PARTITIONS,
+              ),
+            }
+          : null,
+    }),
     clusterReads: store.coordination,
   };
   const gateways: HttpGateway[] = [];
+  let ingest: IngestConsumers | undefined;
   const clockListeners = watchClock(logger, metrics);
   try {
     let url = '';
@@ -162,6 +177,21 @@ export async function startRole(
           () => heartbeatFigures(gateway),
         ),
       );
+      if (store instanceof RedisStore && config.BUBBLE_INGEST_STREAM) {
+        ingest = new IngestConsumers({
+          redis: store.redis,
+          keys: store.keys,
+          service,
+          consumer: id,
+          partitions: config.BUBBLE_INGEST_PARTITIONS,
+          claimMs: config.BUBBLE_INGEST_CLAIM_MS,
+          maxDeliveries: config.BUBBLE_INGEST_MAX_DELIVERIES,
+          blockMs: config.BUBBLE_INGEST_BLOCK_MS,
+          logger,
+          registry: metrics.registry,
+        });
+        ingest.start();
+      }
     }
     // `url` reaches this process from its own host; the node list shows what others reach.
     const advertisedUrl = config.BUBBLE_ADVERTISE_URL ?? url;
@@ -210,6 +240,8 @@ export async function startRole(
     return {
       url,
       async close() {
+        // Nothing is read once closing began; the batch in hand is applied and acknowledged.
+        await ingest?.close();
         await Promise.all(gateways.map((g) => g.close()));
         for (const stop of stops) await stop();
         await lockRuntime?.close();
@@ -221,6 +253,7 @@ export async function startRole(
     // undoing it is logged.
     const undoFailed = (cause: unknown) =>
       logger.warn({ err: cause }, 'could not undo part of a failed start');
+    await ingest?.close().catch(undoFailed);
     await Promise.allSettled(gateways.map((g) => g.close()));
     for (const stop of stops) await stop().catch(undoFailed);
     await lockRuntime?.close().catch(undoFailed);

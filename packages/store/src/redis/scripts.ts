@@ -134,6 +134,11 @@ export const SCRIPTS = {
     [name: string, maxLen: number, event: string],
     number
   >(2),
+  deadLetterIngest: script<
+    [stream: string, dead: string],
+    [group: string, entry: string, error: string, deliveries: number, ...fields: string[]],
+    string | null
+  >(2),
   deletePost: script<
     [posts: string, deleted: string, unlogged: string],
     [id: string, now: number, minTs: number],
@@ -204,6 +209,18 @@ export const SCRIPTS = {
   renewLeader: script<[leader: string], [node: string, ttlMs: number], number>(1),
   replaceFollows: script<[follows: string], string[], number>(1),
   resignLeader: script<[leader: string], [node: string], number>(1),
+  readIngestBacklog: script<
+    [stream: string, dead: string],
+    [group: string, countLimit: number],
+    [
+      groupExists: number,
+      lag: number,
+      pending: number,
+      oldestPending: string,
+      now: number,
+      dead: number,
+    ]
+  >(2),
   readClock: script<[anyKeyOfTheSlot: string], [], number>(1),
   routeUsers: script<
     [routes: string],
@@ -237,6 +254,7 @@ export const SCRIPTS = {
     number[]
   >(2),
   settleSights: script<[lastSeen: string], [cutoff: number, ...userOutcomePairs: Arg[]], number>(1),
+  trimIngest: script<[stream: string], [group: string], number>(1),
   withdrawNotice: script<
     [live: string, log: string],
     [id: string, maxLen: number, event: string],

@@ -1,0 +1,419 @@
+import type { BadgeService } from '@bubble/badges';
+import {
+  IngestPartition,
+  readIngestBacklog,
+  type ClaimedIngestEntry,
+  type IngestPartitionBacklog,
+  type RedisClient,
+  type RedisKeys,
+} from '@bubble/store';
+import { Cluster } from 'ioredis';
+import type { Logger } from 'pino';
+import { Registry } from 'prom-client';
+import { holdEntry, segmentsOf, singleSegment, type HeldEntry, type Segment } from './entries.js';
+import { describeFailure, failureKind, isNoGroup } from './failures.js';
+import { IngestMetrics } from './metrics.js';
+
+export interface IngestConsumerOptions {
+  /** The process's client: each partition's loop reads on a duplicate of it. */
+  redis: RedisClient;
+  keys: RedisKeys;
+  service: BadgeService;
+  /** This consumer's name in the group (the gateway id). */
+  consumer: string;
+  partitions: number;
+  /** BUBBLE_INGEST_CLAIM_MS: an entry idle this long in any consumer is claimed. */
+  claimMs: number;
+  /** BUBBLE_INGEST_MAX_DELIVERIES */
+  maxDeliveries: number;
+  /** BUBBLE_INGEST_BLOCK_MS */
+  blockMs: number;
+  logger: Logger;
+  registry?: Registry;
+  /** Entries one read takes; default 1000. */
+  count?: number;
+  /** A read this long past blockMs is abandoned; default 5 s. */
+  stallGraceMs?: number;
+  /** Between trims of the acknowledged head; default 1 s. */
+  trimEveryMs?: number;
+  /** Between refreshes of the backlog gauges; default 2 s. */
+  backlogEveryMs?: number;
+  /** Consumers with nothing pending idle this long are deleted; default 10 min. */
+  forgetConsumersAfterMs?: number;
+}
+
+/** The longest pause after a failure; each one in a row doubles it from RETRY_BASE_MS. */
+const RETRY_BASE_MS = 100;
+const RETRY_MAX_MS = 5_000;
+/** Errors kept for entries left pending, so a dead letter after the cap carries its last one. */
+const MAX_REMEMBERED_ERRORS = 10_000;
+
+/**
+ * Consumes `<prefix>:ingest:{0..P-1}` with the group `bubble` (docs/api.md): one loop per
+ * partition, each on a connection of its own, applying entries through the platform op table
+ * and acknowledging them after their effect is stored.
+ */
+export class IngestConsumers {
+  readonly metrics: IngestMetrics;
+  private readonly loops: PartitionLoop[];
+  private backlogTimer: NodeJS.Timeout | undefined;
+  private latestBacklog: IngestPartitionBacklog[] = [];
+  private running: Promise<void>[] = [];
+
+  constructor(private readonly options: IngestConsumerOptions) {
+    this.metrics = new IngestMetrics(options.registry ?? new Registry());
+    this.loops = Array.from(
+      { length: options.partitions },
+      (_, partition) => new PartitionLoop(options, partition, this.metrics),
+    );
+  }
+
+  start(): void {
+    if (this.running.length > 0) return;
+    this.running = this.loops.map((loop) => loop.run());
+    const every = this.options.backlogEveryMs ?? 2_000;
+    this.backlogTimer = setInterval(() => void this.refreshBacklog(), every);
+    this.backlogTimer.unref();
+    void this.refreshBacklog();
+  }
+
+  /** Stops reading; the batch in hand finishes (or stays pending when the store is down). */
+  async close(): Promise<void> {
+    clearInterval(this.backlogTimer);
+    for (const loop of this.loops) loop.stop();
+    await Promise.all(this.running);
+    this.running = [];
+  }
+
+  /** The last backlog read (every backlogEveryMs). */
+  get backlog(): readonly IngestPartitionBacklog[] {
+    return this.latestBacklog;
+  }
+
+  /** Reads since start that were abandoned by the watchdog, summed over partitions. */
+  get readStalls(): number {
+    return this.loops.reduce((sum, loop) => sum + loop.stalls, 0);
+  }
+
+  private async refreshBacklog(): Promise<void> {
+    try {
+      const { redis, keys, partitions } = this.options;
+      this.latestBacklog = await readIngestBacklog(redis, keys, partitions);
+      for (const one of this.latestBacklog) {
+        const partition = String(one.partition);
+        this.metrics.lag.set({ partition }, one.lag);
+        this.metrics.pending.set({ partition }, one.pending);
+        this.metrics.oldestPendingSeconds.set({ partition }, one.oldestPendingMs / 1000);
+        this.metrics.deadLetters.set({ partition }, one.deadLetters);
+      }
+    } catch {
+      // The gauges keep their last values; the loops report the store's failures.
+    }
+  }
+}
+
+class StopRequested extends Error {}
+
+class PartitionLoop {
+  stalls = 0;
+  private stopping = false;
+  private connection: RedisClient;
+  private stream: IngestPartition;
+  private readonly log: Logger;
+  private failuresInRow = 0;
+  private noGroupsInRow = 0;
+  private wake: (() => void) | undefined;
+  private claimCursor = '0-0';
+  private nextClaimAt = 0;
+  private nextTrimAt = 0;
+  private nextForgetAt = 0;
+  private readonly lastErrors = new Map<string, string>();
+
+  constructor(
+    private readonly options: IngestConsumerOptions,
+    readonly partition: number,
+    private readonly metrics: IngestMetrics,
+  ) {
+    this.log = options.logger.child({ ingestPartition: partition });
+    this.connection = this.connect();
+    this.stream = new IngestPartition(this.connection, options.keys, partition);
+  }
+
+  stop(): void {
+    this.stopping = true;
+    this.wake?.();
+  }
+
+  async run(): Promise<void> {
+    await this.ensureGroup('start');
+    while (!this.stopping) {
+      try {
+        await this.maintain();
+        if (this.stopping) break;
+        const entries = await this.read();
+        if (entries.length > 0) await this.process(entries.map((entry) => holdEntry(entry)));
+        this.failuresInRow = 0;
+        this.noGroupsInRow = 0;
+      } catch (err) {
+        if (err instanceof StopRequested) break;
+        await this.onLoopError(err);
+      }
+    }
+    this.connection.disconnect();
+  }
+
+  private connect(): RedisClient {
+    const { redis, blockMs } = this.options;
+    // A blocked read must not meet the client's command timeout before the watchdog does.
+    const commandTimeout = Math.max(5_000, blockMs + this.stallGraceMs + 1_000);
+    const connection =
+      redis instanceof Cluster
+        ? redis.duplicate(undefined, {
+            redisOptions: { ...redis.options.redisOptions, commandTimeout },
+          })
+        : redis.duplicate({ commandTimeout });
+    connection.on('error', () => {});
+    return connection;
+  }
+
+  private get stallGraceMs(): number {
+    return this.options.stallGraceMs ?? 5_000;
+  }
+
+  /** Abandons the connection (a read that never returned, a command that timed out). */
+  private replaceConnection(): void {
+    this.connection.disconnect();
+    this.connection = this.connect();
+    this.stream = new IngestPartition(this.connection, this.options.keys, this.partition);
+  }
+
+  private async read(): Promise<ClaimedIngestEntry[]> {
+    const { consumer, blockMs, count = 1000 } = this.options;
+    const reading = this.stream.read(consumer, count, blockMs);
+    let timer: NodeJS.Timeout | undefined;
+    const stalled = new Promise<'stalled'>((resolve) => {
+      timer = setTimeout(() => resolve('stalled'), blockMs + this.stallGraceMs);
+    });
+    try {
+      const result = await Promise.race([reading, stalled]);
+      if (result === 'stalled') {
+        // What the server may have delivered to it stays pending here and is claimed later.
+        reading.catch(() => {});
+        this.stalls++;
+        this.metrics.readStalls.inc();
+        this.log.warn({ blockMs }, 'ingest read stalled; replacing its connection');
+        this.replaceConnection();
+        return [];
+      }
+      return result.map((entry) => ({ ...entry, deliveries: 1 }));
+    } catch (err) {
+      if (failureKind(err) === 'unavailable' && /timed out/i.test(String(err))) {
+        this.replaceConnection();
+      }
+      throw err;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** XAUTOCLAIM, trimming and forgetting gone consumers, each when due. */
+  private async maintain(): Promise<void> {
+    const now = Date.now();
+    const { claimMs } = this.options;
+    if (now >= this.nextClaimAt) {
+      const claim = await this.stream.claim(
+        this.options.consumer,
+        claimMs,
+        this.options.count ?? 1000,
+        this.claimCursor,
+      );
+      this.claimCursor = claim.cursor;
+      // A scan that went round waits for the next period; one with more to go goes on at once.
+      if (claim.cursor === '0-0') {
+        this.nextClaimAt = now + Math.min(Math.max(claimMs / 2, 100), 10_000);
+      }
+      if (claim.entries.length > 0) {
+        this.metrics.claimed.inc(claim.entries.length);
+        await this.process(claim.entries.map((entry) => holdEntry(entry)));
+      }
+    }
+    if (now >= this.nextTrimAt) {
+      this.nextTrimAt = now + (this.options.trimEveryMs ?? 1_000);
+      await this.stream.trim();
+    }
+    if (now >= this.nextForgetAt) {
+      const idleMs = this.options.forgetConsumersAfterMs ?? 600_000;
+      this.nextForgetAt = now + Math.min(idleMs, 60_000);
+      const removed = await this.stream.removeIdleConsumers(this.options.consumer, idleMs);
+      if (removed.length > 0) this.log.info({ removed }, 'ingest consumers gone idle deleted');
+    }
+  }
+
+  /** Applies entries in order, dead-letters the bad ones, then acknowledges the applied. */
+  private async process(held: HeldEntry[]): Promise<void> {
+    const { maxDeliveries } = this.options;
+    const usable: HeldEntry[] = [];
+    for (const one of held) {
+      if (one.invalid !== undefined) {
+        await this.deadLetter(one, describeFailure(one.invalid));
+      } else if (one.entry.deliveries > maxDeliveries) {
+        // Claimed after more deliveries than the cap: a consumer died on it each time.
+        const error =
+          this.lastErrors.get(one.entry.id) ??
+          `delivered ${one.entry.deliveries - 1} times without being acknowledged`;
+        await this.deadLetter(one, error);
+      } else {
+        usable.push(one);
+      }
+    }
+    const applied: HeldEntry[] = [];
+    try {
+      for (const segment of segmentsOf(usable)) await this.applySegment(segment, applied);
+    } finally {
+      await this.ackApplied(applied);
+    }
+  }
+
+  private async applySegment(segment: Segment, applied: HeldEntry[]): Promise<void> {
+    for (;;) {
+      try {
+        await this.apply(segment);
+        applied.push(...segment.held);
+        return;
+      } catch (err) {
+        const kind = failureKind(err);
+        if (kind === 'unavailable') {
+          await this.pause(err);
+          continue;
+        }
+        if (segment.held.length > 1) {
+          for (const one of segment.held) await this.applySegment(singleSegment(one), applied);
+          return;
+        }
+        const one = segment.held[0]!;
+        const error = describeFailure(err);
+        if (kind === 'invalid' || one.entry.deliveries >= this.options.maxDeliveries) {
+          await this.deadLetter(one, error);
+        } else {
+          this.rememberError(one.entry.id, error);
+          this.log.warn(
+            { entry: one.entry.id, op: one.op, deliveries: one.entry.deliveries, err: error },
+            'ingest entry failed; left pending for a later delivery',
+          );
+        }
+        return;
+      }
+    }
+  }
+
+  private async apply(segment: Segment): Promise<void> {
+    const { service } = this.options;
+    if (segment.kind === 'posts') await service.ingestPosts(segment.posts);
+    else if (segment.kind === 'messages') {
+      await service.ingestMessages(segment.conversation, segment.messages);
+    } else await segment.parsed.apply(service);
+  }
+
+  private async ackApplied(applied: HeldEntry[]): Promise<void> {
+    if (applied.length === 0) return;
+    const ids = applied.map((one) => one.entry.id);
+    await this.onStream(() => this.stream.ack(ids));
+    for (const one of applied) {
+      this.lastErrors.delete(one.entry.id);
+      this.metrics.entries.inc({ op: one.op, outcome: 'applied' });
+    }
+  }
+
+  private async deadLetter(one: HeldEntry, error: string): Promise<void> {
+    await this.onStream(() => this.stream.deadLetter(one.entry, error, one.entry.deliveries));
+    this.lastErrors.delete(one.entry.id);
+    this.metrics.entries.inc({ op: one.op || '(none)', outcome: 'dead' });
+    this.log.warn(
+      { entry: one.entry.id, op: one.op, deliveries: one.entry.deliveries, err: error },
+      'ingest entry moved to the dead letters',
+    );
+  }
+
+  /**
+   * A command of this partition's stream, retried in place while the store is unavailable. A
+   * lost group means Redis lost the entries' pending state with it: nothing is left to ack.
+   */
+  private async onStream(command: () => Promise<unknown>): Promise<void> {
+    for (;;) {
+      try {
+        await command();
+        return;
+      } catch (err) {
+        if (isNoGroup(err)) return;
+        if (failureKind(err) !== 'unavailable') throw err;
+        if (/timed out/i.test(String(err))) this.replaceConnection();
+        await this.pause(err);
+      }
+    }
+  }
+
+  private async onLoopError(err: unknown): Promise<void> {
+    if (isNoGroup(err)) {
+      this.noGroupsInRow++;
+      // Never a tight loop: each NOGROUP in a row waits longer before the group is recreated.
+      if (this.noGroupsInRow > 1) await this.sleep(backoffMs(this.noGroupsInRow - 1));
+      await this.ensureGroup('lost');
+      return;
+    }
+    if (/timed out/i.test(String(err))) this.replaceConnection();
+    await this.pause(err);
+  }
+
+  private async ensureGroup(why: 'start' | 'lost'): Promise<void> {
+    while (!this.stopping) {
+      try {
+        const created = await this.stream.createGroup();
+        if (created) {
+          this.metrics.groupCreated.inc();
+          if (why === 'lost') {
+            this.log.warn('ingest consumer group was missing (Redis lost it); recreated at 0');
+          } else this.log.info('ingest consumer group created');
+        }
+        this.claimCursor = '0-0';
+        return;
+      } catch (err) {
+        await this.pause(err).catch(() => {});
+      }
+    }
+  }
+
+  /** Waits out a failure, longer for each in a row; throws StopRequested once close() began. */
+  private async pause(err: unknown): Promise<void> {
+    if (this.stopping) throw new StopRequested();
+    this.failuresInRow++;
+    if (this.failuresInRow === 1 || this.failuresInRow % 20 === 0) {
+      this.log.warn({ err: describeFailure(err), inRow: this.failuresInRow }, 'ingest retrying');
+    }
+    await this.sleep(backoffMs(this.failuresInRow));
+    if (this.stopping) throw new StopRequested();
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done(): void {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wake = done;
+    });
+  }
+
+  private rememberError(id: string, error: string): void {
+    if (this.lastErrors.size >= MAX_REMEMBERED_ERRORS) {
+      this.lastErrors.delete(this.lastErrors.keys().next().value!);
+    }
+    this.lastErrors.set(id, error);
+  }
+}
+
+/** Exponential with full jitter, from RETRY_BASE_MS up to RETRY_MAX_MS. */
+function backoffMs(inRow: number): number {
+  const ceiling = Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** Math.min(inRow - 1, 16));
+  return Math.max(10, Math.random() * ceiling);
+}
