@@ -20,6 +20,7 @@ import {
 } from './simulate-command.js';
 import { runStatus, type StatusOptions } from './status-command.js';
 import { hasRedis } from './store-factory.js';
+import { runWebhookReceiver } from './webhook-receiver-command.js';
 
 export async function main(argv: string[]): Promise<void> {
   const program = new Command('bubble')
@@ -151,6 +152,17 @@ export async function main(argv: string[]): Promise<void> {
     });
 
   addDeadCommand(program);
+
+  program
+    .command('webhook-receiver')
+    .description(
+      'an example push service for offline delivery: verifies each signature (BUBBLE_WEBHOOK_SECRET), prints each delivery as a JSON line',
+    )
+    .option('--port <n>', 'port to listen on (0: any free one)', intOption(0, 65_535), 9090)
+    .option('--host <host>', 'address to listen on', '127.0.0.1')
+    .action(async (options: { port: number; host: string }) => {
+      await runWebhookReceiver(options);
+    });
 
   program.addHelpText(
     'after',

@@ -6,11 +6,17 @@ import {
   heartbeatFigures,
   tuneHeapForConnections,
 } from '@bubble/gateway';
-import { IngestConsumers } from '@bubble/events';
+import {
+  IngestConsumers,
+  redisOfflineJobs,
+  startDeliveryWorkers,
+  type DeliveryWorkers,
+} from '@bubble/events';
 import { SchedulerNode, readClusterStatus, tickPeriodMs } from '@bubble/server';
-import { RedisStore, readIngestBacklog, type BubbleStore } from '@bubble/store';
+import { RedisStore, RedisWebhookQueue, readIngestBacklog, type BubbleStore } from '@bubble/store';
 import type { Logger } from 'pino';
-import type { Config } from '../config.js';
+import { ConfigError, type Config } from '../config.js';
+import { hasRedis } from '../store-factory.js';
 import { checkRedisSettings } from '../redis-settings-check.js';
 import type { StartSecrets } from '../secrets.js';
 import { watchClock } from './clock-watch.js';
@@ -69,15 +75,32 @@ export async function startRole(
   signal?: AbortSignal,
 ): Promise<RunningRole> {
   const { secrets, host } = start;
+  if (config.BUBBLE_WEBHOOK_URL !== undefined && !hasRedis(config)) {
+    throw new ConfigError(
+      'BUBBLE_WEBHOOK_URL needs Redis (REDIS_URL or REDIS_CLUSTER_NODES): offline deliveries are queued in Redis, so that a gateway that dies loses none; the in-memory engine does not support them',
+    );
+  }
   const store = createStore(config);
+  // Offline delivery's queue (docs/api.md): the badges layer appends one job per write to it.
+  const webhookQueue =
+    config.BUBBLE_WEBHOOK_URL !== undefined && store instanceof RedisStore
+      ? new RedisWebhookQueue(store.redis, store.keys)
+      : undefined;
   const lockRuntime = role === 'core' || role === 'all' ? createLocks(config, store, logger) : null;
   // Every time a role computes is the store's (synced below, before anything is served).
-  const service = new BadgeService(store, store.clock, {
-    lookbackDays: config.BUBBLE_LOOKBACK_DAYS,
-    followCap: config.BUBBLE_FOLLOW_CAP,
-    displayCap: config.BUBBLE_DISPLAY_CAP,
-    inactiveDays: config.BUBBLE_INACTIVE_DAYS,
-  });
+  const service = new BadgeService(
+    store,
+    store.clock,
+    {
+      lookbackDays: config.BUBBLE_LOOKBACK_DAYS,
+      followCap: config.BUBBLE_FOLLOW_CAP,
+      displayCap: config.BUBBLE_DISPLAY_CAP,
+      inactiveDays: config.BUBBLE_INACTIVE_DAYS,
+    },
+    {
+      offlineJobs: webhookQueue && redisOfflineJobs(webhookQueue, config.BUBBLE_WEBHOOK_SOURCES),
+    },
+  );
   const metrics = new GatewayMetrics();
   const stops: Array<() => Promise<void>> = [];
   const internal = config.BUBBLE_INTERNAL_PORT !== undefined;
@@ -100,11 +123,13 @@ export async function startRole(
               ),
             }
           : null,
+      webhook: webhookQueue ? await webhookView(webhookQueue, store) : null,
     }),
     clusterReads: store.coordination,
   };
   const gateways: HttpGateway[] = [];
   let ingest: IngestConsumers | undefined;
+  let webhook: DeliveryWorkers | undefined;
   const clockListeners = watchClock(logger, metrics);
   try {
     let url = '';
@@ -192,6 +217,24 @@ export async function startRole(
         });
         ingest.start();
       }
+      if (webhookQueue && store instanceof RedisStore) {
+        webhook = await startDeliveryWorkers(store.redis, store.keys, service, {
+          url: config.BUBBLE_WEBHOOK_URL!,
+          secret: config.BUBBLE_WEBHOOK_SECRET!,
+          consumer: id,
+          timeoutMs: config.BUBBLE_WEBHOOK_TIMEOUT_MS,
+          maxAttempts: config.BUBBLE_WEBHOOK_MAX_ATTEMPTS,
+          minIntervalMs: config.BUBBLE_WEBHOOK_MIN_INTERVAL_MS,
+          retryBaseMs: config.BUBBLE_WEBHOOK_RETRY_BASE_MS,
+          retryMaxMs: config.BUBBLE_WEBHOOK_RETRY_MAX_MS,
+          queueMax: config.BUBBLE_WEBHOOK_QUEUE_MAX,
+          concurrency: config.BUBBLE_WEBHOOK_CONCURRENCY,
+          // The jobs stream is claimed from a dead gateway as the ingest stream is.
+          claimMs: config.BUBBLE_INGEST_CLAIM_MS,
+          logger,
+          registry: metrics.registry,
+        });
+      }
     }
     // `url` reaches this process from its own host; the node list shows what others reach.
     const advertisedUrl = config.BUBBLE_ADVERTISE_URL ?? url;
@@ -242,6 +285,8 @@ export async function startRole(
       async close() {
         // Nothing is read once closing began; the batch in hand is applied and acknowledged.
         await ingest?.close();
+        // A batch in flight ends its request; what is left is resumed by another gateway.
+        await webhook?.close();
         await Promise.all(gateways.map((g) => g.close()));
         for (const stop of stops) await stop();
         await lockRuntime?.close();
@@ -254,10 +299,17 @@ export async function startRole(
     const undoFailed = (cause: unknown) =>
       logger.warn({ err: cause }, 'could not undo part of a failed start');
     await ingest?.close().catch(undoFailed);
+    await webhook?.close().catch(undoFailed);
     await Promise.allSettled(gateways.map((g) => g.close()));
     for (const stop of stops) await stop().catch(undoFailed);
     await lockRuntime?.close().catch(undoFailed);
     await store.close().catch(undoFailed);
     throw err;
   }
+}
+
+/** GET /v1/cluster's view of offline delivery. */
+async function webhookView(queue: RedisWebhookQueue, store: BubbleStore) {
+  const { queued, oldestQueuedMs, retrying, deadLetters } = await queue.stats(store.clock.now());
+  return { queued, oldestQueuedMs, retrying, deadLetters };
 }

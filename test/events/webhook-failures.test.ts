@@ -1,0 +1,103 @@
+/**
+ * Offline delivery's failures against a real local receiver: a 4xx goes to the dead letters at
+ * once, a 503 with Retry-After is retried no sooner than it asks, the same id and body each
+ * time, and a receiver failing every time is given up after BUBBLE_WEBHOOK_MAX_ATTEMPTS.
+ */
+import { freePort, startRedisServer, waitFor, type RedisServerHandle } from '@bubble/test-utils';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import {
+  TestReceiver,
+  metricValue,
+  startStack,
+  startWorkers,
+  type Stack,
+  type Workers,
+} from './webhook-support.js';
+
+let redis: RedisServerHandle;
+const cleanups: Array<() => Promise<void>> = [];
+
+beforeAll(async () => {
+  redis = await startRedisServer();
+});
+afterAll(async () => {
+  await redis?.stop();
+});
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function setUp(options: Parameters<typeof startWorkers>[2] = {}) {
+  const stack: Stack = await startStack(redis.url);
+  cleanups.push(() => stack.close());
+  const receiver = await new TestReceiver(await freePort()).start();
+  cleanups.push(() => receiver.stop());
+  const workers: Workers = await startWorkers(stack, receiver.url, options);
+  cleanups.push(() => workers.close());
+  await stack.service.replaceMembers('pair', ['alice', 'bob']);
+  return { stack, receiver, workers };
+}
+
+describe('offline delivery failures', () => {
+  it('a 4xx is dead-lettered at once, with its id, body, error, attempts and status', async () => {
+    const { stack, receiver, workers } = await setUp();
+    receiver.answer = () => ({ status: 422 });
+    await stack.service.ingestMessages('pair', [{ seq: 1, from: 'alice' }]);
+    const [dead] = await waitFor(async () => {
+      const letters = await stack.queue.deadLetters();
+      return letters.length > 0 && letters;
+    });
+    expect(receiver.requests).toHaveLength(1);
+    expect(dead).toMatchObject({ attempts: 1, status: 422, error: 'HTTP 422' });
+    expect(dead!.id).toBe(receiver.requests[0]!.id);
+    expect(JSON.parse(dead!.body).deliveries[0].user).toBe('bob');
+    const rejected = { reason: 'rejected' };
+    expect(
+      await metricValue(workers.registry, 'bubble_webhook_dead_lettered_total', rejected),
+    ).toBe(1);
+    expect(await metricValue(workers.registry, 'bubble_webhook_retries_total')).toBe(0);
+    expect(await workers.stats()).toMatchObject({ retrying: 0, deadLetters: 1, queued: 0 });
+  });
+
+  it('a 503 with Retry-After is retried no sooner than it asks, with the same id and body', async () => {
+    // Backoff alone would retry within 20 ms.
+    const { stack, receiver, workers } = await setUp({ retryBaseMs: 10, retryMaxMs: 20 });
+    receiver.answer = (_request, nth) =>
+      nth === 0 ? { status: 503, headers: { 'retry-after': '2' } } : { status: 200 };
+    await stack.service.ingestMessages('pair', [{ seq: 1, from: 'alice' }]);
+    await waitFor(() => receiver.accepted().length === 1, { timeoutMs: 8_000 });
+    const [first, second] = receiver.requests;
+    expect(receiver.requests).toHaveLength(2);
+    expect(second!.at - first!.at).toBeGreaterThanOrEqual(2_000);
+    expect(second!.id).toBe(first!.id);
+    expect(second!.idempotencyKey).toBe(first!.idempotencyKey);
+    expect(second!.deliveries).toEqual(first!.deliveries);
+    expect(second!.signatureValid).toBe(true);
+    expect(
+      await metricValue(workers.registry, 'bubble_webhook_requests_total', { outcome: 'retry' }),
+    ).toBe(1);
+    expect(
+      await metricValue(workers.registry, 'bubble_webhook_requests_total', { outcome: 'ok' }),
+    ).toBe(1);
+  });
+
+  it('a receiver failing every time is given up after the maximum attempts', async () => {
+    const { stack, receiver, workers } = await setUp({ maxAttempts: 3, retryBaseMs: 20 });
+    receiver.answer = () => ({ status: 500 });
+    await stack.service.ingestMessages('pair', [{ seq: 1, from: 'alice' }]);
+    const [dead] = await waitFor(async () => {
+      const letters = await stack.queue.deadLetters();
+      return letters.length > 0 && letters;
+    });
+    expect(receiver.requests).toHaveLength(3);
+    expect(new Set(receiver.requests.map((r) => r.id)).size).toBe(1);
+    expect(dead).toMatchObject({ attempts: 3, status: 500 });
+    const exhausted = { reason: 'attempts' };
+    expect(
+      await metricValue(workers.registry, 'bubble_webhook_dead_lettered_total', exhausted),
+    ).toBe(1);
+    expect(
+      await metricValue(workers.registry, 'bubble_webhook_deliveries_total', { outcome: 'dead' }),
+    ).toBe(1);
+  });
+});
