@@ -8,9 +8,11 @@ import { startRedisServer, type RoleProcess } from '@bubble/test-utils';
 import { Redis } from 'ioredis';
 import { RawHttpConnection, httpRequest, type RawResponse } from './http-client.js';
 import { gatewaySeries } from './ingest-stream.js';
+import { logProfiles } from './profile-summary.js';
 import {
   KEY_PREFIX,
   benchSecrets,
+  cpuProfileArgs,
   cpuShares,
   cpuSnapshot,
   machineFacts,
@@ -39,10 +41,13 @@ export interface WebhookOptions {
   failShare: number;
   retryBaseMs: number;
   retryMaxMs: number;
+  /** BUBBLE_WEBHOOK_CONCURRENCY: requests the gateway has in flight at once. */
+  concurrency: number;
   /** Longest wait, once messages stop, for every user's last badge to reach the receiver. */
   drainTimeoutMs: number;
   pools: number;
   seed: number;
+  profileDir: string | undefined;
   log: (line: string) => void;
 }
 
@@ -58,9 +63,11 @@ export const WEBHOOK_DEFAULTS: WebhookOptions = {
   failShare: 0.1,
   retryBaseMs: 100,
   retryMaxMs: 2000,
+  concurrency: 8,
   drainTimeoutMs: 60_000,
   pools: 100,
   seed: 23,
+  profileDir: undefined,
   log: () => {},
 };
 
@@ -89,6 +96,7 @@ interface Conversation {
 export async function benchWebhook(partial: Partial<WebhookOptions> = {}) {
   const options = { ...WEBHOOK_DEFAULTS, ...partial };
   const { log } = options;
+  const stamp = `${Date.now()}-webhook`;
   const random = mulberry32(options.seed);
   const users = Array.from({ length: options.users }, (_, i) => `u${i}`);
   const conversations = buildConversations(users, options, random);
@@ -127,7 +135,9 @@ export async function benchWebhook(partial: Partial<WebhookOptions> = {}) {
         BUBBLE_WEBHOOK_MIN_INTERVAL_MS: String(options.minIntervalMs),
         BUBBLE_WEBHOOK_RETRY_BASE_MS: String(options.retryBaseMs),
         BUBBLE_WEBHOOK_RETRY_MAX_MS: String(options.retryMaxMs),
+        BUBBLE_WEBHOOK_CONCURRENCY: String(options.concurrency),
       },
+      nodeArgs: await cpuProfileArgs(options.profileDir, `${stamp}-gateway`),
       log,
     });
     for (let c = 0; c < DRIVER_CONNECTIONS; c++) {
@@ -229,11 +239,30 @@ export async function benchWebhook(partial: Partial<WebhookOptions> = {}) {
     const truth = await readBadges(connections, users, secrets.apiKey);
     let lostUsers = users.filter((u) => !receiver.shows(u, truth.get(u)!));
     const deadline = stoppedAt + options.drainTimeoutMs;
-    while (lostUsers.length > 0 && performance.now() < deadline) {
+    // Until every phone is right, or nothing more can come: the gateway's queue empty, nothing
+    // retrying, the receiver idle, twice in a row a second apart.
+    let quietChecks = 0;
+    let checkedAt = performance.now();
+    while (lostUsers.length > 0 && performance.now() < deadline && quietChecks < 2) {
       await sleep(100);
       lostUsers = lostUsers.filter((u) => !receiver.shows(u, truth.get(u)!));
+      if (performance.now() - checkedAt >= 1000) {
+        checkedAt = performance.now();
+        const queue = await gatewaySeries(gateway.url, 'bubble_webhook_');
+        const idle =
+          queue.bubble_webhook_queue_users === 0 &&
+          queue.bubble_webhook_retrying === 0 &&
+          checkedAt - receiver.lastRequestAt >= 1000;
+        quietChecks = idle ? quietChecks + 1 : 0;
+      }
     }
-    const drainMs = Math.round(performance.now() - stoppedAt);
+    const drainMs = Math.max(0, Math.round(receiver.lastAcceptedAt - stoppedAt));
+    // A missed rise is a message the phone never counted; a missed fall, a read (a member's own
+    // message marks the conversation read) the phone never heard of.
+    const missedRise = lostUsers.filter((u) => {
+      const shown = receiver.shown(u) ?? {};
+      return Object.entries(truth.get(u)!).some(([c, n]) => (shown[c] ?? 0) < n);
+    }).length;
     const drain = receiver.phaseStats();
     const total = receiver.totals();
     const metrics = await gatewaySeries(gateway.url, 'bubble_webhook_');
@@ -248,6 +277,7 @@ export async function benchWebhook(partial: Partial<WebhookOptions> = {}) {
       coalescedShare: round2(1 - total.userDeliveries / Math.max(1, changes)),
       retriedShare: round2(total.retriedRequests / Math.max(1, total.requests)),
       lost: lostUsers.length,
+      lostByKind: { missedRise, missedFallOnly: lostUsers.length - missedRise },
       intervalViolationMs: total.intervalViolationMs,
       minIntervalMs: options.minIntervalMs,
       minGapMs: total.minGapMs,
@@ -274,6 +304,7 @@ export async function benchWebhook(partial: Partial<WebhookOptions> = {}) {
         messagesPerSec: options.messagesPerSec,
         largeGroupEveryMs: options.largeGroupEveryMs,
         failShare: options.failShare,
+        concurrency: options.concurrency,
       },
       machine: machineFacts(),
     };
@@ -290,6 +321,7 @@ export async function benchWebhook(partial: Partial<WebhookOptions> = {}) {
     admin.disconnect();
     await redis.stop();
   }
+  if (options.profileDir) figures.profiles = await logProfiles(options.profileDir, stamp, log);
   return figures;
 }
 
@@ -359,7 +391,7 @@ class WebhookReceiver {
   private readonly attempts = new Map<string, number>();
   private readonly accepted = new Set<string>();
   private readonly lastBadge = new Map<string, Record<string, number>>();
-  private readonly lastAcceptedAt = new Map<string, number>();
+  private readonly userAcceptedAt = new Map<string, number>();
   private failShare = 0;
   private phase = emptyCounters();
   private readonly total = emptyCounters();
@@ -373,6 +405,9 @@ class WebhookReceiver {
   };
   private minGapMs = Infinity;
   private violations = 0;
+  /** performance.now() of the last request, and of the last delivery accepted. */
+  lastRequestAt = 0;
+  lastAcceptedAt = 0;
 
   constructor(
     private readonly secret: string,
@@ -442,6 +477,7 @@ class WebhookReceiver {
         this.total[key] += n;
       };
       count('requests');
+      this.lastRequestAt = performance.now();
       if (request.method !== 'POST' || size > BODY_LIMIT) {
         this.faults.badBody!++;
         return answer(400);
@@ -483,6 +519,7 @@ class WebhookReceiver {
       this.phase.largestRequest = Math.max(this.phase.largestRequest, deliveries.length);
       this.total.largestRequest = Math.max(this.total.largestRequest, deliveries.length);
       const now = performance.now();
+      this.lastAcceptedAt = now;
       for (const delivery of deliveries as {
         user?: unknown;
         badge?: { conversations?: unknown };
@@ -491,13 +528,13 @@ class WebhookReceiver {
           this.faults.badBody!++;
           continue;
         }
-        const last = this.lastAcceptedAt.get(delivery.user);
+        const last = this.userAcceptedAt.get(delivery.user);
         if (last !== undefined) {
           const gap = now - last;
           if (gap < this.minGapMs) this.minGapMs = gap;
           if (gap < this.minIntervalMs) this.violations++;
         }
-        this.lastAcceptedAt.set(delivery.user, now);
+        this.userAcceptedAt.set(delivery.user, now);
         this.lastBadge.set(
           delivery.user,
           (delivery.badge?.conversations ?? {}) as Record<string, number>,
