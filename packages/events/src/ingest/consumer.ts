@@ -327,7 +327,7 @@ class PartitionLoop {
   private async deadLetter(one: HeldEntry, error: string): Promise<void> {
     await this.onStream(() => this.stream.deadLetter(one.entry, error, one.entry.deliveries));
     this.lastErrors.delete(one.entry.id);
-    this.metrics.entries.inc({ op: one.op || '(none)', outcome: 'dead' });
+    this.metrics.entries.inc({ op: one.op, outcome: 'dead' });
     this.log.warn(
       { entry: one.entry.id, op: one.op, deliveries: one.entry.deliveries, err: error },
       'ingest entry moved to the dead letters',

@@ -1,10 +1,17 @@
-import { PLATFORM_OP_VERSIONS, parsePlatformOp, type ParsedPlatformOp } from '@bubble/badges';
+import {
+  PLATFORM_OP_NAMES,
+  PLATFORM_OP_VERSIONS,
+  UNSUPPORTED_PLATFORM_OPS,
+  parsePlatformOp,
+  type ParsedPlatformOp,
+} from '@bubble/badges';
 import { BubbleError, LIMITS, type MessageInput, type PostInput } from '@bubble/protocol';
 import type { ClaimedIngestEntry } from '@bubble/store';
 
 /** An entry in hand: its stream entry, its deliveries, and its op (or why it has none). */
 export interface HeldEntry {
   entry: ClaimedIngestEntry;
+  /** The entry's op as a metric label: an op of api.md, or 'unknown' (bounded cardinality). */
   op: string;
   parsed: ParsedPlatformOp | undefined;
   invalid: unknown;
@@ -50,11 +57,17 @@ export function parseIngestEntry(fields: readonly string[]): ParsedPlatformOp {
   return parsePlatformOp(op, json);
 }
 
+const KNOWN_OPS: ReadonlySet<string> = new Set<string>([
+  ...PLATFORM_OP_NAMES,
+  ...UNSUPPORTED_PLATFORM_OPS,
+]);
+
 export function holdEntry(entry: ClaimedIngestEntry): HeldEntry {
   let op = '';
   for (let i = 0; i + 1 < entry.fields.length; i += 2) {
     if (entry.fields[i] === 'op') op = entry.fields[i + 1]!;
   }
+  op = KNOWN_OPS.has(op) ? op : 'unknown';
   try {
     return { entry, op, parsed: parseIngestEntry(entry.fields), invalid: undefined };
   } catch (err) {
