@@ -70,12 +70,17 @@ describe('a message to a 10,000-member group', () => {
     expect(large).toBeLessThanOrEqual(6);
     expect((await store.redis.xlen(queue.jobsKey)) - jobsBefore).toBe(2);
 
+    const startedAt = Date.now();
     const workers = await startWorkers(stack, receiver.url, { minIntervalMs: 60_000 });
     cleanups.push(() => workers.close());
     await waitFor(() => receiver.deliveriesByUser().size >= offline.length + 1, {
       timeoutMs: 40_000,
       message: 'every offline member delivered',
     });
+    const seconds = (Date.now() - startedAt) / 1000;
+    console.info(
+      `${offline.length} users delivered in ${seconds.toFixed(1)} s (${Math.round(offline.length / seconds)}/s), ${receiver.requests.length} requests`,
+    );
     const byUser = receiver.deliveriesByUser();
     // s1, of the small group, is the one more.
     expect(byUser.get('s1')).toHaveLength(1);
@@ -102,13 +107,14 @@ describe('a message to a 10,000-member group', () => {
       claimMs: 60_000,
     });
     await service.ingestMessages('large', [{ seq: 1, from: 'g0' }]);
-    const [job] = await waitFor(async () => {
+    const jobId = await waitFor(async () => {
       const entries = await store.redis.xrange(queue.jobsKey, '-', '+');
-      return entries.length === 1 && (await queue.jobCursor(entries[0]![0])) !== '0' && entries[0];
+      const id = entries[0]?.[0];
+      return entries.length === 1 && id && (await queue.jobCursor(id)) !== '0' ? id : null;
     });
     await first.close();
     // Stopped between two pages: the job is still pending in the closed consumer.
-    expect(await queue.jobCursor(job![0])).not.toBe('done');
+    expect(await queue.jobCursor(jobId!)).not.toBe('done');
     const pending = (await store.redis.xpending(queue.jobsKey, WEBHOOK_GROUP)) as [number];
     expect(pending[0]).toBe(1);
     const deliveredByFirst = receiver.deliveriesByUser().size;
@@ -124,6 +130,9 @@ describe('a message to a 10,000-member group', () => {
       message: 'the job acknowledged',
     });
     expectEachOnce(receiver, offline);
+    // Resumed from its cursor: no page was scanned again (its users would be queued anew).
+    await waitFor(async () => (await second.stats()).retrying === 0, { message: 'batches done' });
+    expect(await second.stats()).toMatchObject({ queued: 0, retrying: 0 });
     console.info(
       `closed mid-job: the first worker delivered ${deliveredByFirst} users, the second the rest`,
     );
