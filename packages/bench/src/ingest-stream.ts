@@ -289,6 +289,14 @@ export async function benchIngestStream(partial: Partial<IngestStreamOptions> = 
       streamRatio,
       lagMaxMs: backlog.maxAgeMs,
       postsPerEntry: 1,
+      // What one whole core of gateway would do at the CPU per post measured in each phase (an
+      // estimate: on a shared machine the gateway gets only part of a core), and their ratio.
+      httpPostsPerGatewayCpuSec: perCore(httpPostsPerSec, httpCpu.gateway),
+      eventsPerGatewayCpuSec: perCore(eventsPerSec, streamCpu.gateway),
+      cpuStreamRatio: ratio(
+        perCore(eventsPerSec, streamCpu.gateway),
+        perCore(httpPostsPerSec, httpCpu.gateway),
+      ),
       http: {
         accepted: http.accepted,
         refused: http.refused,
@@ -563,6 +571,14 @@ export async function gatewaySeries(
     series[line.slice(0, at)] = Number(line.slice(at + 1));
   }
   return series;
+}
+
+function perCore(perSec: number, cores: number | null | undefined): number | null {
+  return cores === null || cores === undefined || cores === 0 ? null : Math.round(perSec / cores);
+}
+
+function ratio(a: number | null, b: number | null): number | null {
+  return a === null || b === null || b === 0 ? null : round2(a / b);
 }
 
 function usPer(cores: number | null | undefined, perSec: number): number | null {

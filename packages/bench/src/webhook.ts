@@ -64,7 +64,7 @@ export const WEBHOOK_DEFAULTS: WebhookOptions = {
   retryBaseMs: 100,
   retryMaxMs: 2000,
   concurrency: 8,
-  drainTimeoutMs: 60_000,
+  drainTimeoutMs: 120_000,
   pools: 100,
   seed: 23,
   profileDir: undefined,
@@ -211,7 +211,23 @@ export async function benchWebhook(partial: Partial<WebhookOptions> = {}) {
       const demandBefore = demand;
       const cpuBefore = await cpuSnapshot(pids);
       const redisBefore = await redisCpuSeconds(admin);
+      // The backlog behind the receiver: jobs not yet expanded, users waiting for a delivery.
+      let sampling = true;
+      let jobsLagMax = 0;
+      let queueUsersMax = 0;
+      const sampler = (async () => {
+        while (sampling) {
+          const jobs = await jobsBacklog(admin, keys.webhook('jobs'));
+          jobsLagMax = Math.max(jobsLagMax, jobs.lag + jobs.pending);
+          const queued = (await gatewaySeries(gateway!.url, 'bubble_webhook_queue_users'))
+            .bubble_webhook_queue_users;
+          queueUsersMax = Math.max(queueUsersMax, queued ?? 0);
+          await sleep(500);
+        }
+      })();
       const elapsed = await drive(seconds);
+      sampling = false;
+      await sampler;
       const cpu = cpuShares(cpuBefore, await cpuSnapshot(pids));
       cpu['redis-server'] = round2(((await redisCpuSeconds(admin)) - redisBefore) / elapsed);
       const stats = receiver.phaseStats();
@@ -219,6 +235,8 @@ export async function benchWebhook(partial: Partial<WebhookOptions> = {}) {
         deliveriesPerSec: Math.round(stats.userDeliveries / elapsed),
         demandPerSec: Math.round((demand - demandBefore) / elapsed),
         changes: changes - changesBefore,
+        jobsBacklogMax: jobsLagMax,
+        queueUsersMax,
         ...stats,
         seconds: round2(elapsed),
         cpuCores: cpu,
@@ -249,9 +267,12 @@ export async function benchWebhook(partial: Partial<WebhookOptions> = {}) {
       if (performance.now() - checkedAt >= 1000) {
         checkedAt = performance.now();
         const queue = await gatewaySeries(gateway.url, 'bubble_webhook_');
+        const jobs = await jobsBacklog(admin, keys.webhook('jobs'));
         const idle =
           queue.bubble_webhook_queue_users === 0 &&
           queue.bubble_webhook_retrying === 0 &&
+          jobs.lag === 0 &&
+          jobs.pending === 0 &&
           checkedAt - receiver.lastRequestAt >= 1000;
         quietChecks = idle ? quietChecks + 1 : 0;
       }
@@ -598,6 +619,20 @@ async function waitUntil(condition: () => boolean, timeoutMs: number): Promise<v
     if (performance.now() > deadline) throw new Error('webhook: driver requests unanswered');
     await sleep(10);
   }
+}
+
+/** Jobs not yet read by the delivery workers' group, and read but not finished. */
+async function jobsBacklog(redis: Redis, key: string): Promise<{ lag: number; pending: number }> {
+  const groups = (await redis.xinfo('GROUPS', key).catch(() => [])) as unknown[][];
+  let lag = 0;
+  let pending = 0;
+  for (const flat of groups) {
+    for (let i = 0; i + 1 < flat.length; i += 2) {
+      if (flat[i] === 'lag') lag += Number(flat[i + 1] ?? 0);
+      if (flat[i] === 'pending') pending += Number(flat[i + 1]);
+    }
+  }
+  return { lag, pending };
 }
 
 /** Entries of a dead-letter key, whatever its type (0 when absent). */
