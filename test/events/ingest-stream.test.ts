@@ -154,7 +154,7 @@ describe('the ingest stream on one redis-server', () => {
     await append(r, 'counter', { user: 'u1', kind: 'likes', n: 1 });
     await append(r, 'follow', { user: 'u1', author: 'a2' });
     await append(r, 'follow', { user: 'u1', author: 'a3' });
-    r.start();
+    const consumers = r.start();
     await waitFor(async () => (await following(r, 'u1')).length === 2, { timeoutMs: 10_000 });
     expect(await following(r, 'u1')).toEqual(['a2', 'a3']);
     const dead = await waitForValue(async () => {
@@ -179,6 +179,17 @@ describe('the ingest stream on one redis-server', () => {
       const [one] = await backlog(r);
       return one!.pending === 0 && one!.lag === 0 && one!.deadLetters === 5;
     });
+    // The gauges follow the backlog (refreshed every backlogEveryMs).
+    await waitFor(async () => {
+      const gauge = await consumers.metrics.deadLetters.get();
+      return gauge.values.some((v) => v.labels.partition === '0' && v.value === 5);
+    });
+    const outcomes = (await consumers.metrics.entries.get()).values.map(
+      (v) => `${v.labels.op}/${v.labels.outcome}=${v.value}`,
+    );
+    expect(outcomes.sort()).toEqual(
+      ['counter/dead=1', 'follow/applied=2', 'follow/dead=3', 'unknown/dead=1'].sort(),
+    );
   });
 
   it('retries an entry the store fails on (WRONGTYPE) in place of nothing, and dead-letters it after the cap', async () => {
@@ -252,6 +263,7 @@ describe('the ingest stream on one redis-server', () => {
     });
     expect(applied).toBe(n);
     const commands = r.store.commandsSent() - before;
+    console.log(`[ingest batches] ${n} posts applied with ${commands} store commands`);
     // 2 reads of 1000 → 2 ingestPosts calls, each a handful of commands (one script per shard).
     expect(commands).toBeLessThan(60);
     expect((await r.service.badge('reader')).feed).toBe(n / 50);
@@ -270,6 +282,22 @@ describe('the ingest stream on one redis-server', () => {
     expect(Date.now() - restartedAt).toBeLessThan(8_000);
     const created = (await consumers.metrics.groupCreated.get()).values[0]!.value;
     expect(created).toBe(2);
+  });
+
+  it('deletes consumers gone idle with nothing pending, never one with entries pending', async () => {
+    const r = (current = rig({ url: server.url }));
+    const stream = r.keys.ingest(0);
+    await r.admin.xgroup('CREATE', stream, 'bubble', '0', 'MKSTREAM');
+    await r.admin.xgroup('CREATECONSUMER', stream, 'bubble', 'ghost');
+    await append(r, 'follow', { user: 'u6', author: 'a1' });
+    await r.admin.xreadgroup('GROUP', 'bubble', 'holder', 'COUNT', 1, 'STREAMS', stream, '>');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    r.start({ forgetConsumersAfterMs: 200, claimMs: 60_000 });
+    const names = async () =>
+      ((await r.admin.xinfo('CONSUMERS', stream, 'bubble')) as string[][]).map((c) => c[1]);
+    await waitFor(async () => !(await names()).includes('ghost'));
+    // The one holding an entry stays, whatever its idle time.
+    expect(await names()).toContain('holder');
   });
 
   it('trims acknowledged entries: the stream stays short while undelivered ones stay', async () => {
