@@ -4,8 +4,18 @@
  * per user, a lapsed lease queued again, shedding the oldest past the bound; and a notice's job
  * reaching the offline users seen within the inactive window.
  */
-import { freePort, startRedisServer, waitFor, type RedisServerHandle } from '@bubble/test-utils';
+import {
+  freePort,
+  startRedisServer,
+  uniquePrefix,
+  waitFor,
+  type RedisServerHandle,
+} from '@bubble/test-utils';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { BadgeService } from '@bubble/badges';
+import { redisOfflineJobs } from '@bubble/events';
+import { systemClock } from '@bubble/protocol';
+import { RedisStore, RedisWebhookQueue } from '@bubble/store';
 import { TestReceiver, startStack, startWorkers, type Stack } from './webhook-support.js';
 
 let redis: RedisServerHandle;
@@ -103,6 +113,35 @@ describe('the offline-delivery queue', () => {
       { id: 'b1', body: 'body', attempt: 2 },
     ]);
     expect(await queue.claimBatches(8_999, 9_000, 10)).toEqual([]);
+  });
+
+  it('a retried write that changed nothing still appends its job; an unnamed source appends none', async () => {
+    const store = new RedisStore({ url: redis.url, keyPrefix: uniquePrefix('whj'), pools: 100 });
+    cleanups.push(() => store.close());
+    const queue = new RedisWebhookQueue(store.redis, store.keys);
+    const service = new BadgeService(
+      store,
+      systemClock,
+      {},
+      { offlineJobs: redisOfflineJobs(queue, ['conversations', 'notices']) },
+    );
+    const jobs = async () =>
+      (await store.redis.xrange(queue.jobsKey, '-', '+')).map(([, fields]) => fields[1]);
+    await service.replaceMembers('pair', ['a', 'b']);
+    await service.ingestMessages('pair', [{ seq: 1, from: 'a' }]);
+    // The platform's retry of a call whose job failed: the message is stored already.
+    await service.ingestMessages('pair', [{ seq: 1, from: 'a' }]);
+    await service.publishNotice(7);
+    await service.publishNotice(7);
+    await service.markReddot('settings');
+    const conversationJob = JSON.stringify({
+      kind: 'conversation',
+      conversation: 'pair',
+      maxSeq: 1,
+      senders: ['a'],
+    });
+    const noticeJob = JSON.stringify({ kind: 'notice', id: 7 });
+    expect(await jobs()).toEqual([conversationJob, conversationJob, noticeJob, noticeJob]);
   });
 
   it('a notice reaches the offline users seen within the inactive window, as one job', async () => {
