@@ -56,7 +56,7 @@ export const clusterSchema = z.looseObject({
     )
     .max(MAX_ENTRIES),
   online: count,
-  /** The ingest stream's backlog (gateways on Redis); absent from older gateways. */
+  /** The ingest stream's backlog (gateways on Redis); absent or null where there is none. */
   ingest: z
     .looseObject({
       partitions: z
@@ -71,11 +71,11 @@ export const clusterSchema = z.looseObject({
         )
         .max(MAX_PARTITIONS),
     })
-    .optional(),
+    .nullish(),
   /** The offline-delivery queue, with BUBBLE_WEBHOOK_URL set. */
   webhook: z
     .looseObject({ queued: count, oldestQueuedMs: count, retrying: count, deadLetters: count })
-    .optional(),
+    .nullish(),
 });
 
 export type ClusterView = z.infer<typeof clusterSchema>;

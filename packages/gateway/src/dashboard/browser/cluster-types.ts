@@ -25,7 +25,12 @@ export interface ClusterStatus {
       oldestPendingMs: number;
       deadLetters: number;
     }>;
-  };
-  /** With BUBBLE_WEBHOOK_URL: the offline-delivery queue. */
-  webhook?: { queued: number; oldestQueuedMs: number; retrying: number; deadLetters: number };
+  } | null;
+  /** With BUBBLE_WEBHOOK_URL: the offline-delivery queue (null or absent without). */
+  webhook?: {
+    queued: number;
+    oldestQueuedMs: number;
+    retrying: number;
+    deadLetters: number;
+  } | null;
 }

@@ -136,7 +136,8 @@ function renderSweeps(status: ClusterStatus, now: number): void {
 /** The ingest stream's backlog and the offline-delivery queue, shown once a gateway reports them. */
 function renderIngest(status: ClusterStatus): void {
   const partitions = status.ingest?.partitions;
-  byId('ingest-section').hidden = partitions === undefined && status.webhook === undefined;
+  const webhook = status.webhook ?? undefined;
+  byId('ingest-section').hidden = partitions === undefined && webhook === undefined;
   const body = byId('ingest');
   if (!partitions || partitions.length === 0) {
     emptyRow(body, 5, 'no ingest partitions reported');
@@ -156,7 +157,6 @@ function renderIngest(status: ClusterStatus): void {
       body.append(tr);
     }
   }
-  const webhook = status.webhook;
   byId('webhook-cards').hidden = webhook === undefined;
   if (webhook) {
     setText('webhook-queued', fmt(webhook.queued));
