@@ -55,7 +55,7 @@ export const WEBHOOK_DEFAULTS: WebhookOptions = {
   users: 10_000,
   smallGroups: 1000,
   largeGroups: [6000, 3000],
-  messagesPerSec: 1000,
+  messagesPerSec: 200,
   largeGroupEveryMs: 250,
   minIntervalMs: 1000,
   okSeconds: 15,
