@@ -605,5 +605,44 @@ describe('the ingest stream with real processes', () => {
         metric(await metricsOf(gateway), 'bubble_ingest_dead_letters', 'partition="0"') === 0,
       { timeoutMs: 10_000, message: 'the dead-letter gauge never went back to 0' },
     );
+
+    // Offline delivery's dead letters (--webhook): listed with their fields, never replayed,
+    // dropped.
+    const delivery = ['id', 'd-1', 'body', '{"id":"d-1"}', 'error', 'HTTP 410', 'attempts', '1'];
+    const deliveryDead = (await direct.xadd(
+      keys.webhookDead(),
+      '*',
+      ...delivery,
+      'status',
+      '410',
+    ))!;
+    const [webhookTable, webhookJson, webhookReplay] = await Promise.all([
+      cli(['dead', 'list', '--webhook'], env),
+      cli(['dead', 'list', '--webhook', '--json'], env),
+      cli(['dead', 'replay', '--webhook', deliveryDead], env),
+    ]);
+    expect(webhookTable.stdout).toMatch(
+      new RegExp(`${deliveryDead}\\s+d-1\\s+410\\s+1\\s+HTTP 410`),
+    );
+    expect(JSON.parse(webhookJson.stdout)).toEqual({
+      total: 1,
+      deadLetters: [
+        {
+          id: deliveryDead,
+          fields: {
+            id: 'd-1',
+            body: '{"id":"d-1"}',
+            error: 'HTTP 410',
+            attempts: '1',
+            status: '410',
+          },
+        },
+      ],
+    });
+    expect(webhookReplay.code, webhookReplay.stdout).toBe(2);
+    const webhookDrop = await cli(['dead', 'drop', '--webhook', deliveryDead], env);
+    expect(webhookDrop.code, webhookDrop.stderr).toBe(0);
+    expect(webhookDrop.stdout).toContain('dropped 1 offline-delivery dead letter');
+    expect(await direct.xlen(keys.webhookDead())).toBe(0);
   }, 60_000);
 });

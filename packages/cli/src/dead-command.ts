@@ -257,19 +257,28 @@ async function listWebhook(context: Context, options: ListOptions): Promise<void
     }`,
   );
   context.out('');
+  // The delivery's own columns first; whatever else it carries (its body) after, cut short.
+  const shown = ['id', 'status', 'attempts', 'error'];
+  const cell = (value: string | undefined, max: number) =>
+    value === undefined || value === '' ? '-' : printable(value, max);
   context.out(
     table(
-      ['ID', 'FIELDS'],
+      ['ID', 'DELIVERY', 'STATUS', 'ATTEMPTS', 'ERROR', 'REST'],
       letters.map((l) => [
         l.id,
-        printable(
+        cell(l.fields.id, 40),
+        cell(l.fields.status, 8),
+        cell(l.fields.attempts, 8),
+        cell(l.fields.error, ERROR_COLUMN),
+        cell(
           Object.entries(l.fields)
+            .filter(([name]) => !shown.includes(name))
             .map(([name, value]) => `${name}=${value}`)
             .join(' '),
-          120,
+          BODY_COLUMN,
         ),
       ]),
-      new Set(),
+      new Set([2, 3]),
     ),
   );
 }
