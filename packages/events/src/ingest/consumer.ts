@@ -50,8 +50,10 @@ const MAX_REMEMBERED_ERRORS = 10_000;
 
 /**
  * Consumes `<prefix>:ingest:{0..P-1}` with the group `bubble` (docs/api.md): one loop per
- * partition, each on a connection of its own, applying entries through the platform op table
- * and acknowledging them after their effect is stored.
+ * partition, applying entries through the platform op table and acknowledging them after their
+ * effect is stored. Each loop has two connections of its own: one blocks in XREADGROUP, the
+ * other acknowledges, claims and trims, so that a read of the next entries runs while the
+ * entries in hand are applied (which keeps their order: a batch applies after the one before).
  */
 export class IngestConsumers {
   readonly metrics: IngestMetrics;
@@ -117,7 +119,11 @@ class StopRequested extends Error {}
 class PartitionLoop {
   stalls = 0;
   private stopping = false;
-  private connection: RedisClient;
+  /** XREADGROUP only: a blocked read holds up nothing else. */
+  private reader: RedisClient;
+  private readStream: IngestPartition;
+  /** Everything else of the partition's stream. */
+  private writer: RedisClient;
   private stream: IngestPartition;
   private readonly log: Logger;
   private failuresInRow = 0;
@@ -135,8 +141,10 @@ class PartitionLoop {
     private readonly metrics: IngestMetrics,
   ) {
     this.log = options.logger.child({ ingestPartition: partition });
-    this.connection = this.connect();
-    this.stream = new IngestPartition(this.connection, options.keys, partition);
+    this.reader = this.connect('read');
+    this.readStream = new IngestPartition(this.reader, options.keys, partition);
+    this.writer = this.connect('write');
+    this.stream = new IngestPartition(this.writer, options.keys, partition);
   }
 
   stop(): void {
@@ -145,12 +153,23 @@ class PartitionLoop {
   }
 
   async run(): Promise<void> {
+    const { count = 1000 } = this.options;
     await this.ensureGroup('start');
-    while (!this.stopping) {
+    // The next read, begun while the entries in hand are applied when a full read says more wait.
+    let next: Promise<ClaimedIngestEntry[]> | undefined;
+    while (!this.stopping || next) {
       try {
-        await this.maintain();
-        if (this.stopping) break;
-        const entries = await this.read();
+        // Claims and trims, when due, also while a read is prefetched (they use the writer).
+        if (!this.stopping) await this.maintain();
+        if (this.stopping && !next) break;
+        const prefetched = next;
+        next = undefined;
+        const entries = await (prefetched ?? this.read());
+        if (entries.length === count && !this.stopping) {
+          next = this.read();
+          // Awaited on the next turn; a failure there is handled there.
+          next.catch(() => {});
+        }
         if (entries.length > 0) await this.process(entries.map((entry) => holdEntry(entry)));
         this.failuresInRow = 0;
         this.noGroupsInRow = 0;
@@ -159,13 +178,16 @@ class PartitionLoop {
         await this.onLoopError(err);
       }
     }
-    this.connection.disconnect();
+    // A read begun before a stop: its entries stay pending and are claimed by another consumer.
+    this.reader.disconnect();
+    this.writer.disconnect();
   }
 
-  private connect(): RedisClient {
+  private connect(use: 'read' | 'write'): RedisClient {
     const { redis, blockMs } = this.options;
     // A blocked read must not meet the client's command timeout before the watchdog does.
-    const commandTimeout = Math.max(5_000, blockMs + this.stallGraceMs + 1_000);
+    const commandTimeout =
+      use === 'read' ? Math.max(5_000, blockMs + this.stallGraceMs + 1_000) : 5_000;
     const connection =
       redis instanceof Cluster
         ? redis.duplicate(undefined, {
@@ -180,16 +202,22 @@ class PartitionLoop {
     return this.options.stallGraceMs ?? 5_000;
   }
 
-  /** Abandons the connection (a read that never returned, a command that timed out). */
-  private replaceConnection(): void {
-    this.connection.disconnect();
-    this.connection = this.connect();
-    this.stream = new IngestPartition(this.connection, this.options.keys, this.partition);
+  /**
+   * Abandons both connections for new ones, after a read that never returned or a command that
+   * timed out: a silent connection stays silent, and the two share their way to Redis.
+   */
+  private replaceConnections(): void {
+    this.reader.disconnect();
+    this.writer.disconnect();
+    this.reader = this.connect('read');
+    this.readStream = new IngestPartition(this.reader, this.options.keys, this.partition);
+    this.writer = this.connect('write');
+    this.stream = new IngestPartition(this.writer, this.options.keys, this.partition);
   }
 
   private async read(): Promise<ClaimedIngestEntry[]> {
     const { consumer, blockMs, count = 1000 } = this.options;
-    const reading = this.stream.read(consumer, count, blockMs);
+    const reading = this.readStream.read(consumer, count, blockMs);
     let timer: NodeJS.Timeout | undefined;
     const stalled = new Promise<'stalled'>((resolve) => {
       timer = setTimeout(() => resolve('stalled'), blockMs + this.stallGraceMs);
@@ -201,14 +229,14 @@ class PartitionLoop {
         reading.catch(() => {});
         this.stalls++;
         this.metrics.readStalls.inc();
-        this.log.warn({ blockMs }, 'ingest read stalled; replacing its connection');
-        this.replaceConnection();
+        this.log.warn({ blockMs }, 'ingest read stalled; replacing its connections');
+        this.replaceConnections();
         return [];
       }
       return result.map((entry) => ({ ...entry, deliveries: 1 }));
     } catch (err) {
       if (failureKind(err) === 'unavailable' && /timed out/i.test(String(err))) {
-        this.replaceConnection();
+        this.replaceConnections();
       }
       throw err;
     } finally {
@@ -346,7 +374,7 @@ class PartitionLoop {
       } catch (err) {
         if (isNoGroup(err)) return;
         if (failureKind(err) !== 'unavailable') throw err;
-        if (/timed out/i.test(String(err))) this.replaceConnection();
+        if (/timed out/i.test(String(err))) this.replaceConnections();
         await this.pause(err);
       }
     }
@@ -360,7 +388,7 @@ class PartitionLoop {
       await this.ensureGroup('lost');
       return;
     }
-    if (/timed out/i.test(String(err))) this.replaceConnection();
+    if (/timed out/i.test(String(err))) this.replaceConnections();
     await this.pause(err);
   }
 
