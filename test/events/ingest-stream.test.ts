@@ -192,7 +192,7 @@ describe('the ingest stream on one redis-server', () => {
     );
   });
 
-  it('retries an entry the store fails on (WRONGTYPE) in place of nothing, and dead-letters it after the cap', async () => {
+  it('leaves an entry the store fails on (WRONGTYPE) pending, retries it when claimed, and dead-letters it after the cap', async () => {
     const r = (current = rig({ url: server.url }));
     // u2's follows key is a string: every follow of u2 fails with WRONGTYPE, not a 4xx.
     await r.admin.set(r.keys.follows('u2'), 'not a set');
