@@ -23,7 +23,7 @@ function change(c: MembershipChange): MembershipChange {
   return { added: sorted(c.added), removed: sorted(c.removed) };
 }
 
-function byConversation(list: readonly Membership[]): Membership[] {
+function byConversation<T extends { conversation: string }>(list: readonly T[]): T[] {
   return [...list].sort((a, b) => (a.conversation < b.conversation ? -1 : 1));
 }
 
@@ -518,6 +518,50 @@ describeEachEngine('extras contract', (ctx) => {
     (got!.preview!.nested as { k: number }).k = 2;
     expect((await c.memberships('b'))[0]!.preview).toEqual({ nested: { k: 1 } });
   });
+
+  it('conversations: membershipSeqs answers memberships without previews and ts, per user in order', async () => {
+    const { store } = ctx();
+    const c = store.conversations;
+    await c.replaceMembers('c1', ['a', 'b']);
+    await c.replaceMembers('c2', ['a']);
+    await c.addMembers('c3', ['b']);
+    await c.ingest('c1', [msg(1, 'b', 10, { text: 'hi' }), msg(2, 'x', 11)]);
+    await c.ingest('c2', [msg(4, 'x', 40)]);
+    await c.setMuted('c2', 'a', true);
+    await c.read('c3', 'b');
+    await c.replaceMembers('gone', ['a', 'b']);
+    await c.dissolve('gone');
+    const users = ['b', 'nobody', 'a', 'b'];
+    const seqs = await c.membershipSeqs(users);
+    expect(seqs.map(byConversation)).toEqual([
+      [
+        { conversation: 'c1', maxSeq: 2, readSeq: 1, muted: false },
+        { conversation: 'c3', maxSeq: 0, readSeq: 0, muted: false },
+      ],
+      [],
+      [
+        { conversation: 'c1', maxSeq: 2, readSeq: 0, muted: false },
+        { conversation: 'c2', maxSeq: 4, readSeq: 0, muted: true },
+      ],
+      [
+        { conversation: 'c1', maxSeq: 2, readSeq: 1, muted: false },
+        { conversation: 'c3', maxSeq: 0, readSeq: 0, muted: false },
+      ],
+    ]);
+    // The same counts memberships() answers, user by user.
+    for (const [i, user] of users.entries()) {
+      const full = byConversation(await c.memberships(user));
+      expect(
+        full.map(({ conversation, maxSeq, readSeq, muted }) => ({
+          conversation,
+          maxSeq,
+          readSeq,
+          muted,
+        })),
+      ).toEqual(byConversation(seqs[i]!));
+    }
+    expect(await c.membershipSeqs([])).toEqual([]);
+  });
 });
 
 // ------------------------------------------------------------------- memory and Redis alike
@@ -659,6 +703,7 @@ async function snapshot(store: BubbleStore): Promise<unknown> {
     out[`marks ${u}`] = await store.marks.state(u);
     out[`in ${u}`] = byConversation(await store.conversations.memberships(u));
   }
+  out.seqs = (await store.conversations.membershipSeqs([...USERS, ...USERS])).map(byConversation);
   for (const c of CONVERSATIONS) {
     const members = await store.conversations.members(c);
     out[`members ${c}`] = members && sorted(members);

@@ -1,5 +1,5 @@
 import type { BadgeCounts } from '@bubble/protocol';
-import type { Membership } from '@bubble/store';
+import type { MembershipSeqs } from '@bubble/store';
 
 /**
  * A badge state is stored as flat integer fields (docs/redis-keys.md), only non-zero ones:
@@ -104,7 +104,7 @@ export function shownReddots(
   return shown;
 }
 
-export function unreadOf(memberships: readonly Membership[]): ExtraCounts['conversations'] {
+export function unreadOf(memberships: readonly MembershipSeqs[]): ExtraCounts['conversations'] {
   return memberships.map((m) => ({
     id: m.conversation,
     unread: Math.max(0, m.maxSeq - m.readSeq),

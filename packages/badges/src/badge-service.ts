@@ -99,6 +99,11 @@ export class BadgeService {
     return this.coldStart.badge(user, options);
   }
 
+  /** badge(user) of each user (never seen), in input order, as one batch: offline delivery. */
+  badges(users: readonly string[]): Promise<Badge[]> {
+    return this.coldStart.badges(users);
+  }
+
   /** The badge a stored or published state stands for (a core's write, a push). */
   badgeOf(state: BadgeStateOf): Badge {
     return this.coldStart.badgeOf(state);

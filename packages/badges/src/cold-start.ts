@@ -2,7 +2,7 @@ import { assertId, makeBadge, type Badge } from '@bubble/protocol';
 import type { BadgeContext } from './context.js';
 import { decodeFields, encodeFields, type ExtraCounts } from './badge-fields.js';
 import type { Sightings } from './sightings.js';
-import { readStoredExtras } from './stored-extras.js';
+import { readStoredExtras, readStoredExtrasOfMany } from './stored-extras.js';
 
 /** Whether a call counts as the user being seen (docs/semantics.md: end-user calls only). */
 export interface BadgeCallOptions {
@@ -56,6 +56,29 @@ export class ColdStart {
     const fields = encodeFields(feed, extras);
     const stamp = await this.ctx.store.badges.save(user, fields, now);
     return makeBadge(user, decodeFields(fields), stamp, now, this.ctx.rules.displayCap);
+  }
+
+  /**
+   * badge(user) of every user, in input order, as one batch (offline delivery's senders): the
+   * same badges and saves, in a few round trips for the whole batch instead of several per user.
+   * Never counts as the users being seen.
+   */
+  async badges(users: readonly string[]): Promise<Badge[]> {
+    for (const user of users) assertId(user, 'user');
+    if (users.length === 0) return [];
+    const { store, rules } = this.ctx;
+    const now = this.ctx.clock.now();
+    const [feeds, extras] = await Promise.all([
+      Promise.all(users.map((user) => this.computeFeed(user, now))),
+      readStoredExtrasOfMany(store, users),
+    ]);
+    return Promise.all(
+      users.map(async (user, i) => {
+        const fields = encodeFields(feeds[i]!, extras[i]!);
+        const stamp = await store.badges.save(user, fields, now);
+        return makeBadge(user, decodeFields(fields), stamp, now, rules.displayCap);
+      }),
+    );
   }
 
   /** The badge a stored or published state stands for (a core's write, a push). */

@@ -33,3 +33,33 @@ export async function readStoredExtras(
     memberships,
   };
 }
+
+/**
+ * readStoredExtras(store, user).extras of every user at once, in input order: what a batch of
+ * cold starts (offline delivery) reads. The shared parts are read once per batch (the red dots,
+ * the notice count per distinct cursor), the users' own parts in one round trip each, and no
+ * conversation preview: none is part of a badge.
+ */
+export async function readStoredExtrasOfMany(
+  store: BubbleStore,
+  users: readonly string[],
+): Promise<ExtraCounts[]> {
+  if (users.length === 0) return [];
+  const [marks, seqs, dots] = await Promise.all([
+    Promise.all(users.map((user) => store.marks.state(user))),
+    store.conversations.membershipSeqs(users),
+    store.reddots.all(),
+  ]);
+  const cursors = [...new Set(marks.map((m) => m.seen).filter((seen) => seen !== null))];
+  const counts = await Promise.all(cursors.map((seen) => store.notices.countAfter(seen)));
+  const noticesAfter = new Map<number, number>();
+  cursors.forEach((seen, i) => noticesAfter.set(seen, counts[i]!));
+  return users.map((_, i) => {
+    const { seen, clicks } = marks[i]!;
+    return {
+      notices: seen === null ? 0 : noticesAfter.get(seen)!,
+      conversations: unreadOf(seqs[i]!),
+      reddots: shownReddots(dots, clicks),
+    };
+  });
+}

@@ -11,8 +11,9 @@
   KEYS[5] cursors  HASH   job id → page cursor
   KEYS[6] jobs     STREAM the jobs (consumer group ARGV[4])
   ARGV[1] now · ARGV[2] minimum interval · ARGV[3] queue bound · ARGV[4] group · ARGV[5] consumer
-  ARGV[6] job id ("" for none) · ARGV[7] the page cursor after this page
-  ARGV[8..] user, reason, user, reason, …
+  ARGV[6] job id ("" for none) · ARGV[7] the page cursor after this page ("done" after the
+  last page: the job is acknowledged, deleted and its cursor forgotten in the same step)
+  ARGV[8] the reason of every user of the page · ARGV[9..] users
   Returns { added, coalesced, shed }, or { -1 } when the job is no longer this consumer's
   (another claimed it): nothing is scheduled then
 ]]
@@ -24,19 +25,27 @@ if job ~= '' then
   if not owner or owner[2] ~= ARGV[5] then
     return { -1 }
   end
-  -- Resets the job's idle time: a worker still expanding it is not taken for dead.
-  redis.call('XCLAIM', jobs, ARGV[4], ARGV[5], 0, job, 'JUSTID')
-  redis.call('HSET', cursors, job, ARGV[7])
+  if ARGV[7] == 'done' then
+    redis.call('XACK', jobs, ARGV[4], job)
+    redis.call('XDEL', jobs, job)
+    redis.call('HDEL', cursors, job)
+  else
+    -- Resets the job's idle time: a worker still expanding it is not taken for dead.
+    redis.call('XCLAIM', jobs, ARGV[4], ARGV[5], 0, job, 'JUSTID')
+    redis.call('HSET', cursors, job, ARGV[7])
+  end
 end
 local added, coalesced = 0, 0
-for i = 8, #ARGV, 2 do
-  local user, reason = ARGV[i], ARGV[i + 1]
+local reason = ARGV[8]
+local comma = ',' .. reason .. ','
+for i = 9, #ARGV do
+  local user = ARGV[i]
   local queued = redis.call('HGET', reasons, user)
   if redis.call('ZSCORE', due, user) then
     coalesced = coalesced + 1
     if not queued then
       redis.call('HSET', reasons, user, reason)
-    elseif not string.find(',' .. queued .. ',', ',' .. reason .. ',', 1, true) then
+    elseif not string.find(',' .. queued .. ',', comma, 1, true) then
       redis.call('HSET', reasons, user, queued .. ',' .. reason)
     end
   else

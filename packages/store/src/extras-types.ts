@@ -95,6 +95,9 @@ export interface Membership {
   preview: Record<string, unknown> | null;
 }
 
+/** A membership's counts alone, without its preview and ts: what a badge is computed from. */
+export type MembershipSeqs = Pick<Membership, 'conversation' | 'maxSeq' | 'readSeq' | 'muted'>;
+
 export interface MembershipChange {
   added: string[];
   removed: string[];
@@ -131,6 +134,11 @@ export interface Conversations {
   setMuted(conversation: string, user: string, muted: boolean): Promise<boolean>;
   /** Every conversation `user` is a member of, in no particular order. */
   memberships(user: string): Promise<Membership[]>;
+  /**
+   * memberships() of each user, in input order, without previews and ts: each conversation's
+   * maxSeq is read once however many of the users are its members (a batch of cold starts).
+   */
+  membershipSeqs(users: readonly string[]): Promise<MembershipSeqs[][]>;
   members(conversation: string): Promise<string[] | null>;
 }
 

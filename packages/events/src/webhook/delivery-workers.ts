@@ -65,7 +65,8 @@ export interface WebhookDelivery {
   reasons: string[];
 }
 
-const JOBS_PER_READ = 8;
+/** Jobs one worker expands at once (a large group's pages do not hold up the pairs' jobs). */
+const JOBS_EXPANDING = 32;
 const MAX_BATCH = 100;
 
 /**
@@ -95,6 +96,7 @@ class Workers implements DeliveryWorkers {
   private loops: Promise<void>[] = [];
   private inFlight = 0;
   private readonly requests = new Set<Promise<void>>();
+  private readonly expansions = new Set<Promise<void>>();
   private readonly wakers = new Set<() => void>();
 
   constructor(
@@ -156,34 +158,47 @@ class Workers implements DeliveryWorkers {
 
   // ---- jobs → due users ----
 
+  /** Reads and claims jobs while fewer than JOBS_EXPANDING are being expanded. */
   private async expandLoop(): Promise<void> {
     let claimedAt = 0;
     while (this.running) {
       try {
+        const free = JOBS_EXPANDING - this.expansions.size;
+        if (free <= 0) {
+          await Promise.race(this.expansions);
+          continue;
+        }
         let entries: WebhookJobEntry[] = [];
         const now = this.now();
         if (now - claimedAt >= this.o.claimMs / 2) {
           claimedAt = now;
-          entries = await this.queue.claimJobs(this.o.consumer, this.o.claimMs, JOBS_PER_READ);
+          entries = await this.queue.claimJobs(this.o.consumer, this.o.claimMs, free);
         }
         if (entries.length === 0) {
-          entries = await this.queue.readJobs(
-            this.reader,
-            this.o.consumer,
-            JOBS_PER_READ,
-            this.o.blockMs,
-          );
+          entries = await this.queue.readJobs(this.reader, this.o.consumer, free, this.o.blockMs);
         }
-        await Promise.all(entries.map((entry) => this.expand(entry)));
+        for (const entry of entries) this.startExpansion(entry);
       } catch (err) {
-        if (!this.running) return;
+        if (!this.running) break;
         this.logger.warn({ err }, 'offline delivery: reading jobs failed');
         await this.pause(Math.max(this.o.pollMs, 500));
       }
     }
+    await Promise.allSettled([...this.expansions]);
   }
 
-  /** Schedules the job's users page by page from where it stopped, then acknowledges it. */
+  private startExpansion(entry: WebhookJobEntry): void {
+    const tracked = this.expand(entry)
+      .catch((err: unknown) => {
+        // The job stays pending in this consumer: it is claimed again once idle.
+        if (this.running)
+          this.logger.warn({ err, job: entry.id }, 'offline delivery: a job failed');
+      })
+      .finally(() => this.expansions.delete(tracked));
+    this.expansions.add(tracked);
+  }
+
+  /** Schedules the job's users page by page from where it stopped; the last page acknowledges it. */
   private async expand(entry: WebhookJobEntry): Promise<void> {
     const job = parseJob(entry.job);
     if (!job) {
@@ -192,7 +207,13 @@ class Workers implements DeliveryWorkers {
       return;
     }
     const reason = sourceOfJob(job);
-    let cursor = await this.queue.jobCursor(entry.id);
+    // A job read for the first time has no cursor yet.
+    let cursor = entry.resumed ? await this.queue.jobCursor(entry.id) : '0';
+    // Only the ack was left (a page scheduled by an earlier version of the script).
+    if (cursor === JOB_DONE) {
+      await this.queue.finishJob(entry.id);
+      return;
+    }
     while (cursor !== JOB_DONE) {
       if (!this.running) return;
       const page = await this.page(job, cursor);
@@ -217,7 +238,6 @@ class Workers implements DeliveryWorkers {
       }
       cursor = nextCursor;
     }
-    await this.queue.finishJob(entry.id);
   }
 
   /** One page of the users a job may have changed the badge of, from `cursor`. */
@@ -257,7 +277,7 @@ class Workers implements DeliveryWorkers {
   /** The users of `users` with no live connection (the others get their badge live). */
   private async offline(users: readonly string[]): Promise<string[]> {
     if (users.length === 0) return [];
-    const online = await Promise.all(users.map((u) => this.service.store.presence.isOnline(u)));
+    const online = await this.queue.onlineAmong(users);
     const offline = users.filter((_, i) => !online[i]);
     this.metrics.skippedOnline.inc(users.length - offline.length);
     return offline;
@@ -316,11 +336,11 @@ class Workers implements DeliveryWorkers {
    * batch (its id, body and attempt) and makes its first request.
    */
   private async prepare(due: readonly DueUser[]): Promise<void> {
-    const online = await Promise.all(due.map((d) => this.service.store.presence.isOnline(d.user)));
+    const online = await this.queue.onlineAmong(due.map((d) => d.user));
     const sending = due.filter((_, i) => !online[i]);
     const dropped = due.filter((_, i) => online[i]).map((d) => d.user);
     this.metrics.skippedOnline.inc(dropped.length);
-    const badges = await Promise.all(sending.map((d) => this.service.badge(d.user)));
+    const badges = await this.service.badges(sending.map((d) => d.user));
     const id = sending.length > 0 ? randomUUID() : '';
     const deliveries: WebhookDelivery[] = sending.map((d, i) => ({
       user: d.user,

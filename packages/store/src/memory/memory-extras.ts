@@ -3,6 +3,7 @@ import type {
   Conversations,
   Membership,
   MembershipChange,
+  MembershipSeqs,
   MessageIngest,
   NoticeBoard,
   RedDots,
@@ -251,6 +252,18 @@ export class MemoryConversations implements Conversations {
       });
     }
     return out;
+  }
+
+  async membershipSeqs(users: readonly string[]): Promise<MembershipSeqs[][]> {
+    return users.map((user) => {
+      const out: MembershipSeqs[] = [];
+      for (const conversation of this.byUser.get(user) ?? []) {
+        const c = this.byId.get(conversation)!;
+        const member = c.members.get(user)!;
+        out.push({ conversation, maxSeq: c.maxSeq, readSeq: member.readSeq, muted: member.muted });
+      }
+      return out;
+    });
   }
 
   async members(conversation: string): Promise<string[] | null> {

@@ -3,6 +3,7 @@ import type {
   Conversations,
   Membership,
   MembershipChange,
+  MembershipSeqs,
   MessageIngest,
   NoticeBoard,
   RedDots,
@@ -318,6 +319,42 @@ export class RedisConversations implements Conversations {
       });
     });
     return out;
+  }
+
+  async membershipSeqs(users: readonly string[]): Promise<MembershipSeqs[][]> {
+    const { keys } = this;
+    // Three round trips for the whole batch (auto-pipelined): the users' indexes, each distinct
+    // conversation's maxSeq, each membership's cursor.
+    const indexes = await Promise.all(
+      users.map((user) => this.redis.smembers(keys.userConversations(user))),
+    );
+    const distinct = [...new Set(indexes.flat())];
+    const [maxSeqs, cursors] = await Promise.all([
+      Promise.all(distinct.map((id) => this.redis.hget(keys.conversation(id), 'maxSeq'))),
+      Promise.all(
+        indexes.map((ids, i) =>
+          Promise.all(ids.map((id) => this.redis.hget(keys.conversationMembers(id), users[i]!))),
+        ),
+      ),
+    ]);
+    const maxSeqOf = new Map<string, string | null>();
+    distinct.forEach((id, i) => maxSeqOf.set(id, maxSeqs[i]!));
+    return indexes.map((ids, i) => {
+      const out: MembershipSeqs[] = [];
+      ids.forEach((conversation, j) => {
+        const member = cursors[i]![j]!;
+        const maxSeq = maxSeqOf.get(conversation)!;
+        // As in memberships(): an index entry of a join in progress is not a membership yet.
+        if (member === null || maxSeq === null) return;
+        out.push({
+          conversation,
+          maxSeq: Number(maxSeq),
+          readSeq: Number(/^\d+/.exec(member)![0]),
+          muted: member.endsWith('m'),
+        });
+      });
+      return out;
+    });
   }
 
   async members(conversation: string): Promise<string[] | null> {

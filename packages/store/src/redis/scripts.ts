@@ -77,6 +77,7 @@ export const SCRIPTS = {
   advanceCursor: script<[cursors: string], [field: string, target: number], string>(1),
   appendEvents: script<[log: string], [maxLen: number, ...entries: Arg[]], string>(1),
   checkOnline: script<[online: string], [user: string], number>(1),
+  checkOnlineAmong: script<[online: string], string[], number[]>(1),
   // Offline delivery (webhook-queue.ts): every key of these shares the tag {w}.
   claimBatches: script<
     [retry: string, batches: string, attempts: string],
@@ -98,7 +99,8 @@ export const SCRIPTS = {
       consumer: string,
       job: string,
       nextCursor: string,
-      ...userReasonPairs: string[],
+      reason: string,
+      ...users: string[],
     ],
     number[]
   >(6),

@@ -1,3 +1,4 @@
+import { poolOf } from '@bubble/protocol';
 import type { RedisClient } from './connect.js';
 import type { RedisKeys } from './keys.js';
 import { scripts, type ScriptRunner } from './scripts.js';
@@ -12,6 +13,11 @@ export interface WebhookJobEntry {
   id: string;
   /** The job as appended (JSON text), or null for an entry without a `job` field. */
   job: string | null;
+  /**
+   * Whether the job may have been expanded in part before (claimed from another consumer, or
+   * read again after the group was recreated): its page cursor is to be read first.
+   */
+  resumed: boolean;
 }
 
 export interface ScheduledPage {
@@ -139,14 +145,20 @@ export class RedisWebhookQueue {
         '>',
       ) as Promise<Array<[string, Array<[string, string[]]>]> | null>;
     let reply;
+    let resumed = false;
     try {
       reply = await read();
     } catch (err) {
       if (!(err instanceof Error) || !err.message.startsWith('NOGROUP')) throw err;
       await this.ensureGroup();
+      resumed = true;
       reply = await read();
     }
-    return (reply?.[0]?.[1] ?? []).map(([id, fields]) => ({ id, job: fieldOf(fields, 'job') }));
+    return (reply?.[0]?.[1] ?? []).map(([id, fields]) => ({
+      id,
+      job: fieldOf(fields, 'job'),
+      resumed,
+    }));
   }
 
   /** Jobs idle longer than `minIdleMs` in any consumer (a dead gateway's), now `consumer`'s. */
@@ -167,7 +179,11 @@ export class RedisWebhookQueue {
       await this.ensureGroup();
       return [];
     }
-    return reply[1].map(([id, fields]) => ({ id, job: fields ? fieldOf(fields, 'job') : null }));
+    return reply[1].map(([id, fields]) => ({
+      id,
+      job: fields ? fieldOf(fields, 'job') : null,
+      resumed: true,
+    }));
   }
 
   /** Where the job's expansion stopped: '0' to start, JOB_DONE when only the ack is left. */
@@ -177,7 +193,8 @@ export class RedisWebhookQueue {
 
   /**
    * Schedules a page of users (each with the reason of the job) and keeps the job's cursor in
-   * the same step. Null when the job was claimed by another consumer meanwhile.
+   * the same step; after the last page (JOB_DONE) the job is acknowledged and forgotten in that
+   * step too. Null when the job was claimed by another consumer meanwhile.
    */
   async schedule(page: {
     now: number;
@@ -189,8 +206,6 @@ export class RedisWebhookQueue {
     users: readonly string[];
     reason: string;
   }): Promise<ScheduledPage | null> {
-    const pairs: string[] = [];
-    for (const user of page.users) pairs.push(user, page.reason);
     const [added, coalesced, shed] = await this.run.scheduleDeliveries(
       [this.k.due, this.k.reasons, this.k.since, this.k.last, this.k.cursors, this.k.jobs],
       [
@@ -201,14 +216,15 @@ export class RedisWebhookQueue {
         page.consumer,
         page.job,
         page.nextCursor,
-        ...pairs,
+        page.reason,
+        ...page.users,
       ],
     );
     if (added === -1) return null;
     return { added: added!, coalesced: coalesced!, shed: shed! };
   }
 
-  /** Acknowledges a job fully expanded and forgets it. */
+  /** Acknowledges a job fully expanded (or not a job) and forgets it. */
   async finishJob(id: string): Promise<void> {
     await this.redis
       .multi()
@@ -344,6 +360,32 @@ export class RedisWebhookQueue {
         status: status ? Number(status) : null,
       };
     });
+  }
+
+  /**
+   * presence.isOnline() of each user, in input order, in one script call per pool among them
+   * (on the server's clock, as checkOnline-1).
+   */
+  async onlineAmong(users: readonly string[]): Promise<boolean[]> {
+    const online = new Array<boolean>(users.length).fill(false);
+    if (users.length === 0) return online;
+    const byPool = new Map<number, number[]>();
+    for (let i = 0; i < users.length; i++) {
+      const pool = poolOf(users[i]!, this.keys.pools);
+      const indexes = byPool.get(pool);
+      if (indexes) indexes.push(i);
+      else byPool.set(pool, [i]);
+    }
+    await Promise.all(
+      [...byPool].map(async ([pool, indexes]) => {
+        const flags = await this.run.checkOnlineAmong(
+          [this.keys.online(pool)],
+          indexes.map((i) => users[i]!),
+        );
+        indexes.forEach((index, j) => (online[index] = flags[j] === 1));
+      }),
+    );
+    return online;
   }
 
   /** One page of a conversation's members: [cursor, member, value, member, value, …]. */
