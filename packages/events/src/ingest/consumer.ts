@@ -188,12 +188,14 @@ class PartitionLoop {
     // A blocked read must not meet the client's command timeout before the watchdog does.
     const commandTimeout =
       use === 'read' ? Math.max(5_000, blockMs + this.stallGraceMs + 1_000) : 5_000;
+    // The silence after which the socket is destroyed: past the block time for the reader.
+    const socketTimeout = commandTimeout + 1_000;
     const connection =
       redis instanceof Cluster
         ? redis.duplicate(undefined, {
-            redisOptions: { ...redis.options.redisOptions, commandTimeout },
+            redisOptions: { ...redis.options.redisOptions, commandTimeout, socketTimeout },
           })
-        : redis.duplicate({ commandTimeout });
+        : redis.duplicate({ commandTimeout, socketTimeout });
     connection.on('error', () => {});
     return connection;
   }

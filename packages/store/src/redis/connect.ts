@@ -6,6 +6,14 @@ export type RedisClient = Redis | Cluster;
 const COMMAND_TIMEOUT_MS = 5000;
 
 /**
+ * A connection that has commands waiting and hears nothing for this long is destroyed and
+ * reconnected. ioredis does not reconnect on a command timeout, so without it a socket whose
+ * peer fell silent (a partition, a vanished NAT entry) would fail every command forever.
+ * Connections that block on purpose (XREADGROUP) set their own, above their block time.
+ */
+export const SOCKET_SILENCE_MS = COMMAND_TIMEOUT_MS + 1000;
+
+/**
  * How a cluster client follows a failover: a command whose node went away, or that met
  * CLUSTERDOWN or TRYAGAIN while a replica is promoted, is retried on the next node every
  * 200 ms, up to 16 times (≈ 3 s, about what a promotion takes at cluster-node-timeout 2 s);
@@ -71,6 +79,7 @@ function open(target: RedisTarget, name: string): RedisClient {
           connectionName: name,
           maxRetriesPerRequest: 2,
           commandTimeout: COMMAND_TIMEOUT_MS,
+          socketTimeout: SOCKET_SILENCE_MS,
           reconnectOnError: reconnectOnReadonly,
         },
       },
@@ -82,6 +91,7 @@ function open(target: RedisTarget, name: string): RedisClient {
     connectionName: name,
     maxRetriesPerRequest: 2,
     commandTimeout: COMMAND_TIMEOUT_MS,
+    socketTimeout: SOCKET_SILENCE_MS,
     reconnectOnError: reconnectOnReadonly,
   });
 }
