@@ -77,7 +77,7 @@ export const SCRIPTS = {
   advanceCursor: script<[cursors: string], [field: string, target: number], string>(1),
   appendEvents: script<[log: string], [maxLen: number, ...entries: Arg[]], string>(1),
   checkOnline: script<[online: string], [user: string], number>(1),
-  checkOnlineAmong: script<[online: string], string[], number[]>(1),
+  checkOnlineAmong: script<string[], string[], number[]>('n'),
   // Offline delivery (webhook-queue.ts): every key of these shares the tag {w}.
   claimBatches: script<
     [retry: string, batches: string, attempts: string],

@@ -1,4 +1,5 @@
 import { poolOf } from '@bubble/protocol';
+import { Cluster } from 'ioredis';
 import type { RedisClient } from './connect.js';
 import type { RedisKeys } from './keys.js';
 import { scripts, type ScriptRunner } from './scripts.js';
@@ -363,8 +364,8 @@ export class RedisWebhookQueue {
   }
 
   /**
-   * presence.isOnline() of each user, in input order, in one script call per pool among them
-   * (on the server's clock, as checkOnline-1).
+   * presence.isOnline() of each user, in input order, on the server's clock (as checkOnline-1):
+   * one script call for them all on one server, one per pool among them on a Cluster.
    */
   async onlineAmong(users: readonly string[]): Promise<boolean[]> {
     const online = new Array<boolean>(users.length).fill(false);
@@ -376,13 +377,22 @@ export class RedisWebhookQueue {
       if (indexes) indexes.push(i);
       else byPool.set(pool, [i]);
     }
+    const groups = this.redis instanceof Cluster ? [...byPool].map((g) => [g]) : [[...byPool]];
     await Promise.all(
-      [...byPool].map(async ([pool, indexes]) => {
-        const flags = await this.run.checkOnlineAmong(
-          [this.keys.online(pool)],
-          indexes.map((i) => users[i]!),
-        );
-        indexes.forEach((index, j) => (online[index] = flags[j] === 1));
+      groups.map(async (pools) => {
+        const keys: string[] = [];
+        const args: string[] = [];
+        const order: number[] = [];
+        for (const [pool, indexes] of pools) {
+          keys.push(this.keys.online(pool));
+          const keyIndex = String(keys.length);
+          for (const i of indexes) {
+            args.push(keyIndex, users[i]!);
+            order.push(i);
+          }
+        }
+        const flags = await this.run.checkOnlineAmong(keys, args);
+        order.forEach((index, j) => (online[index] = flags[j] === 1));
       }),
     );
     return online;
