@@ -323,36 +323,50 @@ export class RedisConversations implements Conversations {
 
   async membershipSeqs(users: readonly string[]): Promise<MembershipSeqs[][]> {
     const { keys } = this;
-    // Three round trips for the whole batch (auto-pipelined): the users' indexes, each distinct
-    // conversation's maxSeq, each membership's cursor.
+    // Two round trips for the whole batch (auto-pipelined): the users' indexes, then per
+    // distinct conversation its maxSeq and the cursors of the batch's users in it (one HMGET).
     const indexes = await Promise.all(
       users.map((user) => this.redis.smembers(keys.userConversations(user))),
     );
-    const distinct = [...new Set(indexes.flat())];
-    const [maxSeqs, cursors] = await Promise.all([
-      Promise.all(distinct.map((id) => this.redis.hget(keys.conversation(id), 'maxSeq'))),
-      Promise.all(
-        indexes.map((ids, i) =>
-          Promise.all(ids.map((id) => this.redis.hget(keys.conversationMembers(id), users[i]!))),
-        ),
+    const askers = new Map<string, number[]>();
+    indexes.forEach((ids, i) => {
+      for (const id of ids) {
+        const of = askers.get(id);
+        if (of) of.push(i);
+        else askers.set(id, [i]);
+      }
+    });
+    const rows = await Promise.all(
+      [...askers].map(([id, of]) =>
+        Promise.all([
+          this.redis.hget(keys.conversation(id), 'maxSeq'),
+          this.redis.hmget(keys.conversationMembers(id), ...of.map((i) => users[i]!)),
+        ]),
       ),
-    ]);
-    const maxSeqOf = new Map<string, string | null>();
-    distinct.forEach((id, i) => maxSeqOf.set(id, maxSeqs[i]!));
+    );
+    const cursorOf = new Map<
+      string,
+      { maxSeq: string | null; cursors: Map<number, string | null> }
+    >();
+    let row = 0;
+    for (const [id, of] of askers) {
+      const [maxSeq, cursors] = rows[row++]!;
+      cursorOf.set(id, { maxSeq, cursors: new Map(of.map((i, j) => [i, cursors[j]!])) });
+    }
     return indexes.map((ids, i) => {
       const out: MembershipSeqs[] = [];
-      ids.forEach((conversation, j) => {
-        const member = cursors[i]![j]!;
-        const maxSeq = maxSeqOf.get(conversation)!;
+      for (const conversation of ids) {
+        const { maxSeq, cursors } = cursorOf.get(conversation)!;
+        const member = cursors.get(i)!;
         // As in memberships(): an index entry of a join in progress is not a membership yet.
-        if (member === null || maxSeq === null) return;
+        if (member === null || maxSeq === null) continue;
         out.push({
           conversation,
           maxSeq: Number(maxSeq),
           readSeq: Number(/^\d+/.exec(member)![0]),
           muted: member.endsWith('m'),
         });
-      });
+      }
       return out;
     });
   }
