@@ -1,6 +1,6 @@
 import { connectRedis, RedisKeys, type RedisClient } from '@bubble/store';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
-import { loadConfig, type Config } from './config.js';
+import { loadConfig } from './config.js';
 import { printable } from './remote.js';
 import { hasRedis } from './store-factory.js';
 
@@ -20,6 +20,7 @@ const PAGE = 500;
 const BODY_COLUMN = 60;
 const ERROR_COLUMN = 60;
 const USAGE_EXIT = 2;
+const CONNECT_TIMEOUT_MS = 10_000;
 
 /**
  * Moves one dead letter back to its partition's ingest stream in one step (both keys share the
@@ -141,14 +142,17 @@ async function run(command: (context: Context) => Promise<void>): Promise<void> 
     const config = loadConfig();
     if (!hasRedis(config))
       throw new UsageError('bubble dead needs REDIS_URL or REDIS_CLUSTER_NODES');
+    let lastError = '';
     redis = connectRedis(
       { url: config.REDIS_URL, clusterNodes: config.REDIS_CLUSTER_NODES },
       'bubble-dead',
+      (err) => (lastError = err.message),
     );
+    await ready(redis, () => lastError);
     await command({
       redis,
       keys: new RedisKeys(config.BUBBLE_KEY_PREFIX, config.BUBBLE_POOLS),
-      partitions: partitionCount(config),
+      partitions: config.BUBBLE_INGEST_PARTITIONS,
       out: (line) => process.stdout.write(`${line}\n`),
     });
   } catch (err) {
@@ -160,8 +164,28 @@ async function run(command: (context: Context) => Promise<void>): Promise<void> 
   }
 }
 
-function partitionCount(config: Config): number {
-  return config.BUBBLE_INGEST_PARTITIONS;
+/**
+ * Resolves once the client can send commands. A Redis that never answers (or a cluster whose
+ * nodes cannot be reached) would otherwise queue the commands for ever.
+ */
+function ready(redis: RedisClient, lastError: () => string): Promise<void> {
+  if (redis.status === 'ready') return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      redis.off('ready', onReady);
+      const why = lastError();
+      reject(
+        new Error(
+          `Redis was not ready within ${CONNECT_TIMEOUT_MS / 1000} s (REDIS_URL or REDIS_CLUSTER_NODES)${why ? `: ${why}` : ''}`,
+        ),
+      );
+    }, CONNECT_TIMEOUT_MS);
+    const onReady = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    redis.once('ready', onReady);
+  });
 }
 
 /** The partitions a command covers: --partition, else all of them. */
