@@ -45,6 +45,8 @@ export interface IngestConsumerOptions {
 /** The longest pause after a failure; each one in a row doubles it from RETRY_BASE_MS. */
 const RETRY_BASE_MS = 100;
 const RETRY_MAX_MS = 5_000;
+/** Reads of commuting entries applied at once (see dispatch). */
+const MAX_READS_IN_FLIGHT = 4;
 /** Errors kept for entries left pending, so a dead letter after the cap carries its last one. */
 const MAX_REMEMBERED_ERRORS = 10_000;
 
@@ -134,6 +136,8 @@ class PartitionLoop {
   private nextTrimAt = 0;
   private nextForgetAt = 0;
   private readonly lastErrors = new Map<string, string>();
+  private readonly inFlight = new Set<Promise<void>>();
+  private backgroundFailure: unknown;
 
   constructor(
     private readonly options: IngestConsumerOptions,
@@ -170,7 +174,7 @@ class PartitionLoop {
           // Awaited on the next turn; a failure there is handled there.
           next.catch(() => {});
         }
-        if (entries.length > 0) await this.process(entries.map((entry) => holdEntry(entry)));
+        if (entries.length > 0) await this.dispatch(entries.map((entry) => holdEntry(entry)));
         this.failuresInRow = 0;
         this.noGroupsInRow = 0;
       } catch (err) {
@@ -178,6 +182,7 @@ class PartitionLoop {
         await this.onLoopError(err);
       }
     }
+    await this.settle().catch(() => {});
     // A read begun before a stop: its entries stay pending and are claimed by another consumer.
     this.reader.disconnect();
     this.writer.disconnect();
@@ -217,7 +222,22 @@ class PartitionLoop {
     this.stream = new IngestPartition(this.writer, this.options.keys, this.partition);
   }
 
+  /** What is there now, cheaply packed; else a blocking read under the watchdog. */
   private async read(): Promise<ClaimedIngestEntry[]> {
+    const { consumer, count = 1000 } = this.options;
+    try {
+      const ready = await this.readStream.readNow(consumer, count);
+      if (ready.length > 0) return ready.map((entry) => ({ ...entry, deliveries: 1 }));
+    } catch (err) {
+      if (failureKind(err) === 'unavailable' && /timed out/i.test(String(err))) {
+        this.replaceConnections();
+      }
+      throw err;
+    }
+    return this.readBlocking();
+  }
+
+  private async readBlocking(): Promise<ClaimedIngestEntry[]> {
     const { consumer, blockMs, count = 1000 } = this.options;
     const reading = this.readStream.read(consumer, count, blockMs);
     let timer: NodeJS.Timeout | undefined;
@@ -277,6 +297,41 @@ class PartitionLoop {
       const removed = await this.stream.removeIdleConsumers(this.options.consumer, idleMs);
       if (removed.length > 0) this.log.info({ removed }, 'ingest consumers gone idle deleted');
     }
+  }
+
+  /**
+   * Processes a read. Reads of posts and messages only (and entries bound for the dead letters)
+   * commute with each other (a post or message is stored by its id or seq, a delete leaves a
+   * tombstone), so up to MAX_READS_IN_FLIGHT of them are applied at once, overlapping Redis'
+   * work with ours; a read with any other op waits until they are done and goes alone, so
+   * everything that depends on order keeps it.
+   */
+  private async dispatch(held: HeldEntry[]): Promise<void> {
+    if (!held.every(commutes)) {
+      await this.settle();
+      await this.process(held);
+      return;
+    }
+    while (this.inFlight.size >= MAX_READS_IN_FLIGHT) await Promise.race(this.inFlight);
+    this.rethrowBackgroundFailure();
+    const work: Promise<void> = this.process(held)
+      .catch((err: unknown) => {
+        if (!(err instanceof StopRequested)) this.backgroundFailure ??= err;
+      })
+      .finally(() => this.inFlight.delete(work));
+    this.inFlight.add(work);
+  }
+
+  /** Waits for the reads in flight; a failure of one is this call's. */
+  private async settle(): Promise<void> {
+    await Promise.all(this.inFlight);
+    this.rethrowBackgroundFailure();
+  }
+
+  private rethrowBackgroundFailure(): void {
+    const failure = this.backgroundFailure;
+    this.backgroundFailure = undefined;
+    if (failure !== undefined) throw failure;
   }
 
   /** Applies entries in order, dead-letters the bad ones, then acknowledges the applied. */
@@ -348,10 +403,12 @@ class PartitionLoop {
     if (applied.length === 0) return;
     const ids = applied.map((one) => one.entry.id);
     await this.onStream(() => this.stream.ack(ids));
+    const byOp = new Map<string, number>();
     for (const one of applied) {
-      this.lastErrors.delete(one.entry.id);
-      this.metrics.entries.inc({ op: one.op, outcome: 'applied' });
+      if (this.lastErrors.size > 0) this.lastErrors.delete(one.entry.id);
+      byOp.set(one.op, (byOp.get(one.op) ?? 0) + 1);
     }
+    for (const [op, n] of byOp) this.metrics.entries.inc({ op, outcome: 'applied' }, n);
   }
 
   private async deadLetter(one: HeldEntry, error: string): Promise<void> {
@@ -440,6 +497,12 @@ class PartitionLoop {
     }
     this.lastErrors.set(id, error);
   }
+}
+
+/** Whether an entry's effect is the same whatever the order it is applied in among others. */
+function commutes(one: HeldEntry): boolean {
+  const kind = one.parsed?.kind;
+  return kind === undefined || kind === 'posts' || kind === 'messages';
 }
 
 /** Exponential with full jitter, from RETRY_BASE_MS up to RETRY_MAX_MS. */

@@ -5,7 +5,13 @@ import {
   parsePlatformOp,
   type ParsedPlatformOp,
 } from '@bubble/badges';
-import { BubbleError, LIMITS, type MessageInput, type PostInput } from '@bubble/protocol';
+import {
+  BubbleError,
+  ID_PATTERN,
+  LIMITS,
+  type MessageInput,
+  type PostInput,
+} from '@bubble/protocol';
 import type { ClaimedIngestEntry } from '@bubble/store';
 
 /** An entry in hand: its stream entry, its deliveries, and its op (or why it has none). */
@@ -42,7 +48,8 @@ export function parseIngestEntry(fields: readonly string[]): ParsedPlatformOp {
   }
   if (op === undefined) throw new BubbleError('UB_ERR_BAD_REQUEST', 'the entry has no op');
   if (body === undefined) throw new BubbleError('UB_ERR_BAD_REQUEST', 'the entry has no body');
-  if (Buffer.byteLength(body) > LIMITS.maxBodyBytes) {
+  // A UTF-16 unit is at most 3 UTF-8 bytes: only a long text needs counting.
+  if (body.length * 3 > LIMITS.maxBodyBytes && Buffer.byteLength(body) > LIMITS.maxBodyBytes) {
     throw new BubbleError(
       'UB_ERR_TOO_LARGE',
       `the body is larger than ${LIMITS.maxBodyBytes} bytes`,
@@ -54,7 +61,23 @@ export function parseIngestEntry(fields: readonly string[]): ParsedPlatformOp {
   } catch (err) {
     throw new BubbleError('UB_ERR_BAD_REQUEST', 'the body is not valid JSON', { cause: err });
   }
-  return parsePlatformOp(op, json);
+  return (op === 'post' && singlePost(json)) || parsePlatformOp(op, json);
+}
+
+/**
+ * The op table's answer for a body that is one well-formed post, without the schema's cost (a
+ * platform's write path appends one post an entry, so this is most entries); anything else,
+ * valid or not, is left to the schema and its errors.
+ */
+function singlePost(json: unknown): ParsedPlatformOp | undefined {
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) return undefined;
+  const post = json as Record<string, unknown>;
+  const { author, id, ts } = post;
+  if (Object.keys(post).length !== 3) return undefined;
+  if (typeof author !== 'string' || !ID_PATTERN.test(author)) return undefined;
+  if (typeof id !== 'string' || !ID_PATTERN.test(id)) return undefined;
+  if (typeof ts !== 'number' || !Number.isSafeInteger(ts) || ts < 0) return undefined;
+  return { kind: 'posts', op: 'post', posts: [{ author, id, ts }] };
 }
 
 const KNOWN_OPS: ReadonlySet<string> = new Set<string>([

@@ -94,6 +94,16 @@ export class IngestPartition {
   }
 
   /**
+   * New entries without blocking, packed by readIngest-1.lua into one JSON text: the cheap
+   * read while entries keep coming; read() blocks when this finds none.
+   */
+  async readNow(consumer: string, count: number): Promise<IngestEntry[]> {
+    const packed = await this.run.readIngest([this.stream], [INGEST_GROUP, consumer, count]);
+    if (packed === '') return [];
+    return toEntries(JSON.parse(packed) as [string, string[] | null][]);
+  }
+
+  /**
    * XAUTOCLAIM of entries idle at least minIdleMs in any consumer (this one's included), then
    * their delivery counts from XPENDING (the claim counted one more).
    */

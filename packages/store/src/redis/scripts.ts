@@ -256,6 +256,7 @@ export const SCRIPTS = {
     number[]
   >(2),
   settleSights: script<[lastSeen: string], [cutoff: number, ...userOutcomePairs: Arg[]], number>(1),
+  readIngest: script<[stream: string], [group: string, consumer: string, count: number], string>(1),
   trimIngest: script<[stream: string], [group: string], number>(1),
   withdrawNotice: script<
     [live: string, log: string],
