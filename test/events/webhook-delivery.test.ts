@@ -46,7 +46,9 @@ describe('offline delivery', () => {
     const { service } = stack;
     const members = membersNamed('m', 150);
     await service.replaceMembers('team', members);
-    // m0 sends everything; m1 is muted; m2 is online: none of them is delivered.
+    // m0 sends everything from the app (online); m1 is muted; m2 is online: none of them is
+    // delivered.
+    await service.setPresence('m0', true, 60_000);
     await service.setMuted('m1', 'team', true);
     await service.setPresence('m2', true, 60_000);
     const expected = members.slice(3);
@@ -118,6 +120,7 @@ describe('offline delivery', () => {
     const { service } = stack;
     await receiver.start();
     await service.replaceMembers('pair', ['alice', 'bob']);
+    await service.setPresence('alice', true, 60_000);
     await service.ingestMessages('pair', [{ seq: 1, from: 'alice' }]);
     await waitFor(() => receiver.deliveriesByUser().get('bob')?.length === 1, {
       message: 'bob delivered once',
@@ -133,5 +136,28 @@ describe('offline delivery', () => {
     await waitFor(async () => (await workers.stats()).queued === 0, { message: 'queue empty' });
     expect(receiver.deliveriesByUser().get('bob')).toHaveLength(1);
     expect(receiver.deliveriesByUser().has('alice')).toBe(false);
+  });
+
+  it('an offline sender is delivered: their own message marked the conversation read, lowering the count their phone shows', async () => {
+    const { stack, receiver, workers } = await setUp({ minIntervalMs: 200 });
+    const { service } = stack;
+    await receiver.start();
+    await service.replaceMembers('pair', ['carol', 'dave']);
+    await service.setPresence('dave', true, 60_000);
+    await service.ingestMessages('pair', [
+      { seq: 1, from: 'dave' },
+      { seq: 2, from: 'dave' },
+    ]);
+    const latestOf = (user: string) => receiver.deliveriesByUser().get(user)?.at(-1)?.delivery;
+    await waitFor(() => latestOf('carol')?.badge.total === 2, { message: 'carol sees 2' });
+    // carol answers from another device (a platform sending on her behalf): her phone must drop
+    // to 0 although nothing new reached her.
+    await service.ingestMessages('pair', [{ seq: 3, from: 'carol' }]);
+    await waitFor(() => latestOf('carol')?.badge.total === 0, {
+      timeoutMs: 10_000,
+      message: "carol's phone back to 0",
+    });
+    expect(latestOf('carol')!.reasons).toEqual(['conversations']);
+    await waitFor(async () => (await workers.stats()).queued === 0, { message: 'queue empty' });
   });
 });

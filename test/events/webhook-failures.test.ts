@@ -36,6 +36,8 @@ async function setUp(options: Parameters<typeof startWorkers>[2] = {}) {
   const workers: Workers = await startWorkers(stack, receiver.url, options);
   cleanups.push(() => workers.close());
   await stack.service.replaceMembers('pair', ['alice', 'bob']);
+  // alice writes from the app: only bob, offline, is delivered.
+  await stack.service.setPresence('alice', true, 60_000);
   return { stack, receiver, workers };
 }
 

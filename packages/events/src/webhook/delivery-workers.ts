@@ -251,9 +251,12 @@ class Workers implements DeliveryWorkers {
         for (let i = 0; i < flat.length; i += 2) {
           const member = flat[i]!;
           const value = flat[i + 1]!;
-          // A muted member's total does not move; one who read up to maxSeq has nothing new.
-          if (senders.has(member) || value.endsWith('m')) continue;
-          if (Number.parseInt(value, 10) >= job.maxSeq) continue;
+          // A muted member's total does not move; one who read up to maxSeq has nothing new,
+          // unless they sent in this batch: their message marked the conversation read for
+          // them, which lowers a count their phone may still show (an offline sender is rare:
+          // a platform sending on their behalf, another device).
+          if (value.endsWith('m')) continue;
+          if (Number.parseInt(value, 10) >= job.maxSeq && !senders.has(member)) continue;
           users.push(member);
         }
         return { next, users };
