@@ -68,6 +68,8 @@ export interface WebhookDelivery {
 /** Jobs one worker expands at once (a large group's pages do not hold up the pairs' jobs). */
 const JOBS_EXPANDING = 32;
 const MAX_BATCH = 100;
+/** How often a worker moves the deferred conversation jobs that are due back into expansion. */
+const RELEASE_EVERY_MS = 100;
 
 /**
  * Starts offline delivery's workers in this process: the expansion of jobs (a consumer of the
@@ -214,6 +216,22 @@ class Workers implements DeliveryWorkers {
       await this.queue.finishJob(entry.id);
       return;
     }
+    if (cursor === '0' && job.kind === 'conversation') {
+      const admitted = await this.queue.admitExpansion({
+        now: this.now(),
+        intervalMs: this.o.minIntervalMs,
+        consumer: this.o.consumer,
+        job: entry.id,
+        conversation: job.conversation,
+        maxSeq: job.maxSeq,
+        senders: job.senders,
+      });
+      if (admitted !== 'expand') {
+        if (admitted === 'merged') this.metrics.jobsMerged.inc();
+        return;
+      }
+    }
+    if (cursor === '0') this.metrics.expansions.inc({ kind: job.kind });
     while (cursor !== JOB_DONE) {
       if (!this.running) return;
       const page = await this.page(job, cursor);
@@ -289,10 +307,16 @@ class Workers implements DeliveryWorkers {
   // ---- due users → requests ----
 
   private async sendLoop(): Promise<void> {
+    let releasedAt = 0;
     while (this.running) {
       let started = 0;
       try {
         const now = this.now();
+        // Deferred conversation jobs due go back to the jobs stream (any worker expands them).
+        if (now - releasedAt >= RELEASE_EVERY_MS) {
+          releasedAt = now;
+          await this.queue.releaseDeferred(now, JOBS_EXPANDING);
+        }
         const free = this.o.concurrency - this.inFlight;
         if (free > 0) {
           const batchLease = now + this.o.timeoutMs + this.o.leaseMs;

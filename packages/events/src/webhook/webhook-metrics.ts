@@ -10,6 +10,8 @@ export class WebhookMetrics {
   readonly shed: Counter;
   readonly coalesced: Counter;
   readonly skippedOnline: Counter;
+  readonly expansions: Counter<'kind'>;
+  readonly jobsMerged: Counter;
 
   constructor(registry: Registry, stats: () => Promise<WebhookQueueStats>) {
     const registers = [registry];
@@ -49,6 +51,17 @@ export class WebhookMetrics {
     this.skippedOnline = new Counter({
       name: 'bubble_webhook_skipped_online_total',
       help: 'users left out of a delivery because they were online',
+      registers,
+    });
+    this.expansions = new Counter({
+      name: 'bubble_webhook_expansions_total',
+      help: 'jobs whose users were scheduled, by kind of job (a conversation at most once an interval)',
+      labelNames: ['kind'],
+      registers,
+    });
+    this.jobsMerged = new Counter({
+      name: 'bubble_webhook_jobs_merged_total',
+      help: 'conversation jobs merged into their conversation deferred job (expanded once an interval)',
       registers,
     });
     // One read of the queue per scrape, shared by the three gauges.

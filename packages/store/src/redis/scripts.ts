@@ -84,6 +84,25 @@ export const SCRIPTS = {
     [now: number, leaseUntil: number, limit: number],
     Array<string | number>
   >(3),
+  deferExpansion: script<
+    [jobs: string, cursors: string, deferred: string, deferDue: string, expanded: string],
+    [
+      now: number,
+      intervalMs: number,
+      group: string,
+      consumer: string,
+      job: string,
+      conversation: string,
+      maxSeq: number,
+      ...senders: string[],
+    ],
+    number
+  >(5),
+  releaseDeferred: script<
+    [jobs: string, deferred: string, deferDue: string],
+    [now: number, limit: number],
+    number
+  >(3),
   finishBatch: script<
     [retry: string, batches: string, attempts: string, pending: string, last: string],
     [id: string, deliveredAt: number, intervalMs: number, ...users: string[]],

@@ -49,6 +49,8 @@ export interface WebhookQueueStats {
   deadLetters: number;
   /** Jobs appended and not yet fully expanded. */
   jobs: number;
+  /** Conversations whose merged job waits for the end of their expansion's interval. */
+  deferred: number;
 }
 
 export interface DeadDelivery {
@@ -78,7 +80,10 @@ export class RedisWebhookQueue {
     | 'pending'
     | 'batches'
     | 'attempts'
-    | 'retry',
+    | 'retry'
+    | 'deferred'
+    | 'deferDue'
+    | 'expanded',
     string
   >;
 
@@ -101,6 +106,9 @@ export class RedisWebhookQueue {
       batches: part('batches'),
       attempts: part('attempts'),
       retry: part('retry'),
+      deferred: part('deferred'),
+      deferDue: part('deferdue'),
+      expanded: part('expanded'),
     };
   }
 
@@ -223,6 +231,41 @@ export class RedisWebhookQueue {
     );
     if (added === -1) return null;
     return { added: added!, coalesced: coalesced!, shed: shed! };
+  }
+
+  /**
+   * Whether a conversation job is expanded now ('expand', recorded as the conversation's last
+   * expansion) or was merged into the conversation's deferred job, due an interval after that
+   * expansion, and acknowledged ('merged'); null when another consumer claimed it meanwhile.
+   */
+  async admitExpansion(request: {
+    now: number;
+    intervalMs: number;
+    consumer: string;
+    job: string;
+    conversation: string;
+    maxSeq: number;
+    senders: readonly string[];
+  }): Promise<'expand' | 'merged' | null> {
+    const admitted = await this.run.deferExpansion(
+      [this.k.jobs, this.k.cursors, this.k.deferred, this.k.deferDue, this.k.expanded],
+      [
+        request.now,
+        request.intervalMs,
+        WEBHOOK_GROUP,
+        request.consumer,
+        request.job,
+        request.conversation,
+        request.maxSeq,
+        ...request.senders,
+      ],
+    );
+    return admitted === 1 ? 'expand' : admitted === 0 ? 'merged' : null;
+  }
+
+  /** Appends up to `limit` deferred jobs due by `now` to the jobs stream again; how many. */
+  async releaseDeferred(now: number, limit: number): Promise<number> {
+    return this.run.releaseDeferred([this.k.jobs, this.k.deferred, this.k.deferDue], [now, limit]);
   }
 
   /** Acknowledges a job fully expanded (or not a job) and forgets it. */
@@ -413,12 +456,13 @@ export class RedisWebhookQueue {
   }
 
   async stats(now: number): Promise<WebhookQueueStats> {
-    const [queued, oldest, retrying, dead, jobs] = await Promise.all([
+    const [queued, oldest, retrying, dead, jobs, deferred] = await Promise.all([
       this.redis.zcard(this.k.due),
       this.redis.zrange(this.k.since, '0', '0', 'WITHSCORES'),
       this.redis.hlen(this.k.batches),
       this.redis.xlen(this.keys.webhookDead()),
       this.redis.xlen(this.k.jobs),
+      this.redis.zcard(this.k.deferDue),
     ]);
     const oldestAt = oldest[1] === undefined ? now : Number(oldest[1]);
     return {
@@ -427,6 +471,7 @@ export class RedisWebhookQueue {
       retrying,
       deadLetters: dead,
       jobs,
+      deferred,
     };
   }
 }

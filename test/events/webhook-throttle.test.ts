@@ -1,0 +1,131 @@
+/**
+ * A conversation is expanded at most once per minimum interval: the jobs of the messages that
+ * arrive meanwhile are merged into one deferred job (maxSeq the highest, senders the union),
+ * expanded at the interval's end, and every offline member still ends with their latest badge.
+ * The deferred job lives in Redis: a worker closed while it waits loses nothing.
+ */
+import { freePort, startRedisServer, waitFor, type RedisServerHandle } from '@bubble/test-utils';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import {
+  TestReceiver,
+  membersNamed,
+  metricValue,
+  startStack,
+  startWorkers,
+  type Stack,
+  type Workers,
+} from './webhook-support.js';
+
+const MEMBERS = 3_000;
+const ONLINE = 20;
+let redis: RedisServerHandle;
+const cleanups: Array<() => Promise<void>> = [];
+
+beforeAll(async () => {
+  redis = await startRedisServer();
+});
+afterAll(async () => {
+  await redis?.stop();
+});
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function group(): Promise<{ stack: Stack; receiver: TestReceiver; offline: string[] }> {
+  const stack = await startStack(redis.url);
+  cleanups.push(() => stack.close());
+  const receiver = await new TestReceiver(await freePort()).start();
+  cleanups.push(() => receiver.stop());
+  const members = membersNamed('t', MEMBERS);
+  await stack.service.replaceMembers('big', members);
+  // t0..t19 are online and send; the others are offline.
+  await Promise.all(
+    members.slice(0, ONLINE).map((user) => stack.service.setPresence(user, true, 60_000)),
+  );
+  return { stack, receiver, offline: members.slice(ONLINE) };
+}
+
+/** Waits until every offline member's last delivery shows `unread` messages of the group. */
+async function untilLatest(receiver: TestReceiver, offline: readonly string[], unread: number) {
+  await waitFor(
+    () => {
+      const byUser = receiver.deliveriesByUser();
+      return offline.every(
+        (user) => byUser.get(user)?.at(-1)?.delivery.badge.conversations.big === unread,
+      );
+    },
+    { timeoutMs: 30_000, message: `every offline member's last delivery shows ${unread}` },
+  );
+}
+
+const conversationExpansions = (workers: Workers) =>
+  metricValue(workers.registry, 'bubble_webhook_expansions_total', { kind: 'conversation' });
+const merged = (workers: Workers) =>
+  metricValue(workers.registry, 'bubble_webhook_jobs_merged_total');
+
+describe('a large group receiving many messages within an interval', () => {
+  it('is expanded once or twice, and each offline member ends with their latest badge, at most once an interval', async () => {
+    const { stack, receiver, offline } = await group();
+    const interval = 3_000;
+    const workers = await startWorkers(stack, receiver.url, { minIntervalMs: interval });
+    cleanups.push(() => workers.close());
+    const messages = 12;
+    const sentFrom = Date.now();
+    for (let seq = 1; seq <= messages; seq++) {
+      await stack.service.ingestMessages('big', [{ seq, from: `t${seq % ONLINE}` }]);
+    }
+    // All within one interval (of the first expansion's start, a little later).
+    expect(Date.now() - sentFrom).toBeLessThan(interval);
+    await untilLatest(receiver, offline, messages);
+    const expansions = await conversationExpansions(workers);
+    console.info(
+      `${messages} messages to ${MEMBERS} members: ${expansions} expansions, ${await merged(workers)} jobs merged, ${receiver.requests.length} requests`,
+    );
+    // The first message's job, then the one the other eleven were merged into.
+    expect(expansions).toBe(2);
+    expect(await merged(workers)).toBe(messages - 1);
+    const byUser = receiver.deliveriesByUser();
+    for (const user of offline) {
+      const deliveries = byUser.get(user)!;
+      expect(deliveries.length, user).toBeLessThanOrEqual(2);
+      for (let i = 1; i < deliveries.length; i++)
+        expect(deliveries[i]!.at - deliveries[i - 1]!.at, user).toBeGreaterThanOrEqual(
+          interval - 50,
+        );
+    }
+    // What a cold start computes now, which nothing changed since.
+    for (const user of offline.filter((_, i) => i % 300 === 0)) {
+      const delivered = byUser.get(user)!.at(-1)!.delivery.badge;
+      expect({ ...delivered, computedAt: 0 }).toEqual({
+        ...(await stack.service.badge(user)),
+        computedAt: 0,
+      });
+    }
+    expect(await workers.stats()).toMatchObject({ jobs: 0, deferred: 0 });
+  }, 60_000);
+
+  it('a worker closed while a merged job is deferred loses nothing: another one expands it', async () => {
+    const { stack, receiver, offline } = await group();
+    const first = await startWorkers(stack, receiver.url, { minIntervalMs: 3_000 });
+    await stack.service.ingestMessages('big', [{ seq: 1, from: 't1' }]);
+    await waitFor(async () => (await conversationExpansions(first)) === 1, {
+      message: 'the first message expanded',
+    });
+    await waitFor(async () => (await stack.store.redis.xlen(stack.queue.jobsKey)) === 0, {
+      message: 'the first job acknowledged',
+    });
+    await stack.service.ingestMessages('big', [{ seq: 2, from: 't2' }]);
+    await stack.service.ingestMessages('big', [{ seq: 3, from: 't3' }]);
+    await waitFor(async () => (await merged(first)) === 2, { message: 'two jobs merged' });
+    await first.close();
+    // Acknowledged: only the deferred job holds the two messages now.
+    expect(await stack.store.redis.xlen(stack.queue.jobsKey)).toBe(0);
+    expect((await first.stats()).deferred).toBe(1);
+
+    const second = await startWorkers(stack, receiver.url, { minIntervalMs: 3_000, claimMs: 300 });
+    cleanups.push(() => second.close());
+    await untilLatest(receiver, offline, 3);
+    expect(await conversationExpansions(second)).toBe(1);
+    expect(await second.stats()).toMatchObject({ jobs: 0, deferred: 0 });
+  }, 60_000);
+});
