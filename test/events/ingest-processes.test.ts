@@ -8,6 +8,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { mulberry32 } from '@bubble/protocol';
 import { ingestPartitionOf, RedisKeys } from '@bubble/store';
 import {
   BubbleProcess,
@@ -230,17 +231,6 @@ class Model {
   }
 }
 
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** `count` random ops over `users` and `authors`; post ids are unique over the whole run. */
 function randomOps(
   model: Model,
@@ -321,7 +311,7 @@ describe('the ingest stream with real processes', () => {
   it('kill -9 of a gateway holding entries it read but did not store: another claims and applies them; XADDed = acknowledged + pending + dead', async () => {
     const prefix = uniquePrefix('ingest-kill');
     const keys = new RedisKeys(prefix, 100);
-    const rand = random(17);
+    const rand = mulberry32(17);
     const model = new Model();
     const serial = { next: 0 };
     const users = Array.from({ length: 40 }, (_, i) => `u${i}`);

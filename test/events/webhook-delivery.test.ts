@@ -4,8 +4,8 @@
  * no user more often than the minimum interval, each carrying their latest badge), and a user
  * who comes online before their delivery is due gets none.
  */
-import { freePort, startRedisServer, waitFor, type RedisServerHandle } from '@bubble/test-utils';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { freePort, waitFor } from '@bubble/test-utils';
+import { describe, expect, it } from 'vitest';
 import {
   TestReceiver,
   membersNamed,
@@ -14,23 +14,14 @@ import {
   startWorkers,
   type Stack,
   type Workers,
+  webhookTestFile,
 } from './webhook-support.js';
 
-let redis: RedisServerHandle;
-const cleanups: Array<() => Promise<void>> = [];
-
-beforeAll(async () => {
-  redis = await startRedisServer();
-});
-afterAll(async () => {
-  await redis?.stop();
-});
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const file = webhookTestFile();
+const { cleanups } = file;
 
 async function setUp(options: Parameters<typeof startWorkers>[2] = {}) {
-  const stack: Stack = await startStack(redis.url);
+  const stack: Stack = await startStack(file.redis.url);
   cleanups.push(() => stack.close());
   const receiver = new TestReceiver(await freePort());
   cleanups.push(() => receiver.stop());

@@ -6,33 +6,24 @@
  * resumes the job from its page cursor.
  */
 import { WEBHOOK_GROUP } from '@bubble/store';
-import { freePort, startRedisServer, waitFor, type RedisServerHandle } from '@bubble/test-utils';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { freePort, waitFor } from '@bubble/test-utils';
+import { describe, expect, it } from 'vitest';
 import {
   TestReceiver,
   membersNamed,
   startStack,
   startWorkers,
   type Stack,
+  webhookTestFile,
 } from './webhook-support.js';
 
 const LARGE = 10_000;
 const ONLINE = 50;
-let redis: RedisServerHandle;
-const cleanups: Array<() => Promise<void>> = [];
-
-beforeAll(async () => {
-  redis = await startRedisServer();
-});
-afterAll(async () => {
-  await redis?.stop();
-});
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const file = webhookTestFile();
+const { cleanups } = file;
 
 async function largeGroup(): Promise<{ stack: Stack; receiver: TestReceiver; offline: string[] }> {
-  const stack = await startStack(redis.url);
+  const stack = await startStack(file.redis.url);
   cleanups.push(() => stack.close());
   const receiver = await new TestReceiver(await freePort()).start();
   cleanups.push(() => receiver.stop());

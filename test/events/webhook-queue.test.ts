@@ -4,35 +4,25 @@
  * per user, a lapsed lease queued again, shedding the oldest past the bound; and a notice's job
  * reaching the offline users seen within the inactive window.
  */
-import {
-  freePort,
-  startRedisServer,
-  uniquePrefix,
-  waitFor,
-  type RedisServerHandle,
-} from '@bubble/test-utils';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { freePort, uniquePrefix, waitFor } from '@bubble/test-utils';
+import { describe, expect, it } from 'vitest';
 import { BadgeService } from '@bubble/badges';
 import { redisOfflineJobs } from '@bubble/events';
 import { systemClock } from '@bubble/protocol';
 import { RedisStore, RedisWebhookQueue } from '@bubble/store';
-import { TestReceiver, startStack, startWorkers, type Stack } from './webhook-support.js';
+import {
+  TestReceiver,
+  startStack,
+  startWorkers,
+  webhookTestFile,
+  type Stack,
+} from './webhook-support.js';
 
-let redis: RedisServerHandle;
-const cleanups: Array<() => Promise<void>> = [];
-
-beforeAll(async () => {
-  redis = await startRedisServer();
-});
-afterAll(async () => {
-  await redis?.stop();
-});
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const file = webhookTestFile();
+const { cleanups } = file;
 
 async function stack(): Promise<Stack> {
-  const made = await startStack(redis.url);
+  const made = await startStack(file.redis.url);
   cleanups.push(() => made.close());
   return made;
 }
@@ -116,7 +106,11 @@ describe('the offline-delivery queue', () => {
   });
 
   it('a retried write that changed nothing still appends its job; an unnamed source appends none', async () => {
-    const store = new RedisStore({ url: redis.url, keyPrefix: uniquePrefix('whj'), pools: 100 });
+    const store = new RedisStore({
+      url: file.redis.url,
+      keyPrefix: uniquePrefix('whj'),
+      pools: 100,
+    });
     cleanups.push(() => store.close());
     const queue = new RedisWebhookQueue(store.redis, store.keys);
     const service = new BadgeService(

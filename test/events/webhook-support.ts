@@ -17,8 +17,9 @@ import {
   type WebhookSource,
 } from '@bubble/events';
 import { RedisStore, RedisWebhookQueue } from '@bubble/store';
-import { uniquePrefix } from '@bubble/test-utils';
+import { startRedisServer, uniquePrefix, type RedisServerHandle } from '@bubble/test-utils';
 import { Registry } from 'prom-client';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 
 export const SECRET = 'webhook-test-secret-7d3f0a9c2b4e6f81a5c3';
 
@@ -176,4 +177,32 @@ export class TestReceiver {
 
 export function membersNamed(prefix: string, n: number): string[] {
   return Array.from({ length: n }, (_, i) => `${prefix}${i}`);
+}
+
+/** A test file's redis-server, and the cleanups each test registers (run after it, last first). */
+export interface WebhookTestFile {
+  readonly redis: RedisServerHandle;
+  readonly cleanups: Array<() => Promise<void>>;
+}
+
+/** Starts one redis-server for the calling test file and runs each test's cleanups after it. */
+export function webhookTestFile(): WebhookTestFile {
+  const cleanups: Array<() => Promise<void>> = [];
+  let server: RedisServerHandle | undefined;
+  beforeAll(async () => {
+    server = await startRedisServer();
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  });
+  return {
+    get redis(): RedisServerHandle {
+      if (!server) throw new Error('the redis-server starts in beforeAll');
+      return server;
+    },
+    cleanups,
+  };
 }

@@ -4,8 +4,8 @@
  * expanded at the interval's end, and every offline member still ends with their latest badge.
  * The deferred job lives in Redis: a worker closed while it waits loses nothing.
  */
-import { freePort, startRedisServer, waitFor, type RedisServerHandle } from '@bubble/test-utils';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { freePort, waitFor } from '@bubble/test-utils';
+import { describe, expect, it } from 'vitest';
 import {
   TestReceiver,
   membersNamed,
@@ -14,25 +14,16 @@ import {
   startWorkers,
   type Stack,
   type Workers,
+  webhookTestFile,
 } from './webhook-support.js';
 
 const MEMBERS = 3_000;
 const ONLINE = 20;
-let redis: RedisServerHandle;
-const cleanups: Array<() => Promise<void>> = [];
-
-beforeAll(async () => {
-  redis = await startRedisServer();
-});
-afterAll(async () => {
-  await redis?.stop();
-});
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const file = webhookTestFile();
+const { cleanups } = file;
 
 async function group(): Promise<{ stack: Stack; receiver: TestReceiver; offline: string[] }> {
-  const stack = await startStack(redis.url);
+  const stack = await startStack(file.redis.url);
   cleanups.push(() => stack.close());
   const receiver = await new TestReceiver(await freePort()).start();
   cleanups.push(() => receiver.stop());
