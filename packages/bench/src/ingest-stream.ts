@@ -1,7 +1,7 @@
 import net from 'node:net';
 import { BadgeService } from '@bubble/badges';
 import { systemClock } from '@bubble/protocol';
-import { RedisKeys, RedisStore } from '@bubble/store';
+import { INGEST_GROUP, RedisKeys, RedisStore } from '@bubble/store';
 import { startRedisServer, type RoleProcess } from '@bubble/test-utils';
 import { Redis } from 'ioredis';
 import { RawHttpConnection, httpRequest } from './http-client.js';
@@ -66,8 +66,6 @@ export const INGEST_STREAM_DEFAULTS: IngestStreamOptions = {
   profileDir: undefined,
   log: () => {},
 };
-
-const GROUP = 'bubble';
 
 /** Posts one phase produced: post i is `${prefix}${i}` by author `authorOf[i]`. */
 interface PhasePosts {
@@ -386,14 +384,16 @@ class BacklogSampler {
   async sample(): Promise<void> {
     const now = Date.now();
     const groups = (await this.redis.xinfo('GROUPS', this.key).catch(() => [])) as unknown[][];
-    const group = groups.map(fields).find((g) => g.name === GROUP);
+    const group = groups.map(fields).find((g) => g.name === INGEST_GROUP);
     if (!group) return;
     this.lastDelivered = String(group['last-delivered-id']);
     this.pending = Number(group.pending);
     this.delivered = Number(group['entries-read'] ?? 0);
     const lag = group.lag === null || group.lag === undefined ? 0 : Number(group.lag);
     const [summary, next] = await Promise.all([
-      this.redis.xpending(this.key, GROUP) as Promise<[number, string | null, string | null]>,
+      this.redis.xpending(this.key, INGEST_GROUP) as Promise<
+        [number, string | null, string | null]
+      >,
       this.redis.xrange(this.key, `(${this.lastDelivered}`, '+', 'COUNT', 1),
     ]);
     let oldest = Infinity;

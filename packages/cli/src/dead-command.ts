@@ -2,6 +2,7 @@ import { connectRedis, RedisKeys, type RedisClient } from '@bubble/store';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { loadConfig } from './config.js';
 import { printable } from './remote.js';
+import { table } from './status-command.js';
 import { hasRedis } from './store-factory.js';
 
 /**
@@ -256,7 +257,8 @@ async function list(context: Context, options: ListOptions): Promise<void> {
         l.body === null ? '-' : printable(l.body, BODY_COLUMN),
       ]),
       new Set([0, 4]),
-    ),
+      '',
+    ).join('\n'),
   );
 }
 
@@ -303,7 +305,8 @@ async function listWebhook(context: Context, options: ListOptions): Promise<void
         ),
       ]),
       new Set([2, 3]),
-    ),
+      '',
+    ).join('\n'),
   );
 }
 
@@ -506,14 +509,4 @@ function countOption(min: number, max: number) {
     }
     return value;
   };
-}
-
-function table(head: string[], rows: string[][], right: ReadonlySet<number>): string {
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]) =>
-    `  ${cells
-      .map((c, i) => (right.has(i) ? c.padStart(widths[i]!) : c.padEnd(widths[i]!)))
-      .join('  ')
-      .trimEnd()}`;
-  return [line(head), ...rows.map(line)].join('\n');
 }

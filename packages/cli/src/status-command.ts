@@ -307,7 +307,8 @@ function roleOrder(role: string): number {
   return ['server', 'core', 'gateway', 'all'].indexOf(role) + 1 || 9;
 }
 
-function table(
+/** Columns padded to their widest cell, `right` ones right-aligned; `empty` stands for no rows. */
+export function table(
   head: string[],
   rows: string[][],
   right: ReadonlySet<number>,
