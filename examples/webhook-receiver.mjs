@@ -27,21 +27,40 @@ if (!secret) {
   process.exit(2);
 }
 const port = Number(process.argv[2] ?? 9090);
+const MAX_BODY_BYTES = 1024 * 1024; // a delivery of 100 badges is far below this
+const REMEMBERED_KEYS = 100_000;
 const handled = new Set(); // a real service keeps these (with a TTL) in its database
 
 createServer(async (req, res) => {
   const chunks = [];
-  for await (const chunk of req) chunks.push(chunk);
+  let size = 0;
+  for await (const chunk of req) {
+    size += chunk.length;
+    if (size > MAX_BODY_BYTES) {
+      res.writeHead(413, { connection: 'close' }).end();
+      req.destroy();
+      return;
+    }
+    chunks.push(chunk);
+  }
   const raw = Buffer.concat(chunks);
   if (!verifySignature(secret, req.headers['x-bubble-signature'], raw)) {
     res.writeHead(401).end();
     return;
   }
-  const key = req.headers['idempotency-key'];
+  const key = String(req.headers['idempotency-key'] ?? '');
   if (!handled.has(key)) {
-    const { id, deliveries } = JSON.parse(raw.toString('utf8'));
-    for (const delivery of deliveries) console.log(JSON.stringify({ id, ...delivery }));
+    let body;
+    try {
+      body = JSON.parse(raw.toString('utf8'));
+    } catch {
+      res.writeHead(400).end(); // signed but not JSON: answering 4xx dead-letters it at once
+      return;
+    }
+    for (const delivery of body.deliveries ?? [])
+      console.log(JSON.stringify({ id: body.id, ...delivery }));
     handled.add(key);
+    if (handled.size > REMEMBERED_KEYS) handled.delete(handled.values().next().value);
   }
   res.writeHead(200).end();
 }).listen(port, '127.0.0.1', () => console.error(`listening on http://127.0.0.1:${port}/`));
