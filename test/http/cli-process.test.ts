@@ -172,6 +172,20 @@ describe('bubble CLI processes', () => {
     expect(bad.stdout).toBe('');
   });
 
+  it('bubble token carries BUBBLE_JWT_ISSUER and mints no lifetime beyond 30 days or the max token age', async () => {
+    const env = { BUBBLE_JWT_SECRET: JWT_SECRET, BUBBLE_JWT_ISSUER: 'platform' };
+    expect(decodeJwt(await mint('u1', env, ['--ttl', '30d'])).iss).toBe('platform');
+    for (const [extra, ttl] of [
+      [{}, '31d'],
+      [{ BUBBLE_JWT_MAX_TOKEN_AGE: '1h' }, '2h'],
+    ] as const) {
+      const run = bubble(['token', 'u1', '--ttl', ttl], { ...env, ...extra });
+      expect((await run.waitExit()).code).not.toBe(0);
+      expect(run.stdout).toBe('');
+      expect(run.stderr).toContain('--ttl is at most');
+    }
+  });
+
   it.each([
     ['BUBBLE_POOLS', 'abc'],
     ['PORT', '70000'],

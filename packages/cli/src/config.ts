@@ -1,4 +1,4 @@
-import { parseCidrList } from '@bubble/gateway';
+import { parseCidrList, publicKeyAlgorithm } from '@bubble/gateway';
 import { z } from 'zod';
 
 const MS_OR_CRON = /^(\d+|(\S+\s+){4,5}\S+)$/;
@@ -14,6 +14,33 @@ export const WEBHOOK_SOURCES = ['conversations', 'counters', 'notices', 'reddots
 export type WebhookSource = (typeof WEBHOOK_SOURCES)[number];
 
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+
+const DURATION_UNITS = { s: 1, m: 60, h: 3600, d: 86_400 } as const;
+
+/** Seconds, written as a number of seconds or 30s, 15m, 12h, 7d. */
+const DURATION_SECONDS = z.string().transform((value, ctx) => {
+  const match = /^(\d+)(s|m|h|d)?$/.exec(value.trim());
+  const seconds = match
+    ? Number(match[1]) * DURATION_UNITS[(match[2] ?? 's') as keyof typeof DURATION_UNITS]
+    : NaN;
+  if (!(seconds >= 1 && seconds <= 366 * 86_400)) {
+    ctx.addIssue({ code: 'custom', message: 'a duration from 1 s to 366 d: 3600, 30m, 12h, 7d' });
+    return z.NEVER;
+  }
+  return seconds;
+});
+
+const PUBLIC_KEY_PEM = z.string().refine(
+  (value) => {
+    try {
+      publicKeyAlgorithm(value);
+      return true;
+    } catch {
+      return false;
+    }
+  },
+  { message: 'an SPKI PEM public key: RSA of at least 2048 bits (RS256) or EC P-256 (ES256)' },
+);
 
 const CIDR_LIST = z.string().transform((value, ctx) => {
   try {
@@ -96,6 +123,13 @@ export const configSchema = z.object({
     .describe("this node's URL in the cluster's node list (dashboard, bubble status)"),
   BUBBLE_JWT_SECRET: z.string().min(1).optional().describe('HS256 secret for end-user tokens'),
   BUBBLE_JWT_AUDIENCE: z.string().min(1).optional().describe('required `aud` of end-user tokens'),
+  BUBBLE_JWT_ISSUER: z.string().min(1).optional().describe('required `iss` of end-user tokens'),
+  BUBBLE_JWT_PUBLIC_KEY: PUBLIC_KEY_PEM.optional().describe(
+    "the platform's public key (PEM) for RS256/ES256 end-user tokens",
+  ),
+  BUBBLE_JWT_MAX_TOKEN_AGE: DURATION_SECONDS.optional().describe(
+    'oldest `iat` accepted (requires `iat`), e.g. 24h',
+  ),
   BUBBLE_API_KEY: z.string().min(1).optional().describe('platform API key (X-Api-Key)'),
   BUBBLE_ALLOWED_ORIGINS: ID_LIST.optional().describe('WebSocket Origin allowlist'),
   BUBBLE_TRUSTED_PROXIES: CIDR_LIST.optional().describe(

@@ -1,4 +1,4 @@
-import { mintToken } from '@bubble/gateway';
+import { MAX_MINTED_TTL_SECONDS, mintToken } from '@bubble/gateway';
 import { Command, InvalidArgumentError } from 'commander';
 import { runBench, SCENARIOS } from './bench-command.js';
 import { loadConfig } from './config.js';
@@ -73,14 +73,28 @@ export async function main(argv: string[]): Promise<void> {
     .command('token')
     .description('print a JWT for <user> signed with BUBBLE_JWT_SECRET')
     .argument('<user>', 'the user id (the token subject)')
-    .option('--ttl <duration>', 'lifetime, e.g. 30s, 15m, 1h, 7d', parseDuration, 3600)
+    .option(
+      '--ttl <duration>',
+      'lifetime, e.g. 30s, 15m, 1h, 7d (at most 30d)',
+      parseDuration,
+      3600,
+    )
     .action(async (user: string, options: { ttl: number }) => {
       const config = loadConfig();
+      // A token outliving BUBBLE_JWT_MAX_TOKEN_AGE would be refused before it expires.
+      const maxTtl = Math.min(MAX_MINTED_TTL_SECONDS, config.BUBBLE_JWT_MAX_TOKEN_AGE ?? Infinity);
+      if (options.ttl > maxTtl) {
+        throw new InvalidArgumentError(
+          `--ttl is at most ${maxTtl} s` +
+            (maxTtl < MAX_MINTED_TTL_SECONDS ? ' (BUBBLE_JWT_MAX_TOKEN_AGE)' : ' (30 days)'),
+        );
+      }
       const token = await mintToken({
         secret: tokenSecret(config),
         user,
         ttlSeconds: options.ttl,
         audience: config.BUBBLE_JWT_AUDIENCE,
+        issuer: config.BUBBLE_JWT_ISSUER,
       });
       process.stdout.write(`${token}\n`);
     });

@@ -28,8 +28,23 @@ export interface StartSecrets {
   host: string;
 }
 
+/** A platform that signs its own tokens (BUBBLE_JWT_PUBLIC_KEY) needs no shared JWT secret. */
 function missingSecrets(config: Config): SecretVariable[] {
-  return SECRET_VARIABLES.filter((name) => config[name] === undefined);
+  return SECRET_VARIABLES.filter(
+    (name) =>
+      config[name] === undefined &&
+      !(name === 'BUBBLE_JWT_SECRET' && config.BUBBLE_JWT_PUBLIC_KEY !== undefined),
+  );
+}
+
+/** How end-user tokens are checked, beside the keys that verify them. */
+function tokenChecks(config: Config): Omit<AuthOptions, 'apiKey' | 'jwtSecret'> {
+  return {
+    jwtAudience: config.BUBBLE_JWT_AUDIENCE,
+    jwtIssuer: config.BUBBLE_JWT_ISSUER,
+    jwtPublicKey: config.BUBBLE_JWT_PUBLIC_KEY,
+    maxTokenAgeSeconds: config.BUBBLE_JWT_MAX_TOKEN_AGE,
+  };
 }
 
 /**
@@ -80,14 +95,10 @@ export function resolveStartSecrets(role: Role, config: Config): StartSecrets {
   const host = development && !config.BUBBLE_DEV ? '127.0.0.1' : '0.0.0.0';
   if (!development) checkSecretLengths(config);
   if (!ROLES_NEEDING_SECRETS.has(role)) return { secrets: null, development, host };
-  const {
-    BUBBLE_API_KEY: apiKey,
-    BUBBLE_JWT_SECRET: jwtSecret,
-    BUBBLE_JWT_AUDIENCE: jwtAudience,
-  } = config;
-  if (apiKey && jwtSecret) {
+  const { BUBBLE_API_KEY: apiKey, BUBBLE_JWT_SECRET: jwtSecret } = config;
+  if (apiKey && missingSecrets(config).length === 0) {
     return {
-      secrets: { auth: { apiKey, jwtSecret, jwtAudience }, generated: false },
+      secrets: { auth: { apiKey, jwtSecret, ...tokenChecks(config) }, generated: false },
       development,
       host,
     };
@@ -101,7 +112,11 @@ export function resolveStartSecrets(role: Role, config: Config): StartSecrets {
   const dev = loadOrCreateDevSecrets();
   return {
     secrets: {
-      auth: { apiKey: apiKey ?? dev.apiKey, jwtSecret: jwtSecret ?? dev.jwtSecret, jwtAudience },
+      auth: {
+        apiKey: apiKey ?? dev.apiKey,
+        jwtSecret: jwtSecret ?? dev.jwtSecret,
+        ...tokenChecks(config),
+      },
       generated: true,
     },
     development,
@@ -120,7 +135,7 @@ export function developmentSecrets(config: Config): ResolvedSecrets {
     auth: {
       apiKey: config.BUBBLE_API_KEY ?? dev.apiKey,
       jwtSecret: config.BUBBLE_JWT_SECRET ?? dev.jwtSecret,
-      jwtAudience: config.BUBBLE_JWT_AUDIENCE,
+      ...tokenChecks(config),
     },
     generated: true,
   };
@@ -132,7 +147,9 @@ export function tokenSecret(config: Config): string {
   const dev = isProduction(config) ? null : loadDevSecrets();
   if (!dev)
     throw new ConfigError(
-      'BUBBLE_JWT_SECRET must be set (or run `bubble all` once in development)',
+      config.BUBBLE_JWT_PUBLIC_KEY
+        ? 'tokens are signed by the platform (BUBBLE_JWT_PUBLIC_KEY): bubble token needs BUBBLE_JWT_SECRET'
+        : 'BUBBLE_JWT_SECRET must be set (or run `bubble all` once in development)',
     );
   return dev.jwtSecret;
 }

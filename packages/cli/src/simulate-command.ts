@@ -153,7 +153,13 @@ export async function runSimulate(options: SimulateOptions): Promise<SimulationS
   const jwtSecret = tokenSecret(config);
   const audience = config.BUBBLE_JWT_AUDIENCE;
   const simulation = new Simulation(options, base, apiKey, keySource(config), (user, ttl) =>
-    mintToken({ secret: jwtSecret, user, ttlSeconds: ttl, audience }),
+    mintToken({
+      secret: jwtSecret,
+      user,
+      ttlSeconds: ttl,
+      audience,
+      issuer: config.BUBBLE_JWT_ISSUER,
+    }),
   );
   return simulation.run();
 }

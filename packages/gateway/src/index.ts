@@ -1,5 +1,12 @@
 export { HttpGateway, type GatewayOptions, type RouteGroup } from './http-gateway.js';
-export { Authenticator, mintToken, type AuthOptions, type MintOptions } from './auth.js';
+export {
+  Authenticator,
+  MAX_MINTED_TTL_SECONDS,
+  mintToken,
+  publicKeyAlgorithm,
+  type AuthOptions,
+  type MintOptions,
+} from './auth.js';
 export { GatewayMetrics } from './metrics.js';
 export { LoadMonitor } from './load-monitor.js';
 export { LiveUsers, type PushStats } from './live/live-users.js';

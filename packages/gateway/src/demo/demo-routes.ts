@@ -83,9 +83,13 @@ export function addDemoRoutes(router: Router, deps: DemoDeps): void {
     if (!isValidId(user)) {
       throw new BubbleError('UB_ERR_BAD_ID', 'user must be 1 to 64 characters of [A-Za-z0-9_.:@-]');
     }
+    const secret = deps.auth.jwtSecret;
+    if (!secret)
+      throw new BubbleError('UB_ERR_NOT_FOUND', 'no JWT secret to mint demo tokens with');
     const token = await mintToken({
-      secret: deps.auth.jwtSecret,
+      secret,
       audience: deps.auth.jwtAudience,
+      issuer: deps.auth.jwtIssuer,
       user,
       ttlSeconds: TOKEN_TTL_S,
     });
