@@ -16,6 +16,7 @@ import {
   hasCredentialInQuery,
   type AuthOptions,
 } from './auth.js';
+import { refuseDeclaredOversize } from './http/body.js';
 import { addDashboardRoutes } from './dashboard/dashboard-routes.js';
 import type { ClusterReads } from './dashboard/history.js';
 import { trackLiveGauges } from './dashboard/live-gauges.js';
@@ -30,6 +31,10 @@ import { GatewayMetrics } from './metrics.js';
 import { addClientRoutes } from './routes/client-routes.js';
 import { addOperatorRoutes } from './routes/operator-routes.js';
 import { addPlatformRoutes } from './routes/platform-routes.js';
+
+/** How long a client may take to send its headers, and its whole request (docs/security.md). */
+export const HEADERS_TIMEOUT_MS = 10_000;
+export const REQUEST_TIMEOUT_MS = 30_000;
 
 export interface GatewayOptions {
   service: BadgeService;
@@ -164,9 +169,18 @@ export class HttpGateway {
       if (options.demo && options.auth)
         addDemoRoutes(this.router, { ...options.demo, auth: options.auth });
     }
-    this.server = createServer({ requestTimeout: 30_000, headersTimeout: 10_000 }, (req, res) => {
-      void this.handle(req, res);
-    });
+    this.server = createServer(
+      {
+        // A slowloris (headers or a body dribbled forever, on a request or an upgrade) is cut
+        // off: the headers within 10 s, the whole request within 30 s, checked every second.
+        headersTimeout: HEADERS_TIMEOUT_MS,
+        requestTimeout: REQUEST_TIMEOUT_MS,
+        connectionsCheckingInterval: 1000,
+      },
+      (req, res) => {
+        void this.handle(req, res);
+      },
+    );
     this.server.keepAliveTimeout = 65_000;
     this.server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) =>
       answerClientError(err, socket),
@@ -257,6 +271,11 @@ export class HttpGateway {
     return this.closing;
   }
 
+  /** Every HTTP route this gateway serves (method and pattern, `:name` for a parameter). */
+  routes(): Array<{ method: string; pattern: string }> {
+    return this.router.list();
+  }
+
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const started = performance.now();
     const method = req.method ?? 'GET';
@@ -265,6 +284,8 @@ export class HttpGateway {
     try {
       const url = new URL(req.url ?? '/', 'http://bubble.invalid');
       if (hasCredentialInQuery(url.searchParams)) throw credentialInQueryError();
+      // Refused on its declared length on every route, also one that would not read it.
+      refuseDeclaredOversize(req);
       const match = this.router.match(method, url.pathname);
       if (match.kind === 'not-found') {
         throw new BubbleError('UB_ERR_NOT_FOUND', `no route for ${method} ${url.pathname}`);

@@ -1,4 +1,10 @@
-export { HttpGateway, type GatewayOptions, type RouteGroup } from './http-gateway.js';
+export {
+  HEADERS_TIMEOUT_MS,
+  HttpGateway,
+  REQUEST_TIMEOUT_MS,
+  type GatewayOptions,
+  type RouteGroup,
+} from './http-gateway.js';
 export {
   Authenticator,
   MAX_MINTED_TTL_SECONDS,

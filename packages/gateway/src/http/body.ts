@@ -2,6 +2,18 @@ import type { IncomingMessage } from 'node:http';
 import { BubbleError, ID_PATTERN, LIMITS, describeIssues } from '@bubble/protocol';
 import type { z } from 'zod';
 
+/** A request whose Content-Length is over `limit` is refused (413) before any byte is read. */
+export function refuseDeclaredOversize(
+  req: IncomingMessage,
+  limit: number = LIMITS.maxBodyBytes,
+): void {
+  const declared = req.headers['content-length'];
+  if (declared !== undefined && Number(declared) > limit) {
+    req.resume();
+    throw tooLarge(limit);
+  }
+}
+
 /**
  * Reads a JSON body of at most `limit` bytes. A declared length over the limit is refused
  * before any byte is read; a body that grows past it is cut off at the limit.
@@ -10,11 +22,7 @@ export async function readJson(
   req: IncomingMessage,
   limit: number = LIMITS.maxBodyBytes,
 ): Promise<unknown> {
-  const declared = req.headers['content-length'];
-  if (declared !== undefined && Number(declared) > limit) {
-    req.resume();
-    throw tooLarge(limit);
-  }
+  refuseDeclaredOversize(req, limit);
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req as AsyncIterable<Buffer>) {

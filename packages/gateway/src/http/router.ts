@@ -36,6 +36,11 @@ export class Router {
     return this;
   }
 
+  /** Every route, in the order added: what a test that must cover them all walks. */
+  list(): Array<{ method: string; pattern: string }> {
+    return this.routes.map(({ method, pattern }) => ({ method, pattern }));
+  }
+
   match(method: string, pathname: string): Match {
     const parts = pathname.split('/').slice(1);
     const allow: string[] = [];
