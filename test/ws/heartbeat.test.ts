@@ -4,6 +4,7 @@
  * cable, a frozen phone) never does; its user goes offline with their last socket. A peer that
  * answers stays, however many heartbeats pass.
  */
+import { HEARTBEAT_MS, PONG_TIMEOUT_MS } from '@bubble/gateway';
 import { waitFor } from '@bubble/test-utils';
 import { describe, expect, it } from 'vitest';
 import { ENGINES, connect, ids, useEngine } from './support.js';
@@ -13,7 +14,7 @@ for (const engine of ENGINES) {
     const rig = useEngine(engine);
 
     it('a peer that stops answering pings is cut off and goes offline; one that answers stays', async () => {
-      const app = await rig.start({ heartbeatMs: 200, core: false });
+      const app = await rig.start({ heartbeatMs: 200, pongTimeoutMs: 100, core: false });
       const [silent, healthy] = ids('hb', 2) as [string, string];
       const online = (user: string) => app.store.presence.isOnline(user);
       const mute = await connect(app, silent, 'mute', { autoPong: false });
@@ -40,5 +41,29 @@ for (const engine of ENGINES) {
       await answering.roundTrip();
       expect(await online(healthy)).toBe(true);
     });
+
+    it.runIf(engine === 'memory')(
+      'by default a half-open socket (the peer stops reading and answering) is gone within 25 s + 8 s, and its presence lapses',
+      async () => {
+        expect([HEARTBEAT_MS, PONG_TIMEOUT_MS]).toEqual([25_000, 8_000]);
+        const app = await rig.start({ core: false });
+        const [vanished] = ids('half-open', 1) as [string];
+        const peer = await connect(app, vanished, 'vanished', { autoPong: false });
+        const since = Date.now();
+        // The peer's machine is gone: nothing is read from its socket again, nothing answered.
+        (peer.ws as unknown as { _socket: { pause(): void } })._socket.pause();
+        await waitFor(() => app.gateway.ws!.connections === 0, {
+          timeoutMs: HEARTBEAT_MS + PONG_TIMEOUT_MS + 10_000,
+          intervalMs: 200,
+          message: 'the half-open socket outlived ping interval + pong timeout',
+        });
+        const gone = Date.now() - since;
+        expect(gone).toBeLessThan(HEARTBEAT_MS + PONG_TIMEOUT_MS + 10_000);
+        await waitFor(async () => !(await app.store.presence.isOnline(vanished)), {
+          message: 'the vanished peer is still online',
+        });
+      },
+      60_000,
+    );
   });
 }

@@ -65,8 +65,10 @@ export interface LiveOptions {
    * safety net off, so a test sees only what the core's following of the change logs pushes.
    */
   reconcilePerSweep?: number;
-  /** The gateway's protocol-ping interval (its default, 30 s, when unset). */
+  /** The gateway's protocol-ping interval (its default, 25 s, when unset). */
   heartbeatMs?: number;
+  /** How long a ping waits for its pong (the gateway's default, 8 s, when unset). */
+  pongTimeoutMs?: number;
   /** Connections the gateway accepts before it closes new ones with 1013. */
   maxConnections?: number;
   /** The gateway's check for lost pub/sub messages (BUBBLE_PUBSUB_CHECK_MS; 0 none). */
@@ -166,6 +168,7 @@ async function startLive(
       maxPayload: options.maxPayload,
       allowedOrigins: options.allowedOrigins,
       heartbeatMs: options.heartbeatMs,
+      pongTimeoutMs: options.pongTimeoutMs,
       maxConnections: options.maxConnections,
       pubsubCheckMs: options.pubsubCheckMs,
     },

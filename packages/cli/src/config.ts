@@ -111,6 +111,12 @@ export const configSchema = z.object({
   BUBBLE_WS_MAX_PAYLOAD: int(256, 1024 * 1024)
     .default(4096)
     .describe('largest WebSocket frame accepted, bytes'),
+  BUBBLE_WS_PING_INTERVAL_MS: int(1000, 600_000)
+    .default(25_000)
+    .describe('protocol pings to every socket this often'),
+  BUBBLE_WS_PONG_TIMEOUT_MS: int(500, 600_000)
+    .default(8_000)
+    .describe('a socket whose pong is later than this after a ping is terminated'),
   PORT: int(0, 65535).default(8080).describe('HTTP port'),
   BUBBLE_INTERNAL_PORT: int(0, 65535)
     .optional()

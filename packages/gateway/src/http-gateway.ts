@@ -66,8 +66,10 @@ export interface GatewayOptions {
     maxPayload?: number;
     allowedOrigins?: readonly string[];
     maxConnections?: number;
-    /** Protocol pings every this often; a socket that missed the last one is cut (30 s). */
+    /** Protocol pings every this often (BUBBLE_WS_PING_INTERVAL_MS, 25 s). */
     heartbeatMs?: number;
+    /** A ping's pong is due within this (BUBBLE_WS_PONG_TIMEOUT_MS, 8 s), else the socket is cut. */
+    pongTimeoutMs?: number;
     /** New WebSocket connections per client address (default 20/s, burst 50). */
     connectLimit?: { perSecond: number; burst: number };
     /** Proxies whose X-Forwarded-For names the client (BUBBLE_TRUSTED_PROXIES). */
@@ -199,6 +201,7 @@ export class HttpGateway {
           allowedOrigins: live.allowedOrigins,
           maxConnections: live.maxConnections,
           heartbeatMs: live.heartbeatMs,
+          pongTimeoutMs: live.pongTimeoutMs,
           connectLimit: live.connectLimit,
           clientAddresses: new ClientAddressResolver(live.trustedProxies ?? []),
         });

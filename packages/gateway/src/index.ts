@@ -16,7 +16,12 @@ export {
 export { GatewayMetrics } from './metrics.js';
 export { LoadMonitor } from './load-monitor.js';
 export { LiveUsers, type PushStats } from './live/live-users.js';
-export { WsGateway, DEFAULT_CONNECT_LIMIT } from './live/ws-gateway.js';
+export {
+  DEFAULT_CONNECT_LIMIT,
+  HEARTBEAT_MS,
+  PONG_TIMEOUT_MS,
+  WsGateway,
+} from './live/ws-gateway.js';
 export {
   ClientAddressResolver,
   parseCidr,

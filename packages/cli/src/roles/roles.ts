@@ -149,6 +149,8 @@ export async function startRole(
           presenceTtlMs: config.BUBBLE_PRESENCE_TTL_MS,
           pubsubCheckMs: config.BUBBLE_PUBSUB_CHECK_MS,
           maxPayload: config.BUBBLE_WS_MAX_PAYLOAD,
+          heartbeatMs: config.BUBBLE_WS_PING_INTERVAL_MS,
+          pongTimeoutMs: config.BUBBLE_WS_PONG_TIMEOUT_MS,
           allowedOrigins: config.BUBBLE_ALLOWED_ORIGINS,
           connectLimit: {
             perSecond: config.BUBBLE_WS_CONNECT_RATE,

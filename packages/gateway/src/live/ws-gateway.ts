@@ -32,12 +32,27 @@ export interface WsGatewayOptions {
   /** A connection whose unsent pushes exceed this is closed (slow consumer). */
   maxBufferedBytes?: number;
   authTimeoutMs?: number;
+  /** How often every socket is pinged (default 25 s). */
   heartbeatMs?: number;
+  /** How long a ping waits for its pong before the socket is terminated (default 8 s). */
+  pongTimeoutMs?: number;
   /** New connections per client address: a token bucket (default DEFAULT_CONNECT_LIMIT). */
   connectLimit?: { perSecond: number; burst: number };
   /** Who a request comes from (trusted proxies and X-Forwarded-For); default the socket peer. */
   clientAddresses?: ClientAddressResolver;
 }
+
+/** The heartbeat's defaults (docs/security.md): ping every 25 s, a pong due within 8 s. */
+export const HEARTBEAT_MS = 25_000;
+export const PONG_TIMEOUT_MS = 8_000;
+/**
+ * A message of ours in at most 16 fragments, at most 64 chunks buffered, pings answered at most
+ * 8 behind. (`maxPendingAutoPongs` is ws ≥ 8.21's and not yet in @types/ws: hence the record.)
+ */
+const RECEIVER_LIMITS: Record<
+  'maxFragments' | 'maxBufferedChunks' | 'maxPendingAutoPongs',
+  number
+> = { maxFragments: 16, maxBufferedChunks: 64, maxPendingAutoPongs: 8 };
 
 /**
  * One connection. The socket object itself carries the connection's state, and its listeners
@@ -72,6 +87,7 @@ export class WsGateway {
   private readonly clientAddresses: ClientAddressResolver;
   private readonly log: Logger;
   private heartbeat: NodeJS.Timeout | undefined;
+  private pongDeadline: NodeJS.Timeout | undefined;
   private draining = false;
   /** The last badge sent and its frame (badges are never changed once made). */
   private framedBadge: Badge | null = null;
@@ -87,13 +103,17 @@ export class WsGateway {
     this.wss = new WebSocketServer({
       noServer: true,
       maxPayload: options.maxPayload,
+      // Set here, not left to the release's defaults (16k fragments, 256k chunks): a frame of
+      // ours is one small JSON text, and a flood of one-byte fragments is closed with 1008.
+      ...RECEIVER_LIMITS,
       perMessageDeflate: false,
       clientTracking: false,
       WebSocket: Peer,
     });
     server.on('upgrade', (req, socket, head) => void this.upgrade(req, socket, head));
-    // One interval for every socket: pings, and drops those that did not answer the last one.
-    this.heartbeat = setInterval(() => this.ping(), options.heartbeatMs ?? 30_000);
+    // One interval for every socket: pings, then terminates those whose pong did not come
+    // within the timeout. A peer that vanished (no FIN) is gone within interval + timeout.
+    this.heartbeat = setInterval(() => this.ping(), options.heartbeatMs ?? HEARTBEAT_MS);
     this.heartbeat.unref();
   }
 
@@ -105,6 +125,7 @@ export class WsGateway {
   async close(): Promise<void> {
     this.draining = true;
     clearInterval(this.heartbeat);
+    clearTimeout(this.pongDeadline);
     for (const ws of this.peers) ws.close(CLOSE.goingAway, 'draining');
     const deadline = Date.now() + 2000;
     while (this.peers.size > 0 && Date.now() < deadline)
@@ -330,13 +351,19 @@ export class WsGateway {
 
   private ping(): void {
     for (const ws of this.peers) {
-      if (!ws.alive) {
-        ws.terminate();
-        continue;
-      }
       ws.alive = false;
       ws.ping();
     }
+    clearTimeout(this.pongDeadline);
+    this.pongDeadline = setTimeout(
+      () => this.dropSilent(),
+      this.options.pongTimeoutMs ?? PONG_TIMEOUT_MS,
+    );
+    this.pongDeadline.unref();
+  }
+
+  private dropSilent(): void {
+    for (const ws of this.peers) if (!ws.alive) ws.terminate();
   }
 }
 
