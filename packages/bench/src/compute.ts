@@ -11,6 +11,8 @@ export interface ComputeOptions {
   rounds: number;
   /** Upper bound on the time the naive baseline may run. */
   naiveSeconds: number;
+  /** Only the 200-follow figures, without the naive baseline (a quick before/after of ours). */
+  quick: boolean;
   seed: number;
   log: (line: string) => void;
 }
@@ -21,6 +23,7 @@ export const COMPUTE_DEFAULTS: ComputeOptions = {
   windowPosts: 500_000,
   rounds: 7,
   naiveSeconds: 5,
+  quick: false,
   seed: 42,
   log: () => {},
 };
@@ -43,7 +46,15 @@ export async function benchCompute(partial: Partial<ComputeOptions> = {}) {
   const redis = await startRedisServer();
   const client = new Redis(redis.url);
   try {
-    const figures200 = await measure(200, options, client, true);
+    const figures200 = await measure(200, options, client, !options.quick);
+    if (options.quick) {
+      return {
+        scenario: 'compute',
+        users: options.users,
+        usersPerSec_200: Math.round(figures200.ours.usersPerSec),
+        roundMedianMs_200: round2(figures200.ours.medianMs),
+      };
+    }
     const figures2000 = await measure(2000, options, client, false);
     return {
       scenario: 'compute',
