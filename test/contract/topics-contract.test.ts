@@ -44,7 +44,11 @@ for (const target of ['memory', 'redis', 'redis cluster'] as const satisfies rea
       await cluster?.stop();
     });
 
-    function fresh(topicCap = 3): { service: BadgeService; clock: ManualClock; store: BubbleStore } {
+    function fresh(topicCap = 3): {
+      service: BadgeService;
+      clock: ManualClock;
+      store: BubbleStore;
+    } {
       let store: BubbleStore;
       if (target === 'memory') store = new MemoryStore({ pools: TEST_POOLS });
       else if (target === 'redis')
@@ -204,7 +208,8 @@ for (const target of ['memory', 'redis', 'redis cluster'] as const satisfies rea
           const ts = clock.now() - pick(3 * DAY_MS);
           await service.ingestPosts([{ author, id, ts, topics: postTopics }]);
           const key = `${author}/${id}`;
-          if (!posts.has(key) && !deleted.has(key)) posts.set(key, { author, ts, topics: postTopics });
+          if (!posts.has(key) && !deleted.has(key))
+            posts.set(key, { author, ts, topics: postTopics });
         } else {
           const [key] = [...posts.keys()].slice(pick(Math.max(1, posts.size)));
           if (key) {

@@ -190,10 +190,7 @@ export const PLATFORM_OPS: Readonly<Record<PlatformOpName, OpSpec<z.ZodType>>> =
 };
 
 /** Ops of api.md this version does not have (counters): refused, never dropped. */
-export const UNSUPPORTED_PLATFORM_OPS = [
-  'counter',
-  'retractCounter',
-] as const;
+export const UNSUPPORTED_PLATFORM_OPS = ['counter', 'retractCounter'] as const;
 
 /** The versions of an ingest entry's schema this bubble reads (field `v`). */
 export const PLATFORM_OP_VERSIONS: readonly string[] = ['1'];

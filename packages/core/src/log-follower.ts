@@ -201,7 +201,7 @@ export class LogFollower {
   private applyPosts(entries: readonly { id: string; event: PostEvent }[]): void {
     const { counter } = this.options;
     for (const { id, event } of entries) {
-      if (event.kind === 'post') counter.addPost(event.author, event.id, event.ts);
+      if (event.kind === 'post') counter.addPost(event.author, event.id, event.ts, event.topics);
       else counter.deletePost(event.author, event.id, event.ts);
       this.postCursor = id;
     }

@@ -225,8 +225,12 @@ class RedisPostIndex implements PostIndex {
       const windows = new Set<string>();
       for (const post of posts) for (const topic of post.topics ?? []) windows.add(topic);
       const keys: string[] = [];
-      const args: [minTs: number, maxLen: number, windows: number, ...rest: (string | number)[]] =
-        [minTs, this.log.maxPostEvents, windows.size, ...windows];
+      const args: [minTs: number, maxLen: number, windows: number, ...rest: (string | number)[]] = [
+        minTs,
+        this.log.maxPostEvents,
+        windows.size,
+        ...windows,
+      ];
       for (const [author, triples] of byAuthor) {
         keys.push(
           this.keys.posts(author),
@@ -329,9 +333,7 @@ class RedisPostIndex implements PostIndex {
   ): Promise<void> {
     if (topics.length === 0) return;
     const member = topicMember(author, id, topics);
-    await Promise.all(
-      topics.map((topic) => this.redis.zrem(this.keys.topicPosts(topic), member)),
-    );
+    await Promise.all(topics.map((topic) => this.redis.zrem(this.keys.topicPosts(topic), member)));
   }
 
   /** Clears the unlogged marks of events now in the post log: one ZREM per author. */
