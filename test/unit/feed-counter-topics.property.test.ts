@@ -22,8 +22,10 @@ type Op =
   | { op: 'post'; author: string; id: string; ts: number; topics: string[] }
   | { op: 'delete'; author: string; id: string }
   | { op: 'advance'; by: number }
-  /** A delete the counter never hears of, then a reconciliation of that author. */
-  | { op: 'missedDelete'; author: string; id: string };
+  /** A delete the counter never hears of, then a reconciliation of that author and the topics. */
+  | { op: 'missedDelete'; author: string; id: string }
+  /** A post the counter never hears of, then a reconciliation of its author and the topics. */
+  | { op: 'missedPost'; author: string; id: string; ts: number; topics: string[] };
 
 const user = fc.constantFrom(...USERS);
 const author = fc.constantFrom(...AUTHORS);
@@ -49,6 +51,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   fc.record({ op: fc.constant('post' as const), author, id: postId, ts: offset, topics }),
   fc.record({ op: fc.constant('delete' as const), author, id: postId }),
   fc.record({ op: fc.constant('missedDelete' as const), author, id: postId }),
+  fc.record({ op: fc.constant('missedPost' as const), author, id: postId, ts: offset, topics }),
   fc.record({
     op: fc.constant('advance' as const),
     by: fc.oneof(
@@ -105,6 +108,12 @@ class Model {
   byTopic(name: string): StoredPost[] {
     return this.live().filter((p) => p.topics.includes(name));
   }
+}
+
+/** What a core's repair does: the author's window first, then every loaded topic's. */
+function reconcile(counter: FeedCounter, model: Model, author: string): void {
+  counter.reloadAuthor(author, model.byAuthor(author));
+  for (const t of TOPICS) counter.reloadTopic(t, model.byTopic(t));
 }
 
 function loadAll(counter: FeedCounter, model: Model, authors: string[], topics: string[]): void {
@@ -183,7 +192,16 @@ describe('FeedCounter with topics', () => {
               const key = `${op.author}/${op.id}`;
               model.posts.delete(key);
               model.deleted.add(key);
-              counter.reloadAuthor(op.author, model.byAuthor(op.author));
+              reconcile(counter, model, op.author);
+              break;
+            }
+            case 'missedPost': {
+              const key = `${op.author}/${op.id}`;
+              const ts = model.now + op.ts;
+              if (!model.posts.has(key) && !model.deleted.has(key) && ts > model.now - L) {
+                model.posts.set(key, { author: op.author, id: op.id, ts, topics: op.topics });
+              }
+              reconcile(counter, model, op.author);
               break;
             }
             case 'advance':

@@ -329,6 +329,54 @@ export class FeedCounter {
     }
   }
 
+  /**
+   * Makes a loaded topic's window equal to the stored posts, repairing a missed post or delete
+   * (call after reloading the authors' windows): what the store lacks is walked out and dropped,
+   * what the window lacks is added, and the topic's followers are recomputed. Returns how many
+   * posts it had to add or remove.
+   */
+  reloadTopic(topic: string, posts: readonly TopicWindowPost[]): number {
+    const t = this.topics.idOf(topic);
+    if (t === undefined || this.topicTracked[t] !== 1) return 0;
+    const horizon = this.now - this.lookbackMs;
+    const stored = new Set<string>();
+    for (const post of posts) {
+      if (post.ts > horizon) stored.add(recordKey(post.author, post.ts, idHash(post.id)));
+    }
+    let repaired = 0;
+    const recs = this.winRec[t];
+    if (recs) {
+      const present: number[] = [];
+      for (let i = this.winStart[t]!; i < this.winEnd[t]!; i++) present.push(recs[i]!);
+      for (const r of present) {
+        if (stored.delete(this.recKey[r]!)) continue;
+        if (this.recTs[r]! <= this.now) this.walkRecord(r, -1);
+        this.dropRecord(r);
+        repaired++;
+      }
+    }
+    for (const post of posts) {
+      const hash = idHash(post.id);
+      const key = recordKey(post.author, post.ts, hash);
+      if (!stored.has(key)) continue;
+      const r =
+        this.recordOf.get(key) ?? this.newRecord(key, post.author, post.ts, hash, post.topics);
+      this.addToWindow(t, r);
+      repaired++;
+    }
+    if (repaired > 0) {
+      const followers = this.topicFollowers[t]!;
+      for (let i = 0; i < this.topicFollowerCount[t]!; i++) this.recomputeId(followers[i]!);
+    }
+    return repaired;
+  }
+
+  /** Whether the topic's stored posts are in its window. */
+  isTopicLoaded(topic: string): boolean {
+    const t = this.topics.idOf(topic);
+    return t !== undefined && this.topicTracked[t] === 1;
+  }
+
   removeUser(user: string): void {
     const u = this.users.idOf(user);
     if (u === undefined) return;
