@@ -3,19 +3,28 @@
  * each engine: the memory engine, one redis-server and a real 3-master Redis Cluster, with the
  * very same assertions. The cold start's feed is compared with the brute-force definition.
  */
-import { BubbleError, DAY_MS, ManualClock, MINUTE_MS, mulberry32 } from '@bubble/protocol';
+import {
+  BubbleError,
+  DAY_MS,
+  ManualClock,
+  MINUTE_MS,
+  mulberry32,
+  systemClock,
+} from '@bubble/protocol';
 import { BadgeService } from '@bubble/badges';
 import { MemoryStore, RedisStore, type BubbleStore, type Post } from '@bubble/store';
 import {
   startRedisCluster,
   startRedisServer,
   uniquePrefix,
+  waitFor,
   type RedisClusterHandle,
   type RedisServerHandle,
 } from '@bubble/test-utils';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { feedCount } from '../support/feed-definition.js';
 import { T0, TEST_POOLS } from '../support/engines.js';
+import { startSoloCore } from '../support/solo-core.js';
 
 type Target = 'memory' | 'redis' | 'redis cluster';
 
@@ -169,6 +178,50 @@ for (const target of ['memory', 'redis', 'redis cluster'] as const satisfies rea
         ),
       ).toBe('UB_ERR_BAD_REQUEST');
     });
+
+    it("the core counts a held user's topic posts once and follows topic changes at the next sweep", async () => {
+      const { store } = fresh(10);
+      const service = new BadgeService(store, systemClock, { topicCap: 10 });
+      const core = await startSoloCore(store, { id: 'core-topics', reconcilePerSweep: 0 });
+      const storedFeed = async () => {
+        const stored = await store.badges.load('alice');
+        return stored?.fields.f ?? 0;
+      };
+      const settle = async (feed: number, message: string) =>
+        waitFor(
+          async () => {
+            await core.sweepNow();
+            return (await storedFeed()) === feed;
+          },
+          { timeoutMs: 20_000, message },
+        );
+      try {
+        const now = Date.now();
+        await service.follow('alice', 'bob');
+        await service.followTopic('alice', 'cats');
+        await service.ingestPosts([
+          { author: 'bob', id: 'b1', ts: now - 5000, topics: ['cats', 'dogs'] },
+          { author: 'carl', id: 'c1', ts: now - 4000, topics: ['dogs', 'cats'] },
+          { author: 'carl', id: 'c2', ts: now - 3000, topics: ['dogs'] },
+        ]);
+        await service.setPresence('alice', true, 3_600_000);
+        await settle(2, 'the loaded user never counted 2');
+        await service.followTopic('alice', 'dogs');
+        await settle(3, 'a topic follow never reached the core');
+        await service.ingestPosts([
+          { author: 'bob', id: 'b2', ts: Date.now() - 1000, topics: ['dogs', 'cats'] },
+          { author: 'dana', id: 'd1', ts: Date.now() - 1000, topics: ['cats', 'dogs'] },
+        ]);
+        await settle(5, 'new topic posts were not counted once each');
+        await service.deletePost('dana', 'd1');
+        await settle(4, 'a deleted topic post kept counting');
+        await service.replaceTopics('alice', []);
+        await settle(2, 'a replace of the topics never reached the core');
+        expect(await service.computeFeed('alice', Date.now())).toBe(2);
+      } finally {
+        await core.close();
+      }
+    }, 60_000);
 
     it('the cold start equals the definition over random follows, topics, posts and deletes', async () => {
       const { service, clock } = fresh(10);
