@@ -115,8 +115,8 @@ async function measure(
   return { ours, naive };
 }
 
-/** The topics run: every user follows 5 of 1,000 topics; half the posts carry 1 or 2 topics. */
-const TOPIC_POOL = 1000;
+/** The topics run: every user follows 5 of 10,000 topics; half the posts carry 1 or 2 topics. */
+const TOPIC_POOL = 10_000;
 const TOPICS_PER_USER = 5;
 
 function topicsOfUser(u: number): string[] {

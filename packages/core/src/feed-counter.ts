@@ -108,8 +108,14 @@ export class FeedCounter {
   /** "<author>\n<ts>\n<hash>" → record id, for the posts that have a record. */
   private readonly recordOf = new Map<string, number>();
   private recKey: string[] = [];
-  private recAuthor: string[] = [];
-  private recTopics: (readonly string[])[] = [];
+  /**
+   * The record's author and topics as interned ids: an author or topic a record names stays
+   * interned (authorRecRefs, topicRecRefs) until its last record goes, whether followed or not.
+   */
+  private recAuthor = new Int32Array(0);
+  private recTopics: Int32Array[] = [];
+  private authorRecRefs = new Int32Array(0);
+  private topicRecRefs = new Int32Array(0);
   private recTs = new Float64Array(0);
   private recHash = new Int32Array(0);
   /** Topic windows holding the record; 0 for a free record id. */
@@ -696,11 +702,9 @@ export class FeedCounter {
       const hi = this.winEnd[t]!;
       for (let i = upperBound(tsArr, lo, hi, after); i < hi && tsArr[i]! <= until; i++) {
         const r = recs[i]!;
-        const a = this.authors.idOf(this.recAuthor[r]!);
-        if (a !== undefined && this.authorMark[a] === mark) continue;
-        for (const name of this.recTopics[r]!) {
-          const other = this.topics.idOf(name);
-          if (other === undefined || this.topicMark[other] !== mark) continue;
+        if (this.authorMark[this.recAuthor[r]!] === mark) continue;
+        for (const other of this.recTopics[r]!) {
+          if (this.topicMark[other] !== mark) continue;
           if (other === t) total++;
           break;
         }
@@ -741,19 +745,15 @@ export class FeedCounter {
     const readAt = this.readAt;
     const count = this.count;
     const marks = this.walkMark;
-    const a = this.authors.idOf(this.recAuthor[r]!);
-    if (a !== undefined) {
-      const list = this.followers[a];
-      const n = list ? this.followerCount[a]! : 0;
-      for (let i = 0; i < n; i++) {
-        const u = list![i]!;
-        marks[u] = stamp;
-        if (readAt[u]! < ts) count[u]! += delta;
-      }
+    const a = this.recAuthor[r]!;
+    const authorFollowers = this.followers[a];
+    const followerCount = authorFollowers ? this.followerCount[a]! : 0;
+    for (let i = 0; i < followerCount; i++) {
+      const u = authorFollowers![i]!;
+      marks[u] = stamp;
+      if (readAt[u]! < ts) count[u]! += delta;
     }
-    for (const name of this.recTopics[r]!) {
-      const t = this.topics.idOf(name);
-      if (t === undefined) continue;
+    for (const t of this.recTopics[r]!) {
       const list = this.topicFollowers[t];
       const n = list ? this.topicFollowerCount[t]! : 0;
       for (let i = 0; i < n; i++) {
@@ -783,11 +783,22 @@ export class FeedCounter {
       this.recTs = growFloat64(this.recTs, size);
       this.recHash = growInt32(this.recHash, size);
       this.recLive = growInt32(this.recLive, size);
+      this.recAuthor = growInt32(this.recAuthor, size);
     }
+    const a = this.authors.intern(author);
+    this.ensureAuthorCapacity(a + 1);
+    this.authorRecRefs[a]!++;
+    const topicIds = new Int32Array(topics.length);
+    topics.forEach((name, k) => {
+      const t = this.topics.intern(name);
+      this.ensureTopicCapacity(t + 1);
+      this.topicRecRefs[t]!++;
+      topicIds[k] = t;
+    });
     this.recordOf.set(key, r);
     this.recKey[r] = key;
-    this.recAuthor[r] = author;
-    this.recTopics[r] = [...topics];
+    this.recAuthor[r] = a;
+    this.recTopics[r] = topicIds;
     this.recTs[r] = ts;
     this.recHash[r] = hash;
     this.recLive[r] = 0;
@@ -798,18 +809,22 @@ export class FeedCounter {
 
   /** Takes the record out of every window and frees it, without walking. */
   private dropRecord(r: number): void {
-    for (const name of this.recTopics[r]!) {
-      const t = this.topics.idOf(name);
-      if (t !== undefined) this.removeFromWindow(t, r);
-    }
+    for (const t of this.recTopics[r]!) this.removeFromWindow(t, r);
     this.freeRecord(r);
   }
 
+  /** Frees the record; an author or topic it was the last to name, and nobody follows, goes. */
   private freeRecord(r: number): void {
     this.recordOf.delete(this.recKey[r]!);
+    const a = this.recAuthor[r]!;
+    if (--this.authorRecRefs[a]! === 0 && this.followerCount[a] === 0) this.authors.release(a);
+    for (const t of this.recTopics[r]!) {
+      if (--this.topicRecRefs[t]! === 0 && this.topicFollowerCount[t] === 0) {
+        this.topics.release(t);
+      }
+    }
     this.recKey[r] = '';
-    this.recAuthor[r] = '';
-    this.recTopics[r] = [];
+    this.recTopics[r] = NO_TOPICS;
     this.recLive[r] = 0;
     this.freeRecords.push(r);
   }
@@ -911,7 +926,7 @@ export class FeedCounter {
     this.winStart[t] = 0;
     this.winEnd[t] = 0;
     this.topicFollowers[t] = undefined;
-    this.topics.release(t);
+    if (this.topicRecRefs[t] === 0) this.topics.release(t);
   }
 
   private ensureTopicCapacity(n: number): void {
@@ -921,6 +936,7 @@ export class FeedCounter {
     this.winStart = growInt32(this.winStart, size);
     this.winEnd = growInt32(this.winEnd, size);
     this.topicMark = growInt32(this.topicMark, size);
+    this.topicRecRefs = growInt32(this.topicRecRefs, size);
     const tracked = new Uint8Array(size);
     tracked.set(this.topicTracked);
     this.topicTracked = tracked;
@@ -1069,7 +1085,7 @@ export class FeedCounter {
     this.postStart[a] = 0;
     this.postEnd[a] = 0;
     this.followers[a] = undefined;
-    this.authors.release(a);
+    if (this.authorRecRefs[a] === 0) this.authors.release(a);
   }
 
   private ensureUserCapacity(n: number): void {
@@ -1091,11 +1107,14 @@ export class FeedCounter {
     this.postStart = growInt32(this.postStart, n);
     this.postEnd = growInt32(this.postEnd, n);
     this.authorMark = growInt32(this.authorMark, n);
+    this.authorRecRefs = growInt32(this.authorRecRefs, n);
     const tracked = new Uint8Array(this.followerCount.length);
     tracked.set(this.tracked);
     this.tracked = tracked;
   }
 }
+
+const NO_TOPICS = new Int32Array(0);
 
 function recordKey(author: string, ts: number, hash: number): string {
   return `${author}\n${ts}\n${hash}`;
