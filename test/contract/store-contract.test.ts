@@ -635,14 +635,16 @@ describeEachEngine('BubbleStore contract', (ctx) => {
 
   // ---------------------------------------------------------------- feedInputs
 
-  it('feedInputs returns follows and the read cursor together', async () => {
+  it('feedInputs returns follows, topic follows and the read cursor together', async () => {
     const { store } = ctx();
-    expect(await store.feedInputs('u')).toEqual({ follows: [], readAt: null });
+    expect(await store.feedInputs('u')).toEqual({ follows: [], topics: [], readAt: null });
     await store.follows.follow('u', 'a', 10);
     await store.follows.follow('u', 'b', 10);
+    await store.topics.follow('u', 'cats', 10);
     await store.cursors.advanceFeedReadAt('u', T0);
     const inputs = await store.feedInputs('u');
     expect(sorted(inputs.follows)).toEqual(['a', 'b']);
+    expect(inputs.topics).toEqual(['cats']);
     expect(inputs.readAt).toBe(T0);
     await store.ping();
   });
@@ -1133,7 +1135,7 @@ describeEachEngine('BubbleStore contract', (ctx) => {
     await store.posts.ingest([{ author: 'a', id: 'p', ts: 10 }], 0);
     await store.cursors.advanceFeedReadAt('u', 5);
     await store.badges.save('u', { f: 1 }, 1);
-    expect(await other.feedInputs('u')).toEqual({ follows: [], readAt: null });
+    expect(await other.feedInputs('u')).toEqual({ follows: [], topics: [], readAt: null });
     expect(await countAll(other, ['a'])).toBe(0);
     expect(await other.badges.load('u')).toBeNull();
   });

@@ -192,6 +192,30 @@ describe('the ingest stream on one redis-server', () => {
     );
   });
 
+  it('applies the topic ops (followTopic, unfollowTopic, replaceTopics) and posts carrying topics', async () => {
+    const r = (current = rig({ url: server.url }));
+    await append(r, 'followTopic', { user: 'u1', topic: 'cats' });
+    await append(r, 'followTopic', { user: 'u1', topic: 'dogs' });
+    await append(r, 'unfollowTopic', { user: 'u1', topic: 'cats' });
+    await append(r, 'replaceTopics', { user: 'u2', topics: ['owls', 'bats'] });
+    await append(r, 'followTopic', { user: 'u1', topic: 'bad topic' });
+    await append(r, 'post', { author: 'bob', id: 'p1', ts: Date.now() - 1000, topics: ['dogs'] });
+    r.start();
+    await waitFor(async () => (await r.service.listTopics('u2')).length === 2, {
+      timeoutMs: 10_000,
+    });
+    await waitFor(async () => (await r.service.computeFeed('u1', Date.now())) === 1, {
+      timeoutMs: 10_000,
+    });
+    expect(await r.service.listTopics('u1')).toEqual(['dogs']);
+    expect(await r.service.listTopics('u2')).toEqual(['bats', 'owls']);
+    const dead = await waitForValue(async () => {
+      const letters = await deadLetters(r);
+      return letters.length === 1 && letters;
+    });
+    expect(dead[0]!.error).toMatch(/UB_ERR_BAD_ID: op followTopic: topic: /);
+  });
+
   it('leaves an entry the store fails on (WRONGTYPE) pending, retries it when claimed, and dead-letters it after the cap', async () => {
     const r = (current = rig({ url: server.url }));
     // u2's follows key is a string: every follow of u2 fails with WRONGTYPE, not a 4xx.

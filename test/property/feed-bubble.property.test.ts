@@ -3,7 +3,8 @@
  * BadgeService (on each engine, with a ManualClock) and against a brute-force model written
  * straight from docs/semantics.md, "Feed bubble":
  *
- *   feed(u, T) = #{ p : author(p) ∈ Follows(u), max(readAt(u), T − L) < ts(p) ≤ T, p not deleted }
+ *   feed(u, T) = #{ p : author(p) ∈ Follows(u) or topics(p) ∩ Topics(u) ≠ ∅,
+ *                       max(readAt(u), T − L) < ts(p) ≤ T, p not deleted }
  *
  * After every command each user's badge must equal the model, versions must never decrease,
  * and a user's version must change exactly when their feed value changed.
@@ -14,7 +15,9 @@
  * - a deleted post stays deleted: the model keeps deletions forever, the store keeps a
  *   tombstone as long as the post could still be in the window;
  * - a batch holding any ts > now + 60 s is refused whole with UB_ERR_FUTURE_TS;
- * - follow cap (3 here) and self-follow are refused with UB_ERR_FOLLOW_CAP / UB_ERR_SELF_FOLLOW.
+ * - follow cap (3 here) and self-follow are refused with UB_ERR_FOLLOW_CAP / UB_ERR_SELF_FOLLOW;
+ * - topic cap (2 here) is refused with UB_ERR_FOLLOW_CAP; a post's topics are those of its first
+ *   accepted ingest, and it counts once however many routes reach the user.
  *
  * Out of scope (the command is skipped through `check`): re-ingesting an (author, id) with a ts
  * inside the window after the store was allowed to forget it, i.e. once its first ts (or, for a
@@ -34,6 +37,8 @@ import { feedCount, LOOKBACK_MS } from '../support/feed-definition.js';
 const L = LOOKBACK_MS;
 const SKEW = 60_000;
 const FOLLOW_CAP = 3;
+const TOPIC_CAP = 2;
+const TOPICS = ['t0', 't1', 't2'] as const;
 
 /** Users and authors share one id space: every user is an author too; n4 and n5 only post. */
 const USERS = ['n0', 'n1', 'n2', 'n3'] as const;
@@ -57,7 +62,8 @@ class Model {
   now: number;
   readonly follows = new Map<string, Set<string>>();
   /** Every post ever accepted, by `author/id`, with its first accepted ts. */
-  readonly posts = new Map<string, { author: string; ts: number }>();
+  readonly posts = new Map<string, { author: string; ts: number; topics: string[] }>();
+  readonly topics = new Map<string, Set<string>>();
   /** Deleted posts (forever), with the time the store may forget the tombstone after. */
   readonly deleted = new Map<string, number>();
   readonly readAt = new Map<string, number>();
@@ -81,7 +87,23 @@ class Model {
       this.followsOf(user),
       this.readAt.get(user),
       this.now,
+      this.topics.get(user),
     );
+  }
+
+  followTopic(user: string, topic: string): Outcome {
+    const set = this.topics.get(user) ?? new Set();
+    if (set.has(topic)) return 'ok';
+    if (set.size >= TOPIC_CAP) return 'UB_ERR_FOLLOW_CAP';
+    this.topics.set(user, new Set([...set, topic]));
+    return 'ok';
+  }
+
+  replaceTopics(user: string, topics: readonly string[]): Outcome {
+    const unique = new Set(topics);
+    if (unique.size > TOPIC_CAP) return 'UB_ERR_FOLLOW_CAP';
+    this.topics.set(user, unique);
+    return 'ok';
   }
 
   follow(user: string, author: string): Outcome {
@@ -138,7 +160,7 @@ class Model {
         continue;
       }
       accepted++;
-      if (!this.posts.has(key)) this.posts.set(key, { author: p.author, ts });
+      if (!this.posts.has(key)) this.posts.set(key, { author: p.author, ts, topics: p.topics });
     }
     return { outcome: 'ok', result: { accepted, ignored } };
   }
@@ -237,6 +259,7 @@ interface PostSpec {
   id: string;
   /** ts = now + offset at the time the command runs. */
   offset: number;
+  topics: string[];
 }
 
 const ms = (offset: number): string => {
@@ -265,6 +288,43 @@ class FollowCmd implements Cmd {
     await checkAllBadges(model, real, this.toString());
   }
   toString = (): string => `follow(${this.user}, ${this.author})`;
+}
+
+class FollowTopicCmd implements Cmd {
+  constructor(
+    readonly user: string,
+    readonly topic: string,
+    readonly unfollow: boolean,
+  ) {}
+  check = (): boolean => true;
+  async run(model: Model, real: Real): Promise<void> {
+    if (this.unfollow) {
+      model.topics.get(this.user)?.delete(this.topic);
+      await real.service.unfollowTopic(this.user, this.topic);
+    } else {
+      const expected = model.followTopic(this.user, this.topic);
+      const { outcome } = await outcomeOf(real.service.followTopic(this.user, this.topic));
+      expect(outcome, this.toString()).toBe(expected);
+    }
+    await checkAllBadges(model, real, this.toString());
+  }
+  toString = (): string =>
+    `${this.unfollow ? 'unfollowTopic' : 'followTopic'}(${this.user}, ${this.topic})`;
+}
+
+class ReplaceTopicsCmd implements Cmd {
+  constructor(
+    readonly user: string,
+    readonly topics: readonly string[],
+  ) {}
+  check = (): boolean => true;
+  async run(model: Model, real: Real): Promise<void> {
+    const expected = model.replaceTopics(this.user, this.topics);
+    const { outcome } = await outcomeOf(real.service.replaceTopics(this.user, this.topics));
+    expect(outcome, this.toString()).toBe(expected);
+    await checkAllBadges(model, real, this.toString());
+  }
+  toString = (): string => `replaceTopics(${this.user}, [${this.topics.join(',')}])`;
 }
 
 class UnfollowCmd implements Cmd {
@@ -302,7 +362,12 @@ class IngestCmd implements Cmd {
   async run(model: Model, real: Real): Promise<void> {
     const now = real.clock.now();
     expect(now).toBe(model.now);
-    const batch = this.posts.map((p) => ({ author: p.author, id: p.id, ts: now + p.offset }));
+    const batch = this.posts.map((p) => ({
+      author: p.author,
+      id: p.id,
+      ts: now + p.offset,
+      topics: p.topics,
+    }));
     const expected = model.ingest(this.posts);
     const actual = await outcomeOf(real.service.ingestPosts(batch));
     expect(actual.outcome, this.toString()).toBe(expected.outcome);
@@ -310,7 +375,9 @@ class IngestCmd implements Cmd {
     await checkAllBadges(model, real, this.toString());
   }
   toString = (): string =>
-    `ingest(${this.posts.map((p) => `${p.author}/${p.id}@now${signed(p.offset)}`).join(' ')})`;
+    `ingest(${this.posts
+      .map((p) => `${p.author}/${p.id}@now${signed(p.offset)}[${p.topics.join(',')}]`)
+      .join(' ')})`;
 }
 
 class DeleteCmd implements Cmd {
@@ -422,7 +489,13 @@ const postOffset = fc.oneof(
   { weight: 1, arbitrary: fc.constantFrom(SKEW + 1, SKEW + 1000, HOUR_MS, -L - 1, -8 * DAY_MS) },
 );
 
-const postSpec = fc.record({ author, id: postId, offset: postOffset });
+const topic = fc.constantFrom(...TOPICS);
+const postSpec = fc.record({
+  author,
+  id: postId,
+  offset: postOffset,
+  topics: fc.uniqueArray(topic, { maxLength: 2 }),
+});
 
 const readKind: fc.Arbitrary<ReadKind> = fc.oneof(
   fc.constant<ReadKind>({ scope: 'all' }),
@@ -463,6 +536,10 @@ const commands = fc.commands<Model, Real, false>(
     ingest,
     ingest,
     fc.tuple(author, postId).map(([a, id]) => new DeleteCmd(a, id)),
+    fc.tuple(user, topic, fc.boolean()).map(([u, t, un]) => new FollowTopicCmd(u, t, un)),
+    fc
+      .tuple(user, fc.array(topic, { maxLength: 3 }))
+      .map(([u, list]) => new ReplaceTopicsCmd(u, list)),
     read,
     read,
     advance.map((step) => new AdvanceCmd(step)),
@@ -482,7 +559,7 @@ describeEachEngine('feed bubble model', (ctx, engine) => {
         const store = freshStore();
         try {
           const { service, clock } = manualService(store, {
-            rules: { followCap: FOLLOW_CAP },
+            rules: { followCap: FOLLOW_CAP, topicCap: TOPIC_CAP },
           });
           const model = new Model(clock.now());
           await fc.asyncModelRun(() => ({ model, real: { service, clock, store } }), cmds);

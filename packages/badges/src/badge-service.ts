@@ -72,6 +72,22 @@ export class BadgeService {
     return this.ingest.listFollows(user);
   }
 
+  followTopic(user: string, topic: string): Promise<void> {
+    return this.ingest.followTopic(user, topic);
+  }
+
+  unfollowTopic(user: string, topic: string): Promise<void> {
+    return this.ingest.unfollowTopic(user, topic);
+  }
+
+  replaceTopics(user: string, topics: readonly string[]): Promise<void> {
+    return this.ingest.replaceTopics(user, topics);
+  }
+
+  listTopics(user: string): Promise<string[]> {
+    return this.ingest.listTopics(user);
+  }
+
   /** All-or-nothing: one post in the future refuses the whole batch. */
   ingestPosts(posts: readonly Post[]): Promise<{ accepted: number; ignored: number }> {
     return this.ingest.ingestPosts(posts);

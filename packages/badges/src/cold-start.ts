@@ -31,9 +31,9 @@ export class ColdStart {
   /** feed(u, T) of docs/semantics.md, from the stored sources, in one batch per store. */
   async computeFeed(user: string, now: number): Promise<number> {
     const { store, lookbackMs } = this.ctx;
-    const { follows, readAt } = await store.feedInputs(user);
+    const { follows, topics, readAt } = await store.feedInputs(user);
     const after = Math.max(readAt ?? -Infinity, now - lookbackMs);
-    return store.posts.countBetween(follows, after, now);
+    return store.posts.countBetween(follows, after, now, topics);
   }
 
   /** Notices, conversations and red dots of docs/semantics.md, from the stored sources. */

@@ -13,6 +13,11 @@ export interface BadgeExplanation {
     countsAfter: number;
     lookbackDays: number;
     follows: number;
+    /** The topics the user follows, sorted. */
+    topics: string[];
+    /** The feed's split: posts by followed authors, and posts reaching the user by topics only. */
+    byAuthors: number;
+    byTopicsOnly: number;
     contribution: number;
   };
   notices: { seen: number | null; highestPublished: number; contribution: number };
@@ -55,8 +60,9 @@ export class Explainer {
       store.badges.load(user),
     ]);
     const from = Math.max(inputs.readAt ?? -Infinity, now - this.ctx.lookbackMs);
-    const [feed, notices] = await Promise.all([
+    const [byAuthors, feed, notices] = await Promise.all([
       store.posts.countBetween(inputs.follows, from, now),
+      store.posts.countBetween(inputs.follows, from, now, inputs.topics),
       marks.seen === null ? 0 : store.notices.countAfter(marks.seen),
     ]);
     const conversations = sortedByActivity(memberships).map((m) => ({
@@ -86,6 +92,9 @@ export class Explainer {
         countsAfter: from,
         lookbackDays: rules.lookbackDays,
         follows: inputs.follows.length,
+        topics: [...inputs.topics].sort(),
+        byAuthors,
+        byTopicsOnly: feed - byAuthors,
         contribution: feed,
       },
       notices: {

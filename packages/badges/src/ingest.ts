@@ -1,4 +1,4 @@
-import { BubbleError, MAX_FUTURE_SKEW_MS, assertId } from '@bubble/protocol';
+import { BubbleError, LIMITS, MAX_FUTURE_SKEW_MS, assertId } from '@bubble/protocol';
 import type { Post } from '@bubble/store';
 import type { BadgeContext } from './context.js';
 import { followsChanged } from './pool-events.js';
@@ -50,13 +50,52 @@ export class Ingest {
     return (await this.ctx.store.follows.list(user)).sort();
   }
 
+  /** Topic follows tell the cores as author follows do: a `follows` event, a reload. */
+  async followTopic(user: string, topic: string): Promise<void> {
+    assertId(user, 'user');
+    assertId(topic, 'topic');
+    const { store, rules } = this.ctx;
+    await store.topics.follow(user, topic, rules.topicCap);
+    await followsChanged(this.ctx, user);
+  }
+
+  async unfollowTopic(user: string, topic: string): Promise<void> {
+    assertId(user, 'user');
+    assertId(topic, 'topic');
+    await this.ctx.store.topics.unfollow(user, topic);
+    await followsChanged(this.ctx, user);
+  }
+
+  async replaceTopics(user: string, topics: readonly string[]): Promise<void> {
+    assertId(user, 'user');
+    const unique = [...new Set(topics)];
+    for (const topic of unique) assertId(topic, 'topic');
+    const { topicCap } = this.ctx.rules;
+    if (unique.length > topicCap) {
+      throw new BubbleError(
+        'UB_ERR_FOLLOW_CAP',
+        `a user may follow at most ${topicCap} topics, got ${unique.length}`,
+      );
+    }
+    await this.ctx.store.topics.replace(user, unique);
+    await followsChanged(this.ctx, user);
+  }
+
+  async listTopics(user: string): Promise<string[]> {
+    assertId(user, 'user');
+    return (await this.ctx.store.topics.list(user)).sort();
+  }
+
   /** All-or-nothing: one post in the future refuses the whole batch. */
   async ingestPosts(posts: readonly Post[]): Promise<{ accepted: number; ignored: number }> {
     const { store, clock, lookbackMs } = this.ctx;
     const now = clock.now();
     assertPostBatch(posts, now);
     if (posts.length === 0) return { accepted: 0, ignored: 0 };
-    const { accepted, ignored } = await store.posts.ingest(posts, now - lookbackMs);
+    const { accepted, ignored } = await store.posts.ingest(
+      posts.map(withUniqueTopics),
+      now - lookbackMs,
+    );
     return { accepted, ignored };
   }
 
@@ -77,6 +116,15 @@ function assertPostBatch(posts: readonly Post[], now: number): void {
     if (!Number.isSafeInteger(post.ts) || post.ts < 0) {
       throw new BubbleError('UB_ERR_BAD_REQUEST', 'ts must be a non-negative integer of ms');
     }
+    if (post.topics !== undefined) {
+      if (!Array.isArray(post.topics) || post.topics.length > LIMITS.maxTopicsPerPost) {
+        throw new BubbleError(
+          'UB_ERR_BAD_REQUEST',
+          `topics must be an array of at most ${LIMITS.maxTopicsPerPost} topic names`,
+        );
+      }
+      for (const topic of post.topics) assertId(topic, 'topic');
+    }
     if (post.ts > now + MAX_FUTURE_SKEW_MS) {
       throw new BubbleError(
         'UB_ERR_FUTURE_TS',
@@ -84,6 +132,13 @@ function assertPostBatch(posts: readonly Post[], now: number): void {
       );
     }
   }
+}
+
+/** A post's topics without repeats, in the order first given; none is no field. */
+function withUniqueTopics(post: Post): Post {
+  if (!post.topics) return post;
+  const { topics, ...rest } = post;
+  return topics.length === 0 ? rest : { ...rest, topics: [...new Set(topics)] };
 }
 
 function selfFollow(): BubbleError {

@@ -10,6 +10,7 @@ import {
   postSchema,
   presenceSchema,
   replaceFollowsSchema,
+  replaceTopicsSchema,
   reddotMarkSchema,
   DEFAULT_PRESENCE_TTL_MS,
   LIMITS,
@@ -27,6 +28,7 @@ import type { BadgeService } from './badge-service.js';
  */
 
 const pair = { user: idSchema, author: idSchema };
+const topicPair = { user: idSchema, topic: idSchema };
 const inConversation = { conversation: idSchema };
 
 const postBodySchema = z.union([
@@ -47,6 +49,9 @@ export const PLATFORM_OP_NAMES = [
   'follow',
   'unfollow',
   'replaceFollows',
+  'followTopic',
+  'unfollowTopic',
+  'replaceTopics',
   'post',
   'deletePost',
   'presence',
@@ -101,6 +106,21 @@ export const PLATFORM_OPS: Readonly<Record<PlatformOpName, OpSpec<z.ZodType>>> =
     schema: z.strictObject({ user: idSchema, ...replaceFollowsSchema.shape }),
     entity: (b) => b.user,
     parsed: (b) => call('replaceFollows', (s) => s.replaceFollows(b.user, b.authors)),
+  }),
+  followTopic: op({
+    schema: z.strictObject(topicPair),
+    entity: (b) => b.user,
+    parsed: (b) => call('followTopic', (s) => s.followTopic(b.user, b.topic)),
+  }),
+  unfollowTopic: op({
+    schema: z.strictObject(topicPair),
+    entity: (b) => b.user,
+    parsed: (b) => call('unfollowTopic', (s) => s.unfollowTopic(b.user, b.topic)),
+  }),
+  replaceTopics: op({
+    schema: z.strictObject({ user: idSchema, ...replaceTopicsSchema.shape }),
+    entity: (b) => b.user,
+    parsed: (b) => call('replaceTopics', (s) => s.replaceTopics(b.user, b.topics)),
   }),
   post: op({
     schema: postBodySchema,
@@ -169,14 +189,8 @@ export const PLATFORM_OPS: Readonly<Record<PlatformOpName, OpSpec<z.ZodType>>> =
   }),
 };
 
-/** Ops of api.md this version does not have (topics and counters): refused, never dropped. */
-export const UNSUPPORTED_PLATFORM_OPS = [
-  'followTopic',
-  'unfollowTopic',
-  'replaceTopics',
-  'counter',
-  'retractCounter',
-] as const;
+/** Ops of api.md this version does not have (counters): refused, never dropped. */
+export const UNSUPPORTED_PLATFORM_OPS = ['counter', 'retractCounter'] as const;
 
 /** The versions of an ingest entry's schema this bubble reads (field `v`). */
 export const PLATFORM_OP_VERSIONS: readonly string[] = ['1'];

@@ -2,6 +2,8 @@
 export interface BadgeRules {
   lookbackDays: number;
   followCap: number;
+  /** Most topics one user may follow (BUBBLE_TOPIC_CAP). */
+  topicCap: number;
   displayCap: number;
   inactiveDays: number;
 }
@@ -9,6 +11,7 @@ export interface BadgeRules {
 export const DEFAULT_RULES: Readonly<BadgeRules> = Object.freeze({
   lookbackDays: 7,
   followCap: 2000,
+  topicCap: 200,
   displayCap: 99,
   inactiveDays: 30,
 });

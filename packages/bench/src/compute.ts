@@ -1,4 +1,4 @@
-import { FeedCounter } from '@bubble/core';
+import { FeedCounter, type TopicWindowPost } from '@bubble/core';
 import { DAY_MS } from '@bubble/protocol';
 import { startRedisServer } from '@bubble/test-utils';
 import { Redis } from 'ioredis';
@@ -11,6 +11,8 @@ export interface ComputeOptions {
   rounds: number;
   /** Upper bound on the time the naive baseline may run. */
   naiveSeconds: number;
+  /** Only the 200-follow figures, without the naive baseline (a quick before/after of ours). */
+  quick: boolean;
   seed: number;
   log: (line: string) => void;
 }
@@ -21,6 +23,7 @@ export const COMPUTE_DEFAULTS: ComputeOptions = {
   windowPosts: 500_000,
   rounds: 7,
   naiveSeconds: 5,
+  quick: false,
   seed: 42,
   log: () => {},
 };
@@ -43,7 +46,22 @@ export async function benchCompute(partial: Partial<ComputeOptions> = {}) {
   const redis = await startRedisServer();
   const client = new Redis(redis.url);
   try {
-    const figures200 = await measure(200, options, client, true);
+    const figures200 = await measure(200, options, client, !options.quick);
+    const topics200 = await measure(200, options, client, false, true);
+    const withTopics = {
+      usersPerSec_200_topics: Math.round(topics200.ours.usersPerSec),
+      changedPerRound_200_topics: topics200.ours.changedPerRound,
+      roundMedianMs_200_topics: round2(topics200.ours.medianMs),
+    };
+    if (options.quick) {
+      return {
+        scenario: 'compute',
+        users: options.users,
+        usersPerSec_200: Math.round(figures200.ours.usersPerSec),
+        roundMedianMs_200: round2(figures200.ours.medianMs),
+        ...withTopics,
+      };
+    }
     const figures2000 = await measure(2000, options, client, false);
     return {
       scenario: 'compute',
@@ -57,6 +75,7 @@ export async function benchCompute(partial: Partial<ComputeOptions> = {}) {
       roundMedianMs_2000: round2(figures2000.ours.medianMs),
       naiveUsersPerSec_200: Math.round(figures200.naive!),
       ratio_200: Math.round(figures200.ours.usersPerSec / figures200.naive!),
+      ...withTopics,
     };
   } finally {
     client.disconnect();
@@ -69,8 +88,10 @@ async function measure(
   options: ComputeOptions,
   client: Redis,
   withNaive: boolean,
+  topics = false,
 ) {
-  options.log(`compute: building ${options.users} users × ${follows} follows`);
+  const what = topics ? ` + ${TOPICS_PER_USER} topics of ${TOPIC_POOL}` : '';
+  options.log(`compute: building ${options.users} users × ${follows} follows${what}`);
   const workload = buildWorkload({
     seed: options.seed + follows,
     users: options.users,
@@ -79,9 +100,11 @@ async function measure(
     windowPosts: options.windowPosts,
     now: NOW,
   });
-  const counter = loadCounter(workload);
-  const ours = measureOurs(counter, workload, options);
-  options.log(`compute: ours at ${follows} follows: ${Math.round(ours.usersPerSec)} users/s`);
+  const counter = loadCounter(workload, topics);
+  const ours = measureOurs(counter, workload, options, topics);
+  options.log(
+    `compute: ours at ${follows} follows${what}: ${Math.round(ours.usersPerSec)} users/s`,
+  );
   let naive: number | undefined;
   if (withNaive) {
     await client.flushall();
@@ -92,7 +115,24 @@ async function measure(
   return { ours, naive };
 }
 
-function loadCounter(workload: Workload): FeedCounter {
+/** The topics run: every user follows 5 of 10,000 topics; half the posts carry 1 or 2 topics. */
+const TOPIC_POOL = 10_000;
+const TOPICS_PER_USER = 5;
+
+function topicsOfUser(u: number): string[] {
+  return Array.from({ length: TOPICS_PER_USER }, (_, k) => `t${(u * 7 + k * 131) % TOPIC_POOL}`);
+}
+
+/** 50 % of posts none, 30 % one, 20 % two topics, drawn from the post's index. */
+function topicsOfPost(i: number): string[] {
+  const h = Math.imul(i + 1, 0x9e3779b1) >>> 0;
+  const kind = h % 10;
+  if (kind < 5) return [];
+  const first = `t${(h >>> 8) % TOPIC_POOL}`;
+  return kind < 8 ? [first] : [first, `t${((h >>> 8) + 337) % TOPIC_POOL}`];
+}
+
+function loadCounter(workload: Workload, topics = false): FeedCounter {
   const counter = new FeedCounter({ lookbackMs: LOOKBACK });
   counter.advanceTo(NOW);
   const postsByAuthor = new Map<number, { id: string; ts: number }[]>();
@@ -105,6 +145,23 @@ function loadCounter(workload: Workload): FeedCounter {
     const names = Array.from(workload.follows[u]!, (a) => workload.authors[a]!);
     for (const author of counter.setUser(workload.users[u]!, names, workload.readAt[u]!)) {
       counter.loadAuthor(author, postsByAuthor.get(Number(author.slice(1))) ?? []);
+    }
+  }
+  if (topics) {
+    const byTopic = new Map<string, TopicWindowPost[]>();
+    workload.posts.forEach((post, i) => {
+      const postTopics = topicsOfPost(i);
+      const author = workload.authors[post.author]!;
+      for (const t of postTopics) {
+        let list = byTopic.get(t);
+        if (!list) byTopic.set(t, (list = []));
+        list.push({ author, id: post.id, ts: post.ts, topics: postTopics });
+      }
+    });
+    for (let u = 0; u < workload.users.length; u++) {
+      for (const t of counter.setTopics(workload.users[u]!, topicsOfUser(u))) {
+        counter.loadTopic(t, byTopic.get(t) ?? []);
+      }
     }
   }
   for (const user of workload.users) counter.recompute(user);
@@ -120,20 +177,22 @@ function measureOurs(
   counter: FeedCounter,
   workload: Workload,
   options: ComputeOptions,
+  topics = false,
 ): RoundFigures {
   const times: number[] = [];
   let changed = 0;
   let sink = 0;
   for (let round = 1; round <= options.rounds; round++) {
     const ts = NOW + round * 1000;
-    const batch = postBatch(workload, 1000, ts, `r${round}`).map((p) => ({
+    const batch = postBatch(workload, 1000, ts, `r${round}`).map((p, i) => ({
       author: workload.authors[p.author]!,
       id: p.id,
       ts: p.ts,
+      topics: topics ? topicsOfPost(round * 1000 + i) : undefined,
     }));
     const started = performance.now();
     counter.advanceTo(ts);
-    for (const post of batch) counter.addPost(post.author, post.id, post.ts);
+    for (const post of batch) counter.addPost(post.author, post.id, post.ts, post.topics);
     const { ids, counts } = counter.takeChanged();
     for (let i = 0; i < ids.length; i++) sink += counts[i]!;
     times.push(performance.now() - started);

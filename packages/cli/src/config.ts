@@ -90,6 +90,7 @@ export const configSchema = z.object({
     .default(7)
     .describe('feed lookback window, days'),
   BUBBLE_FOLLOW_CAP: int(1, 1_000_000).default(2000).describe('most authors one user may follow'),
+  BUBBLE_TOPIC_CAP: int(1, 100_000).default(200).describe('most topics one user may follow'),
   BUBBLE_DISPLAY_CAP: int(1, 1_000_000).default(99).describe('badge display cap ("99+")'),
   BUBBLE_INACTIVE_DAYS: z.coerce
     .number()

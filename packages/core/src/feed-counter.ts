@@ -13,6 +13,14 @@ export interface WindowPost {
   ts: number;
 }
 
+/** A post of a topic's window: its author and every topic it carries. */
+export interface TopicWindowPost {
+  author: string;
+  id: string;
+  ts: number;
+  topics: readonly string[];
+}
+
 /**
  * The feed bubble of every user a core holds, kept exact incrementally.
  *
@@ -23,10 +31,19 @@ export interface WindowPost {
  * (ts reached) or expiring (ts left the lookback) into one walk over that author's followers.
  * Nothing here walks users × follows except recompute(), which is per user and used only when
  * that user's own inputs change.
+ *
+ * Topics: a post carrying a topic some held user follows gets a record (its author's name, its
+ * topics' names, ts, id hash), kept in the window of each such topic (record ids by ts). While a
+ * post has a record, the record walks it, not its author's window: one walk over the followers of
+ * its author and of each of its topics, a user counted once through a per-walk stamp. A user u
+ * counts a record in topic t's window only when u does not follow its author and t is the first
+ * of its topics u follows, so recompute() counts each post once too. Users without topics cost
+ * one size check per author walk, nothing more.
  */
 export class FeedCounter {
   readonly users = new InternTable();
   readonly authors = new InternTable();
+  readonly topics = new InternTable();
   private readonly lookbackMs: number;
   private now = -Infinity;
 
@@ -69,6 +86,45 @@ export class FeedCounter {
   private readonly expiries = new TimeHeap();
   private readonly arrivals = new TimeHeap();
 
+  /** Per user, the topic ids followed (undefined for none). */
+  private userTopics: (Int32Array | undefined)[] = [];
+  /** Per user, the stamp of the last record walk that counted them (counted once per walk). */
+  private walkMark = new Int32Array(0);
+  private walkStamp = 0;
+  private topicFollowers: (Int32Array<ArrayBuffer> | undefined)[] = [];
+  private topicFollowerCount = new Int32Array(0);
+  /** 1 once a topic's stored posts have been loaded into its window. */
+  private topicTracked = new Uint8Array(0);
+  /** Per topic: record ids ordered by ts in [winStart, winEnd), their ts beside them. */
+  private winTs: (Float64Array<ArrayBuffer> | undefined)[] = [];
+  private winRec: (Int32Array<ArrayBuffer> | undefined)[] = [];
+  private winStart = new Int32Array(0);
+  private winEnd = new Int32Array(0);
+  /** Per-author and per-topic marks of recompute (a user's follows and topics). */
+  private authorMark = new Int32Array(0);
+  private topicMark = new Int32Array(0);
+  private markStamp = 0;
+
+  /** "<author>\n<ts>\n<hash>" → record id, for the posts that have a record. */
+  private readonly recordOf = new Map<string, number>();
+  private recKey: string[] = [];
+  /**
+   * The record's author and topics as interned ids: an author or topic a record names stays
+   * interned (authorRecRefs, topicRecRefs) until its last record goes, whether followed or not.
+   */
+  private recAuthor = new Int32Array(0);
+  private recTopics: Int32Array[] = [];
+  private authorRecRefs = new Int32Array(0);
+  private topicRecRefs = new Int32Array(0);
+  private recTs = new Float64Array(0);
+  private recHash = new Int32Array(0);
+  /** Topic windows holding the record; 0 for a free record id. */
+  private recLive = new Int32Array(0);
+  private readonly freeRecords: number[] = [];
+  private recordCount = 0;
+  private readonly recordExpiries = new TimeHeap();
+  private readonly recordArrivals = new TimeHeap();
+
   constructor(options: { lookbackMs: number }) {
     this.lookbackMs = options.lookbackMs;
   }
@@ -110,6 +166,22 @@ export class FeedCounter {
       names.push(this.authors.nameOf(this.followAuthor[start + k]!));
     }
     return names;
+  }
+
+  topicsOf(user: string): string[] {
+    const u = this.users.idOf(user);
+    const topics = u === undefined ? undefined : this.userTopics[u];
+    return topics ? Array.from(topics, (t) => this.topics.nameOf(t)) : [];
+  }
+
+  /** Topics some held user follows. */
+  get trackedTopicCount(): number {
+    return this.topics.size;
+  }
+
+  /** Posts that reach users through a topic (records), for metrics and tests. */
+  get topicPostCount(): number {
+    return this.recordOf.size;
   }
 
   /**
@@ -164,7 +236,21 @@ export class FeedCounter {
     }
     while (this.arrivals.peekTs() <= time) {
       this.arrivals.pop((ts, author, hash) => {
-        if (ts > horizon && this.findPost(author, ts, hash) >= 0) this.walk(author, ts, 1);
+        if (ts > horizon && this.findPost(author, ts, hash) >= 0) {
+          this.walkAuthorPost(author, ts, hash, 1);
+        }
+      });
+    }
+    while (this.recordExpiries.peekTs() <= horizon) {
+      this.recordExpiries.pop((ts, r, hash) => {
+        if (!this.isRecord(r, ts, hash)) return;
+        if (ts <= previous) this.walkRecord(r, -1);
+        this.dropRecord(r);
+      });
+    }
+    while (this.recordArrivals.peekTs() <= time) {
+      this.recordArrivals.pop((ts, r, hash) => {
+        if (ts > horizon && this.isRecord(r, ts, hash)) this.walkRecord(r, 1);
       });
     }
   }
@@ -197,9 +283,110 @@ export class FeedCounter {
     this.recomputeId(u);
   }
 
+  /**
+   * Replaces the user's topic follows. Returns the topics whose posts must be loaded
+   * (loadTopic) before the user's count is right; recompute() the user afterwards.
+   */
+  setTopics(user: string, topics: readonly string[]): string[] {
+    const u = this.users.idOf(user);
+    if (u === undefined) return [];
+    const old = this.userTopics[u];
+    if (!old && topics.length === 0) return [];
+    const mark = this.nextMark();
+    const next: number[] = [];
+    for (const name of topics) {
+      const t = this.topics.intern(name);
+      this.ensureTopicCapacity(t + 1);
+      if (this.topicMark[t] === mark) continue;
+      this.topicMark[t] = mark;
+      next.push(t);
+    }
+    const oldMark = this.nextMark();
+    for (const t of old ?? []) {
+      if (this.topicMark[t] === mark) this.topicMark[t] = oldMark;
+      else this.removeTopicFollower(t, u);
+    }
+    const toLoad: string[] = [];
+    for (const t of next) {
+      if (this.topicMark[t] !== oldMark) this.addTopicFollower(t, u);
+      if (this.topicTracked[t] !== 1) toLoad.push(this.topics.nameOf(t));
+    }
+    this.userTopics[u] = next.length > 0 ? Int32Array.from(next) : undefined;
+    return toLoad;
+  }
+
+  /**
+   * Fills a topic's window from the stored posts. Posts already known (a record from the change
+   * log or another topic) are recognised by (author, ts, id) and not counted twice. The topic's
+   * followers must be recomputed afterwards.
+   */
+  loadTopic(topic: string, posts: readonly TopicWindowPost[]): void {
+    const t = this.topics.idOf(topic);
+    if (t === undefined || this.topicFollowerCount[t] === 0 || this.topicTracked[t] === 1) return;
+    this.topicTracked[t] = 1;
+    const horizon = this.now - this.lookbackMs;
+    for (const post of posts) {
+      if (post.ts <= horizon) continue;
+      const hash = idHash(post.id);
+      const key = recordKey(post.author, post.ts, hash);
+      let r = this.recordOf.get(key);
+      if (r === undefined) r = this.newRecord(key, post.author, post.ts, hash, post.topics);
+      this.addToWindow(t, r);
+    }
+  }
+
+  /**
+   * Makes a loaded topic's window equal to the stored posts, repairing a missed post or delete
+   * (call after reloading the authors' windows): what the store lacks is walked out and dropped,
+   * what the window lacks is added, and the topic's followers are recomputed. Returns how many
+   * posts it had to add or remove.
+   */
+  reloadTopic(topic: string, posts: readonly TopicWindowPost[]): number {
+    const t = this.topics.idOf(topic);
+    if (t === undefined || this.topicTracked[t] !== 1) return 0;
+    const horizon = this.now - this.lookbackMs;
+    const stored = new Set<string>();
+    for (const post of posts) {
+      if (post.ts > horizon) stored.add(recordKey(post.author, post.ts, idHash(post.id)));
+    }
+    let repaired = 0;
+    const recs = this.winRec[t];
+    if (recs) {
+      const present: number[] = [];
+      for (let i = this.winStart[t]!; i < this.winEnd[t]!; i++) present.push(recs[i]!);
+      for (const r of present) {
+        if (stored.delete(this.recKey[r]!)) continue;
+        if (this.recTs[r]! <= this.now) this.walkRecord(r, -1);
+        this.dropRecord(r);
+        repaired++;
+      }
+    }
+    for (const post of posts) {
+      const hash = idHash(post.id);
+      const key = recordKey(post.author, post.ts, hash);
+      if (!stored.has(key)) continue;
+      const r =
+        this.recordOf.get(key) ?? this.newRecord(key, post.author, post.ts, hash, post.topics);
+      this.addToWindow(t, r);
+      repaired++;
+    }
+    if (repaired > 0) {
+      const followers = this.topicFollowers[t]!;
+      for (let i = 0; i < this.topicFollowerCount[t]!; i++) this.recomputeId(followers[i]!);
+    }
+    return repaired;
+  }
+
+  /** Whether the topic's stored posts are in its window. */
+  isTopicLoaded(topic: string): boolean {
+    const t = this.topics.idOf(topic);
+    return t !== undefined && this.topicTracked[t] === 1;
+  }
+
   removeUser(user: string): void {
     const u = this.users.idOf(user);
     if (u === undefined) return;
+    this.setTopics(user, []);
     const start = this.followStart[u]!;
     const length = this.followLen[u]!;
     for (let k = start; k < start + length; k++) {
@@ -297,9 +484,16 @@ export class FeedCounter {
       for (let i = this.postEnd[a]! - 1; i >= this.postStart[a]!; i--) {
         const ts = tsArr[i]!;
         const hashes = stored.get(ts);
-        if (hashes?.delete(hashArr[i]!)) continue;
+        const hash = hashArr[i]!;
+        if (hashes?.delete(hash)) continue;
         this.removeAt(a, i);
-        if (ts <= this.now) this.walk(a, ts, -1);
+        if (ts <= this.now) this.walkAuthorPost(a, ts, hash, -1);
+        const r =
+          this.recordOf.size > 0 ? this.recordOf.get(recordKey(author, ts, hash)) : undefined;
+        if (r !== undefined) {
+          if (ts <= this.now) this.walkRecord(r, -1);
+          this.dropRecord(r);
+        }
         repaired++;
       }
     }
@@ -324,7 +518,7 @@ export class FeedCounter {
     for (let k = start; k < start + this.followLen[u]!; k++) {
       total += this.countBetween(this.followAuthor[k]!, afterTs, untilTs);
     }
-    return total;
+    return total + this.topicOnlyCount(u, afterTs, untilTs);
   }
 
   /** Recomputes one user from the windows: O(follows × log posts). */
@@ -333,21 +527,46 @@ export class FeedCounter {
     if (u !== undefined) this.recomputeId(u);
   }
 
-  /** A new post from the change log. Ignored unless a held user follows its author. */
-  addPost(author: string, id: string, ts: number): void {
-    const a = this.authors.idOf(author);
-    if (a === undefined || this.tracked[a] !== 1) return;
+  /**
+   * A new post from the change log. Ignored unless a held user follows its author or one of
+   * its topics. A post with a followed topic gets its record first, so that its author's window
+   * leaves the walks to the record.
+   */
+  addPost(author: string, id: string, ts: number, topics?: readonly string[]): void {
     if (ts <= this.now - this.lookbackMs) return;
-    this.insertPost(a, ts, idHash(id), true);
+    const hash = idHash(id);
+    let created = -1;
+    if (topics && topics.length > 0 && this.topics.size > 0) {
+      const key = recordKey(author, ts, hash);
+      if (!this.recordOf.has(key)) {
+        for (const name of topics) {
+          const t = this.topics.idOf(name);
+          if (t === undefined || this.topicTracked[t] !== 1) continue;
+          if (created < 0) created = this.newRecord(key, author, ts, hash, topics);
+          this.addToWindow(t, created);
+        }
+      }
+    }
+    const a = this.authors.idOf(author);
+    if (a !== undefined && this.tracked[a] === 1) this.insertPost(a, ts, hash, true);
+    if (created >= 0 && ts <= this.now) this.walkRecord(created, 1);
   }
 
   deletePost(author: string, id: string, ts: number): void {
+    const hash = idHash(id);
     const a = this.authors.idOf(author);
-    if (a === undefined || this.tracked[a] !== 1) return;
-    const at = this.findPost(a, ts, idHash(id));
-    if (at < 0) return;
-    this.removeAt(a, at);
-    if (ts <= this.now) this.walk(a, ts, -1);
+    if (a !== undefined && this.tracked[a] === 1) {
+      const at = this.findPost(a, ts, hash);
+      if (at >= 0) {
+        this.removeAt(a, at);
+        if (ts <= this.now) this.walkAuthorPost(a, ts, hash, -1);
+      }
+    }
+    if (this.recordOf.size === 0) return;
+    const r = this.recordOf.get(recordKey(author, ts, hash));
+    if (r === undefined) return;
+    if (ts <= this.now) this.walkRecord(r, -1);
+    this.dropRecord(r);
   }
 
   /** Every held user, for reconciliation and pool hand-over. */
@@ -457,7 +676,270 @@ export class FeedCounter {
     for (let k = start; k < end; k++) {
       total += this.countBetween(this.followAuthor[k]!, after, this.now);
     }
+    if (this.userTopics[u]) total += this.topicOnlyCount(u, after, this.now);
     this.count[u] = total;
+  }
+
+  /**
+   * The user's posts with after < ts ≤ until that reach them through a topic only: in topic t's
+   * window, those whose author u does not follow and whose first topic u follows is t.
+   */
+  private topicOnlyCount(u: number, after: number, until: number): number {
+    const topics = this.userTopics[u];
+    if (!topics || until <= after) return 0;
+    const mark = this.nextMark();
+    const start = this.followStart[u]!;
+    for (let k = start; k < start + this.followLen[u]!; k++) {
+      this.authorMark[this.followAuthor[k]!] = mark;
+    }
+    for (const t of topics) this.topicMark[t] = mark;
+    let total = 0;
+    for (const t of topics) {
+      const tsArr = this.winTs[t];
+      if (!tsArr) continue;
+      const recs = this.winRec[t]!;
+      const lo = this.winStart[t]!;
+      const hi = this.winEnd[t]!;
+      for (let i = upperBound(tsArr, lo, hi, after); i < hi && tsArr[i]! <= until; i++) {
+        const r = recs[i]!;
+        if (this.authorMark[this.recAuthor[r]!] === mark) continue;
+        for (const other of this.recTopics[r]!) {
+          if (this.topicMark[other] !== mark) continue;
+          if (other === t) total++;
+          break;
+        }
+      }
+    }
+    return total;
+  }
+
+  /** A fresh stamp for authorMark and topicMark. */
+  private nextMark(): number {
+    if (++this.markStamp === 0x7fffffff) {
+      this.authorMark.fill(0);
+      this.topicMark.fill(0);
+      this.markStamp = 1;
+    }
+    return this.markStamp;
+  }
+
+  /** An author window's walk, unless the post has a record (which walks it instead). */
+  private walkAuthorPost(a: number, ts: number, hash: number, delta: number): void {
+    if (this.recordOf.size > 0 && this.recordOf.has(recordKey(this.authors.nameOf(a), ts, hash))) {
+      return;
+    }
+    this.walk(a, ts, delta);
+  }
+
+  /**
+   * Adds `delta` to every user the record's post reaches (followers of its author and of each
+   * of its topics) for whom it counts (readAt < ts), each user once.
+   */
+  private walkRecord(r: number, delta: number): void {
+    if (++this.walkStamp === 0x7fffffff) {
+      this.walkMark.fill(0);
+      this.walkStamp = 1;
+    }
+    const stamp = this.walkStamp;
+    const ts = this.recTs[r]!;
+    const readAt = this.readAt;
+    const count = this.count;
+    const marks = this.walkMark;
+    const a = this.recAuthor[r]!;
+    const authorFollowers = this.followers[a];
+    const followerCount = authorFollowers ? this.followerCount[a]! : 0;
+    for (let i = 0; i < followerCount; i++) {
+      const u = authorFollowers![i]!;
+      marks[u] = stamp;
+      if (readAt[u]! < ts) count[u]! += delta;
+    }
+    for (const t of this.recTopics[r]!) {
+      const list = this.topicFollowers[t];
+      const n = list ? this.topicFollowerCount[t]! : 0;
+      for (let i = 0; i < n; i++) {
+        const u = list![i]!;
+        if (marks[u] === stamp) continue;
+        marks[u] = stamp;
+        if (readAt[u]! < ts) count[u]! += delta;
+      }
+    }
+  }
+
+  private isRecord(r: number, ts: number, hash: number): boolean {
+    return this.recLive[r]! > 0 && this.recTs[r] === ts && this.recHash[r] === hash;
+  }
+
+  /** A record in no window yet (addToWindow puts it in); its arrival and expiry scheduled. */
+  private newRecord(
+    key: string,
+    author: string,
+    ts: number,
+    hash: number,
+    topics: readonly string[],
+  ): number {
+    const r = this.freeRecords.pop() ?? this.recordCount++;
+    if (r >= this.recTs.length) {
+      const size = Math.max(64, r * 2);
+      this.recTs = growFloat64(this.recTs, size);
+      this.recHash = growInt32(this.recHash, size);
+      this.recLive = growInt32(this.recLive, size);
+      this.recAuthor = growInt32(this.recAuthor, size);
+    }
+    const a = this.authors.intern(author);
+    this.ensureAuthorCapacity(a + 1);
+    this.authorRecRefs[a]!++;
+    const topicIds = new Int32Array(topics.length);
+    topics.forEach((name, k) => {
+      const t = this.topics.intern(name);
+      this.ensureTopicCapacity(t + 1);
+      this.topicRecRefs[t]!++;
+      topicIds[k] = t;
+    });
+    this.recordOf.set(key, r);
+    this.recKey[r] = key;
+    this.recAuthor[r] = a;
+    this.recTopics[r] = topicIds;
+    this.recTs[r] = ts;
+    this.recHash[r] = hash;
+    this.recLive[r] = 0;
+    this.recordExpiries.push(ts, r, hash);
+    if (ts > this.now) this.recordArrivals.push(ts, r, hash);
+    return r;
+  }
+
+  /** Takes the record out of every window and frees it, without walking. */
+  private dropRecord(r: number): void {
+    for (const t of this.recTopics[r]!) this.removeFromWindow(t, r);
+    this.freeRecord(r);
+  }
+
+  /** Frees the record; an author or topic it was the last to name, and nobody follows, goes. */
+  private freeRecord(r: number): void {
+    this.recordOf.delete(this.recKey[r]!);
+    const a = this.recAuthor[r]!;
+    if (--this.authorRecRefs[a]! === 0 && this.followerCount[a] === 0) this.authors.release(a);
+    for (const t of this.recTopics[r]!) {
+      if (--this.topicRecRefs[t]! === 0 && this.topicFollowerCount[t] === 0) {
+        this.topics.release(t);
+      }
+    }
+    this.recKey[r] = '';
+    this.recTopics[r] = NO_TOPICS;
+    this.recLive[r] = 0;
+    this.freeRecords.push(r);
+  }
+
+  /** Inserts record r into topic t's window, by ts, unless it is there. */
+  private addToWindow(t: number, r: number): void {
+    const ts = this.recTs[r]!;
+    let tsArr = this.winTs[t];
+    let recs = this.winRec[t];
+    if (!tsArr || !recs) {
+      tsArr = this.winTs[t] = new Float64Array(8);
+      recs = this.winRec[t] = new Int32Array(8);
+      this.winStart[t] = 0;
+      this.winEnd[t] = 0;
+    }
+    const start = this.winStart[t]!;
+    let end = this.winEnd[t]!;
+    const at = upperBound(tsArr, start, end, ts);
+    for (let i = at - 1; i >= start && tsArr[i] === ts; i--) if (recs[i] === r) return;
+    if (end === tsArr.length) {
+      const live = end - start;
+      const size = live + 1 > tsArr.length / 2 ? tsArr.length * 2 : tsArr.length;
+      const nextTs = new Float64Array(size);
+      const nextRecs = new Int32Array(size);
+      nextTs.set(tsArr.subarray(start, end));
+      nextRecs.set(recs.subarray(start, end));
+      this.winTs[t] = nextTs;
+      this.winRec[t] = nextRecs;
+      this.winStart[t] = 0;
+      this.winEnd[t] = end = live;
+      return this.addToWindow(t, r);
+    }
+    if (at < end) {
+      tsArr.copyWithin(at + 1, at, end);
+      recs.copyWithin(at + 1, at, end);
+    }
+    tsArr[at] = ts;
+    recs[at] = r;
+    this.winEnd[t] = end + 1;
+    this.recLive[r]!++;
+  }
+
+  private removeFromWindow(t: number, r: number): void {
+    const tsArr = this.winTs[t];
+    const recs = this.winRec[t];
+    if (!tsArr || !recs) return;
+    const ts = this.recTs[r]!;
+    const start = this.winStart[t]!;
+    const end = this.winEnd[t]!;
+    for (let i = upperBound(tsArr, start, end, ts) - 1; i >= start && tsArr[i] === ts; i--) {
+      if (recs[i] !== r) continue;
+      if (i === start) {
+        this.winStart[t] = start + 1;
+      } else {
+        tsArr.copyWithin(i, i + 1, end);
+        recs.copyWithin(i, i + 1, end);
+        this.winEnd[t] = end - 1;
+      }
+      return;
+    }
+  }
+
+  private addTopicFollower(t: number, u: number): void {
+    const n = this.topicFollowerCount[t]!;
+    let list = this.topicFollowers[t];
+    if (!list || list.length === n) {
+      list = this.topicFollowers[t] = growInt32(list ?? new Int32Array(0), n + 1);
+    }
+    list[n] = u;
+    this.topicFollowerCount[t] = n + 1;
+  }
+
+  private removeTopicFollower(t: number, u: number): void {
+    const list = this.topicFollowers[t];
+    if (!list) return;
+    const last = this.topicFollowerCount[t]! - 1;
+    const at = list.subarray(0, last + 1).indexOf(u);
+    if (at < 0) return;
+    list[at] = list[last]!;
+    this.topicFollowerCount[t] = last;
+    if (last === 0) this.untrackTopic(t);
+  }
+
+  /**
+   * A topic nobody held follows: its window goes, and records left in no window are freed (their
+   * author's window walks them again: nobody held follows any of their topics).
+   */
+  private untrackTopic(t: number): void {
+    const recs = this.winRec[t];
+    if (recs) {
+      for (let i = this.winStart[t]!; i < this.winEnd[t]!; i++) {
+        const r = recs[i]!;
+        if (--this.recLive[r]! === 0) this.freeRecord(r);
+      }
+    }
+    this.topicTracked[t] = 0;
+    this.winTs[t] = undefined;
+    this.winRec[t] = undefined;
+    this.winStart[t] = 0;
+    this.winEnd[t] = 0;
+    this.topicFollowers[t] = undefined;
+    if (this.topicRecRefs[t] === 0) this.topics.release(t);
+  }
+
+  private ensureTopicCapacity(n: number): void {
+    if (this.topicFollowerCount.length >= n) return;
+    const size = Math.max(16, n * 2);
+    this.topicFollowerCount = growInt32(this.topicFollowerCount, size);
+    this.winStart = growInt32(this.winStart, size);
+    this.winEnd = growInt32(this.winEnd, size);
+    this.topicMark = growInt32(this.topicMark, size);
+    this.topicRecRefs = growInt32(this.topicRecRefs, size);
+    const tracked = new Uint8Array(size);
+    tracked.set(this.topicTracked);
+    this.topicTracked = tracked;
   }
 
   /** Adds `delta` to every follower for whom a post at `ts` counts (readAt < ts). */
@@ -509,7 +991,7 @@ export class FeedCounter {
     this.postEnd[a] = end + 1;
     this.expiries.push(ts, a, hash);
     if (ts > this.now) this.arrivals.push(ts, a, hash);
-    else if (countIt) this.walk(a, ts, 1);
+    else if (countIt) this.walkAuthorPost(a, ts, hash, 1);
   }
 
   private findPost(a: number, ts: number, hash: number): number {
@@ -542,9 +1024,11 @@ export class FeedCounter {
     if (!tsArr) return;
     let start = this.postStart[a]!;
     const end = this.postEnd[a]!;
+    const hashArr = this.postHash[a]!;
     while (start < end && tsArr[start]! <= horizon) {
+      const hash = hashArr[start]!;
       const ts = tsArr[start++]!;
-      if (ts <= previous) this.walk(a, ts, -1);
+      if (ts <= previous) this.walkAuthorPost(a, ts, hash, -1);
     }
     this.postStart[a] = start;
   }
@@ -601,7 +1085,7 @@ export class FeedCounter {
     this.postStart[a] = 0;
     this.postEnd[a] = 0;
     this.followers[a] = undefined;
-    this.authors.release(a);
+    if (this.authorRecRefs[a] === 0) this.authors.release(a);
   }
 
   private ensureUserCapacity(n: number): void {
@@ -611,6 +1095,7 @@ export class FeedCounter {
     this.reported = growInt32(this.reported, n);
     this.followStart = growInt32(this.followStart, n);
     this.followLen = growInt32(this.followLen, n, -1);
+    this.walkMark = growInt32(this.walkMark, n);
     const held = new Uint8Array(this.readAt.length);
     held.set(this.held);
     this.held = held;
@@ -621,10 +1106,18 @@ export class FeedCounter {
     this.followerCount = growInt32(this.followerCount, n);
     this.postStart = growInt32(this.postStart, n);
     this.postEnd = growInt32(this.postEnd, n);
+    this.authorMark = growInt32(this.authorMark, n);
+    this.authorRecRefs = growInt32(this.authorRecRefs, n);
     const tracked = new Uint8Array(this.followerCount.length);
     tracked.set(this.tracked);
     this.tracked = tracked;
   }
+}
+
+const NO_TOPICS = new Int32Array(0);
+
+function recordKey(author: string, ts: number, hash: number): string {
+  return `${author}\n${ts}\n${hash}`;
 }
 
 /** First index in [lo, hi) whose value is > x. */

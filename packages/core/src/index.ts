@@ -1,4 +1,4 @@
-export { FeedCounter, type WindowPost } from './feed-counter.js';
+export { FeedCounter, type TopicWindowPost, type WindowPost } from './feed-counter.js';
 export { InternTable, idHash } from './intern-table.js';
 export { CoreNode, type CoreNodeOptions } from './core-node.js';
 export { CoreMetrics } from './core-metrics.js';

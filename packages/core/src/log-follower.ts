@@ -112,6 +112,7 @@ export class LogFollower {
       log.warn('post change log has a gap (trimmed or lost); reloading every author window');
       this.postCursor = await store.changes.postLogEnd();
       await this.reloadAuthors(trackedAuthors(tenures, counter));
+      await this.reloadTopics(trackedTopics(tenures, counter));
     } else {
       this.applyPosts(postRead.entries);
     }
@@ -201,10 +202,18 @@ export class LogFollower {
   private applyPosts(entries: readonly { id: string; event: PostEvent }[]): void {
     const { counter } = this.options;
     for (const { id, event } of entries) {
-      if (event.kind === 'post') counter.addPost(event.author, event.id, event.ts);
+      if (event.kind === 'post') counter.addPost(event.author, event.id, event.ts, event.topics);
       else counter.deletePost(event.author, event.id, event.ts);
       this.postCursor = id;
     }
+  }
+
+  /** After the authors' reload: a topic's repair recomputes its followers from the windows. */
+  private async reloadTopics(topics: string[]): Promise<void> {
+    if (topics.length === 0) return;
+    const { store, counter, lookbackMs } = this.options;
+    const windows = await store.posts.topicWindow(topics, counter.time - lookbackMs);
+    for (const [topic, posts] of windows) counter.reloadTopic(topic, posts);
   }
 
   private async reloadAuthors(authors: string[]): Promise<void> {
@@ -212,6 +221,14 @@ export class LogFollower {
     const windows = await store.posts.window(authors, counter.time - lookbackMs);
     for (const [author, posts] of windows) counter.reloadAuthor(author, posts);
   }
+}
+
+function trackedTopics(tenures: readonly PoolTenure[], counter: FeedCounter): string[] {
+  const topics = new Set<string>();
+  for (const held of tenures) {
+    for (const user of held.users) for (const t of counter.topicsOf(user)) topics.add(t);
+  }
+  return [...topics];
 }
 
 function trackedAuthors(tenures: readonly PoolTenure[], counter: FeedCounter): string[] {

@@ -68,23 +68,24 @@ export class Reconciler {
     // The stored sources of the whole batch at once: one round trip per step, not per user.
     const checks = await Promise.all(
       batch.map(async (user) => {
-        const [{ follows, readAt }, extras] = await Promise.all([
+        const [{ follows, topics, readAt }, extras] = await Promise.all([
           store.feedInputs(user),
           this.storedExtras(user, marked),
         ]);
         // Posts are compared up to a second ago: a post stamped just before `now` may be stored
         // and not yet in the change log we read; it is not drift.
         const after = Math.max(readAt ?? -Infinity, now - lookbackMs);
-        const truth = await store.posts.countBetween(follows, after, now - SETTLED_MS);
-        return { user, follows, readAt, extras, truth, after };
+        const truth = await store.posts.countBetween(follows, after, now - SETTLED_MS, topics);
+        return { user, follows, topics, readAt, extras, truth, after };
       }),
     );
-    for (const { user, follows, readAt, extras, truth, after } of checks) {
+    for (const { user, follows, topics, readAt, extras, truth, after } of checks) {
       // The windows against the stored posts, and the incremental count against the windows.
       const feedAgrees =
         truth === counter.windowCount(user, after, now - SETTLED_MS) &&
         counter.countOf(user) === counter.windowCount(user, after, now) &&
         sameFollows(follows, counter.followsOf(user)) &&
+        sameFollows(topics, counter.topicsOf(user)) &&
         (readAt ?? null) === counter.readAtOf(user);
       const extrasAgree = extras.key === held.heldKey(user);
       if (feedAgrees && extrasAgree) {
@@ -97,7 +98,7 @@ export class Reconciler {
       // The cursor and the follows are sources too: the post count alone stands still (at 0)
       // while a user who reads every second keeps moving the cursor ahead of its log event,
       // which `bubble simulate` turned into repairs of counts that were about to be right.
-      const signature = `${truth}#${readAt ?? ''}#${followsKey(follows)}#${extras.key}`;
+      const signature = `${truth}#${readAt ?? ''}#${followsKey(follows)}#${followsKey(topics)}#${extras.key}`;
       const suspect = this.suspects.get(user);
       if (suspect?.truth !== signature) {
         const strikes = (suspect?.strikes ?? 0) + 1;
@@ -111,10 +112,18 @@ export class Reconciler {
       let repairedPosts = 0;
       if (!feedAgrees) {
         counter.setUser(user, follows, readAt);
-        const windows = await store.posts.window(follows, now - lookbackMs);
+        counter.setTopics(user, topics);
+        const [windows, topicWindows] = await Promise.all([
+          store.posts.window(follows, now - lookbackMs),
+          store.posts.topicWindow(topics, now - lookbackMs),
+        ]);
         for (const [author, posts] of windows) {
           if (!counter.isAuthorLoaded(author)) counter.loadAuthor(author, posts);
           else repairedPosts += counter.reloadAuthor(author, posts);
+        }
+        for (const [topic, posts] of topicWindows) {
+          if (!counter.isTopicLoaded(topic)) counter.loadTopic(topic, posts);
+          else repairedPosts += counter.reloadTopic(topic, posts);
         }
         counter.recompute(user);
       }

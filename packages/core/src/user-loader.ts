@@ -13,7 +13,8 @@ export interface UserLoaderOptions {
 
 /**
  * Brings users into memory (or refreshes their follows, or their marks and conversations):
- * their follows and cursor, the windows of authors nobody held followed yet, their marks and
+ * their follows, topic follows and cursor, the windows of authors and topics nobody held
+ * followed yet, their marks and
  * conversations, and the badge they last had stored. One batch each.
  */
 export class UserLoader {
@@ -53,21 +54,30 @@ export class UserLoader {
     const [inputs, stored, follows, marks, memberships] = await Promise.all([
       Promise.all(users.map((user) => store.feedInputs(user))),
       Promise.all(users.map((user) => store.badges.load(user))),
-      Promise.all(refollow.map((user) => store.follows.list(user))),
+      Promise.all(refollow.map((user) => store.feedInputs(user))),
       Promise.all(marksOf.map((user) => store.marks.state(user))),
       Promise.all(marksOf.map((user) => store.conversations.memberships(user))),
     ]);
     const authors = new Set<string>();
+    const topics = new Set<string>();
     users.forEach((user, i) => {
-      const { follows: f, readAt } = inputs[i]!;
+      const { follows: f, topics: t, readAt } = inputs[i]!;
       for (const author of counter.setUser(user, f, readAt)) authors.add(author);
+      for (const topic of counter.setTopics(user, t)) topics.add(topic);
     });
     refollow.forEach((user, i) => {
-      for (const author of counter.setFollows(user, follows[i]!)) authors.add(author);
+      const { follows: f, topics: t } = follows[i]!;
+      for (const author of counter.setFollows(user, f)) authors.add(author);
+      for (const topic of counter.setTopics(user, t)) topics.add(topic);
     });
     marksOf.forEach((user, i) => extras.setUser(user, marks[i]!, memberships[i]!));
-    const windows = await store.posts.window([...authors], counter.time - lookbackMs);
+    const after = counter.time - lookbackMs;
+    const [windows, topicWindows] = await Promise.all([
+      store.posts.window([...authors], after),
+      topics.size > 0 ? store.posts.topicWindow([...topics], after) : new Map(),
+    ]);
     for (const [author, posts] of windows) counter.loadAuthor(author, posts);
+    for (const [topic, posts] of topicWindows) counter.loadTopic(topic, posts);
     for (const user of users) counter.recompute(user);
     for (const user of refollow) counter.recompute(user);
     users.forEach((user, i) => {

@@ -5,6 +5,8 @@ import { ID_PATTERN } from './ids.js';
 export const LIMITS = {
   maxBodyBytes: 1024 * 1024,
   maxPostsPerBatch: 1000,
+  /** Topics one post may carry. */
+  maxTopicsPerPost: 10,
   maxMessagesPerBatch: 1000,
   /** Members named in one membership call. */
   maxMembersPerCall: 100_000,
@@ -23,6 +25,7 @@ export const postSchema = z.strictObject({
   author: idSchema,
   id: idSchema,
   ts: epochMs,
+  topics: z.array(idSchema).max(LIMITS.maxTopicsPerPost).optional(),
 });
 export type PostInput = z.infer<typeof postSchema>;
 
@@ -33,6 +36,10 @@ export const postBatchSchema = z.union([
 
 export const replaceFollowsSchema = z.strictObject({
   authors: z.array(idSchema).max(100_000),
+});
+
+export const replaceTopicsSchema = z.strictObject({
+  topics: z.array(idSchema).max(100_000),
 });
 
 /** Presence from platforms that hold their own long connections. */

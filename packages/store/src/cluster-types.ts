@@ -19,7 +19,7 @@ export type PoolEvent =
 
 /** Changes to the post index, in log order; every core follows all of them. */
 export type PostEvent =
-  | { kind: 'post'; author: string; id: string; ts: number }
+  | { kind: 'post'; author: string; id: string; ts: number; topics?: string[] }
   | { kind: 'delete'; author: string; id: string; ts: number };
 
 export interface LogEntry<E> {

@@ -12,6 +12,8 @@ export interface Post {
   author: string;
   id: string;
   ts: number;
+  /** Topic names (≤ 10, de-duplicated, in the order given); absent or empty for none. */
+  topics?: readonly string[];
 }
 
 export interface IngestResult {
@@ -50,10 +52,28 @@ export interface PostIndex {
    * event was not logged returns the ts again and logs it).
    */
   remove(author: string, id: string, now: number, minTs: number): Promise<number | null>;
-  /** Number of stored posts by any of `authors` with afterTs < ts ≤ untilTs, in one batch. */
-  countBetween(authors: readonly string[], afterTs: number, untilTs: number): Promise<number>;
+  /**
+   * Number of stored posts with afterTs < ts ≤ untilTs by any of `authors` or carrying any of
+   * `topics`, each post once (topic-windows.ts), in one batch.
+   */
+  countBetween(
+    authors: readonly string[],
+    afterTs: number,
+    untilTs: number,
+    topics?: readonly string[],
+  ): Promise<number>;
   /** Each author's stored posts with ts > afterTs, ordered by ts; one batch for all authors. */
   window(authors: readonly string[], afterTs: number): Promise<Map<string, WindowPost[]>>;
+  /** Each topic's stored posts with ts > afterTs, ordered by ts; one batch for all topics. */
+  topicWindow(topics: readonly string[], afterTs: number): Promise<Map<string, TopicPost[]>>;
+}
+
+/** A post in a topic's window: who wrote it and every topic it carries. */
+export interface TopicPost {
+  author: string;
+  id: string;
+  ts: number;
+  topics: string[];
 }
 
 export interface WindowPost {
@@ -71,6 +91,7 @@ export interface ReadCursors {
 /** Everything that describes one user's feed computation, read in one batch. */
 export interface FeedInputs {
   follows: string[];
+  topics: string[];
   readAt: number | null;
 }
 
@@ -104,6 +125,8 @@ export interface BubbleStore {
   readonly engine: 'memory' | 'redis';
   readonly pools: number;
   readonly follows: FollowGraph;
+  /** The topics each user follows: the same interface, topic names in place of authors. */
+  readonly topics: FollowGraph;
   readonly posts: PostIndex;
   readonly cursors: ReadCursors;
   readonly badges: BadgeStates;
@@ -127,7 +150,7 @@ export interface BubbleStore {
    * TIME), then one every few seconds. Resolves after the first.
    */
   syncClock(listeners?: ClockListeners): Promise<void>;
-  /** Follows and read cursor of one user, fetched together. */
+  /** Follows, topic follows and read cursor of one user, fetched together (one slot). */
   feedInputs(user: string): Promise<FeedInputs>;
   /**
    * Commands sent to Redis since the store was made, each command of a pipeline or transaction

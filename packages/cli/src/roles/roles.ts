@@ -94,6 +94,7 @@ export async function startRole(
     {
       lookbackDays: config.BUBBLE_LOOKBACK_DAYS,
       followCap: config.BUBBLE_FOLLOW_CAP,
+      topicCap: config.BUBBLE_TOPIC_CAP,
       displayCap: config.BUBBLE_DISPLAY_CAP,
       inactiveDays: config.BUBBLE_INACTIVE_DAYS,
     },

@@ -9,6 +9,7 @@ import {
   presenceSchema,
   reddotMarkSchema,
   replaceFollowsSchema,
+  replaceTopicsSchema,
 } from '@bubble/protocol';
 import type { BadgeService } from '@bubble/badges';
 import type { Badge } from '@bubble/protocol';
@@ -73,6 +74,40 @@ export function addPlatformRoutes(
       '/v1/users/:user/follows',
       platform(async ({ res, params }) => {
         sendJson(res, 200, { authors: await service.listFollows(param(params, 'user')) });
+      }),
+    )
+    .add(
+      'PUT',
+      '/v1/users/:user/topics/:topic',
+      platform(async ({ res, params }) => {
+        await service.followTopic(param(params, 'user'), param(params, 'topic'));
+        sendEmpty(res, 204);
+      }),
+    )
+    .add(
+      'DELETE',
+      '/v1/users/:user/topics/:topic',
+      platform(async ({ res, params }) => {
+        await service.unfollowTopic(param(params, 'user'), param(params, 'topic'));
+        sendEmpty(res, 204);
+      }),
+    )
+    .add(
+      'PUT',
+      '/v1/users/:user/topics',
+      platform(async ({ req, res, params }) => {
+        const user = param(params, 'user');
+        assertId(user, 'user');
+        const body = await readBody(req, replaceTopicsSchema);
+        await service.replaceTopics(user, body.topics);
+        sendEmpty(res, 204);
+      }),
+    )
+    .add(
+      'GET',
+      '/v1/users/:user/topics',
+      platform(async ({ res, params }) => {
+        sendJson(res, 200, { topics: await service.listTopics(param(params, 'user')) });
       }),
     )
     .add(

@@ -12,8 +12,10 @@ import type {
   PostIndex,
   ReadCursors,
   StoredBadge,
+  TopicPost,
   WindowPost,
 } from '../types.js';
+import { countsInTopicWindow, parseTopicMember, topicMember } from '../topic-windows.js';
 import { MemoryChangeLog } from './memory-change-log.js';
 import {
   MemoryConversations,
@@ -42,6 +44,7 @@ export class MemoryStore implements BubbleStore {
   readonly pools: number;
   readonly clock: Clock;
   readonly follows: FollowGraph;
+  readonly topics: FollowGraph;
   readonly posts: PostIndex;
   readonly cursors: ReadCursors;
   readonly badges: BadgeStates;
@@ -60,7 +63,8 @@ export class MemoryStore implements BubbleStore {
     this.clock = { now };
     const badgeStates = new Map<string, StoredBadge>();
     this.changes = new MemoryChangeLog();
-    this.follows = new MemoryFollowGraph();
+    this.follows = new MemoryFollowGraph('authors');
+    this.topics = new MemoryFollowGraph('topics');
     this.posts = new MemoryPostIndex(this.changes);
     this.cursors = new MemoryReadCursors();
     this.notices = new MemoryNoticeBoard(this.changes);
@@ -89,11 +93,12 @@ export class MemoryStore implements BubbleStore {
   }
 
   async feedInputs(user: string): Promise<FeedInputs> {
-    const [follows, readAt] = await Promise.all([
+    const [follows, topics, readAt] = await Promise.all([
       this.follows.list(user),
+      this.topics.list(user),
       this.cursors.feedReadAt(user),
     ]);
-    return { follows, readAt };
+    return { follows, topics, readAt };
   }
 
   async ping(): Promise<void> {}
@@ -104,11 +109,14 @@ export class MemoryStore implements BubbleStore {
 class MemoryFollowGraph implements FollowGraph {
   private readonly byUser = new Map<string, Set<string>>();
 
+  /** What is followed, for the cap's message: authors or topics. */
+  constructor(private readonly noun: string) {}
+
   async follow(user: string, author: string, cap: number): Promise<FollowOutcome> {
     let set = this.byUser.get(user);
     if (set?.has(author)) return 'exists';
     if ((set?.size ?? 0) >= cap) {
-      throw new BubbleError('UB_ERR_FOLLOW_CAP', `a user may follow at most ${cap} authors`);
+      throw new BubbleError('UB_ERR_FOLLOW_CAP', `a user may follow at most ${cap} ${this.noun}`);
     }
     if (!set) this.byUser.set(user, (set = new Set()));
     set.add(author);
@@ -137,6 +145,10 @@ class MemoryPostIndex implements PostIndex {
   private readonly byAuthor = new Map<string, SortedPosts>();
   /** author → (post id → the time the tombstone may be forgotten after). */
   private readonly deleted = new Map<string, Map<string, number>>();
+  /** author → (post id → its topics), for the stored posts that carry topics. */
+  private readonly topicsOf = new Map<string, Map<string, readonly string[]>>();
+  /** topic → its window, members as topicMember() writes them. */
+  private readonly byTopic = new Map<string, SortedPosts>();
 
   constructor(private readonly log: MemoryChangeLog) {}
 
@@ -153,12 +165,23 @@ class MemoryPostIndex implements PostIndex {
       }
       let sorted = this.byAuthor.get(post.author);
       if (!sorted) this.byAuthor.set(post.author, (sorted = new SortedPosts()));
-      if (sorted.add(post.id, post.ts))
-        stored.push({ author: post.author, id: post.id, ts: post.ts });
+      if (sorted.add(post.id, post.ts)) {
+        const topics = post.topics ?? [];
+        if (topics.length > 0) this.storeTopics(post.author, post.id, post.ts, topics, minTs);
+        stored.push(
+          topics.length > 0
+            ? { author: post.author, id: post.id, ts: post.ts, topics: [...topics] }
+            : { author: post.author, id: post.id, ts: post.ts },
+        );
+      }
       accepted++;
     }
     for (const author of touched) this.trim(author, minTs);
-    this.log.appendPostEventsNow(stored.map((post) => ({ kind: 'post', ...post })));
+    this.log.appendPostEventsNow(
+      stored.map(({ topics, ...post }) =>
+        topics ? { kind: 'post', ...post, topics: [...topics] } : { kind: 'post', ...post },
+      ),
+    );
     return { accepted, ignored, stored };
   }
 
@@ -166,6 +189,7 @@ class MemoryPostIndex implements PostIndex {
     const sorted = this.byAuthor.get(author);
     const ts = sorted?.tsOf(id);
     sorted?.remove(id);
+    if (ts !== undefined) this.dropTopics(author, id);
     let tombs = this.deleted.get(author);
     if (!tombs) this.deleted.set(author, (tombs = new Map()));
     // A repeated delete must not shorten the tombstone a post stamped ahead of `now` got.
@@ -182,16 +206,73 @@ class MemoryPostIndex implements PostIndex {
     return out;
   }
 
+  async topicWindow(topics: readonly string[], afterTs: number): Promise<Map<string, TopicPost[]>> {
+    const out = new Map<string, TopicPost[]>();
+    for (const topic of topics) {
+      const posts = this.byTopic.get(topic)?.after(afterTs) ?? [];
+      out.set(
+        topic,
+        posts.map((post) => parseTopicMember(post.id, post.ts)),
+      );
+    }
+    return out;
+  }
+
   async countBetween(
     authors: readonly string[],
     afterTs: number,
     untilTs: number,
+    topics: readonly string[] = [],
   ): Promise<number> {
     let total = 0;
     for (const author of authors) {
       total += this.byAuthor.get(author)?.countBetween(afterTs, untilTs) ?? 0;
     }
+    if (topics.length === 0 || untilTs <= afterTs) return total;
+    const followed = new Set(authors);
+    const topicSet = new Set(topics);
+    for (const topic of topicSet) {
+      for (const post of this.byTopic.get(topic)?.after(afterTs) ?? []) {
+        if (post.ts > untilTs) break;
+        if (countsInTopicWindow(post.id, topic, followed, topicSet)) total++;
+      }
+    }
     return total;
+  }
+
+  private storeTopics(
+    author: string,
+    id: string,
+    ts: number,
+    topics: readonly string[],
+    minTs: number,
+  ): void {
+    let byId = this.topicsOf.get(author);
+    if (!byId) this.topicsOf.set(author, (byId = new Map()));
+    byId.set(id, topics);
+    const member = topicMember(author, id, topics);
+    for (const topic of topics) {
+      let window = this.byTopic.get(topic);
+      if (!window) this.byTopic.set(topic, (window = new SortedPosts()));
+      window.add(member, ts);
+      window.trimThrough(minTs);
+      if (window.size === 0) this.byTopic.delete(topic);
+    }
+  }
+
+  /** Takes a removed post out of its topics' windows. */
+  private dropTopics(author: string, id: string): void {
+    const byId = this.topicsOf.get(author);
+    const topics = byId?.get(id);
+    if (!byId || !topics) return;
+    byId.delete(id);
+    if (byId.size === 0) this.topicsOf.delete(author);
+    const member = topicMember(author, id, topics);
+    for (const topic of topics) {
+      const window = this.byTopic.get(topic);
+      window?.remove(member);
+      if (window?.size === 0) this.byTopic.delete(topic);
+    }
   }
 
   private isDeleted(author: string, id: string, minTs: number): boolean {
@@ -202,7 +283,8 @@ class MemoryPostIndex implements PostIndex {
   private trim(author: string, minTs: number): void {
     const sorted = this.byAuthor.get(author);
     if (sorted) {
-      sorted.trimThrough(minTs);
+      const byId = this.topicsOf.get(author);
+      for (const id of sorted.trimThrough(minTs)) if (byId) this.dropTopics(author, id);
       if (sorted.size === 0) this.byAuthor.delete(author);
     }
     const tombs = this.deleted.get(author);

@@ -36,12 +36,14 @@ export class SortedPosts {
     return true;
   }
 
-  /** Drops every post with ts ≤ minTs. */
-  trimThrough(minTs: number): void {
+  /** Drops every post with ts ≤ minTs; returns their ids. */
+  trimThrough(minTs: number): string[] {
     const cut = upperBound(this.times, minTs);
-    if (cut === 0) return;
-    for (const id of this.ids.splice(0, cut)) this.tsById.delete(id);
+    if (cut === 0) return [];
+    const dropped = this.ids.splice(0, cut);
+    for (const id of dropped) this.tsById.delete(id);
     this.times.splice(0, cut);
+    return dropped;
   }
 
   /** Posts with afterTs < ts ≤ untilTs. */

@@ -7,7 +7,8 @@ export const KEY_PREFIX_PATTERN = /^[A-Za-z0-9_.:-]{1,32}$/;
  * Every Redis key bubble uses is built here and nowhere else (docs/redis-keys.md).
  * Hash tags put what one command or script touches into one slot:
  *   {u:<user>}   a user's own sources (follows, cursors)
- *   {a:<author>} an author's posts and their tombstones
+ *   {a:<author>} an author's posts, their tombstones and topics
+ *   {t:<topic>}  a topic's window of posts
  *   {p:<pool>}   a pool's online users, change log, fencing counter and badge states
  *   {g}          cluster-wide coordination, the change logs, notices and red dots
  *   {c:<conv>}   a conversation's seq, preview and members' cursors
@@ -29,6 +30,11 @@ export class RedisKeys {
     return `${this.prefix}:{u:${user}}:follows`;
   }
 
+  /** SET of the topics a user follows. */
+  topics(user: string): string {
+    return `${this.prefix}:{u:${user}}:topics`;
+  }
+
   cursors(user: string): string {
     return `${this.prefix}:{u:${user}}:cursors`;
   }
@@ -39,6 +45,16 @@ export class RedisKeys {
 
   deletedPosts(author: string): string {
     return `${this.prefix}:{a:${author}}:deleted`;
+  }
+
+  /** HASH post id → its topics (space-separated), for the author's posts and tombstones that carry some. */
+  postTopics(author: string): string {
+    return `${this.prefix}:{a:${author}}:topics`;
+  }
+
+  /** ZSET "<author> <id> <topics>" → ts: the posts carrying the topic in the lookback window. */
+  topicPosts(topic: string): string {
+    return `${this.prefix}:{t:${topic}}:posts`;
   }
 
   /**

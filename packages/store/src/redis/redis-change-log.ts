@@ -1,3 +1,4 @@
+import { joinTopics, splitTopics } from '../topic-windows.js';
 import {
   LOG_START,
   type ChangeLog,
@@ -26,7 +27,7 @@ type RawEntry = [string, string[]];
  * The change logs as Redis streams, one entry per event with positional fields (cheap to
  * parse, and the presence scripts write the same layout):
  *   pool  k <online|offline|follows|marks> u <user>   ·   k cursor u <user> r <readAt>
- *   posts k <post|delete> a <author> i <id> t <ts>
+ *   posts k <post|delete> a <author> i <id> t <ts> [o <topics, space-separated>]
  *   shared k <kind> j <the event as JSON> (notices, red dots, messages: rare next to posts)
  * A batch goes through appendEvents-1.lua: one command, atomic, consecutive ids. Trimming is
  * MAXLEN ~, so a log keeps at least its cap (up to one stream node more).
@@ -83,8 +84,12 @@ export class RedisChangeLog implements ChangeLog {
   async appendPostEvents(events: readonly PostEvent[]): Promise<void> {
     if (events.length === 0) return;
     const args: (string | number)[] = [];
-    for (const { kind, author, id, ts } of events)
-      args.push(8, 'k', kind, 'a', author, 'i', id, 't', ts);
+    for (const event of events) {
+      const { kind, author, id, ts } = event;
+      const topics = event.kind === 'post' ? joinTopics(event.topics) : '';
+      if (topics === '') args.push(8, 'k', kind, 'a', author, 'i', id, 't', ts);
+      else args.push(10, 'k', kind, 'a', author, 'i', id, 't', ts, 'o', topics);
+    }
     await this.run.appendEvents([this.keys.postEvents()], [this.maxPostEvents, ...args]);
   }
 
@@ -159,7 +164,9 @@ function decodePostEvent(fields: string[]): PostEvent {
   if (kind !== 'post' && kind !== 'delete') {
     throw new Error(`unknown post event kind ${JSON.stringify(kind)}`);
   }
-  return { kind, author: fields[3]!, id: fields[5]!, ts: Number(fields[7]) };
+  const event: PostEvent = { kind, author: fields[3]!, id: fields[5]!, ts: Number(fields[7]) };
+  if (event.kind === 'post' && fields[8] === 'o') event.topics = splitTopics(fields[9]);
+  return event;
 }
 
 const STREAM_ID = /^\d+-\d+$/;

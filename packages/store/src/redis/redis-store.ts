@@ -12,8 +12,16 @@ import type {
   PostIndex,
   ReadCursors,
   StoredBadge,
+  TopicPost,
   WindowPost,
 } from '../types.js';
+import {
+  countsInTopicWindow,
+  joinTopics,
+  parseTopicMember,
+  splitTopics,
+  topicMember,
+} from '../topic-windows.js';
 import { decodeBadgeState } from '../badge-state.js';
 import { StoreClock, type ClockListeners } from '../store-clock.js';
 import { Cluster } from 'ioredis';
@@ -51,6 +59,7 @@ export class RedisStore implements BubbleStore {
   readonly keys: RedisKeys;
   readonly redis: RedisClient;
   readonly follows: FollowGraph;
+  readonly topics: FollowGraph;
   readonly posts: PostIndex;
   readonly cursors: ReadCursors;
   readonly badges: BadgeStates;
@@ -82,7 +91,8 @@ export class RedisStore implements BubbleStore {
       maxPostEvents: options.maxPostEvents,
       maxPoolEvents: options.maxPoolEvents,
     });
-    this.follows = new RedisFollowGraph(client, run, this.keys);
+    this.follows = new RedisFollowGraph(client, run, 'authors', (user) => this.keys.follows(user));
+    this.topics = new RedisFollowGraph(client, run, 'topics', (user) => this.keys.topics(user));
     this.posts = new RedisPostIndex(client, run, this.keys, this.changes);
     this.cursors = new RedisReadCursors(client, run, this.keys);
     this.presence = new RedisPresence({ ...shared, log: this.changes });
@@ -106,11 +116,12 @@ export class RedisStore implements BubbleStore {
   }
 
   async feedInputs(user: string): Promise<FeedInputs> {
-    const [follows, readAt] = await Promise.all([
+    const [follows, topics, readAt] = await Promise.all([
       this.redis.smembers(this.keys.follows(user)),
+      this.redis.smembers(this.keys.topics(user)),
       this.redis.hget(this.keys.cursors(user), FEED_CURSOR),
     ]);
-    return { follows, readAt: readAt === null ? null : Number(readAt) };
+    return { follows, topics, readAt: readAt === null ? null : Number(readAt) };
   }
 
   /**
@@ -137,31 +148,34 @@ export class RedisStore implements BubbleStore {
   }
 }
 
+/** A user's follow set (of authors or of topics, one SET in the user's slot each). */
 class RedisFollowGraph implements FollowGraph {
   constructor(
     private readonly redis: RedisClient,
     private readonly run: ScriptRunner,
-    private readonly keys: RedisKeys,
+    /** What is followed, for the cap's message. */
+    private readonly noun: string,
+    private readonly keyOf: (user: string) => string,
   ) {}
 
   async follow(user: string, author: string, cap: number): Promise<FollowOutcome> {
-    const result = await this.run.followAuthor([this.keys.follows(user)], [author, cap]);
+    const result = await this.run.followAuthor([this.keyOf(user)], [author, cap]);
     if (result === -1) {
-      throw new BubbleError('UB_ERR_FOLLOW_CAP', `a user may follow at most ${cap} authors`);
+      throw new BubbleError('UB_ERR_FOLLOW_CAP', `a user may follow at most ${cap} ${this.noun}`);
     }
     return result === 1 ? 'added' : 'exists';
   }
 
   async unfollow(user: string, author: string): Promise<boolean> {
-    return (await this.redis.srem(this.keys.follows(user), author)) === 1;
+    return (await this.redis.srem(this.keyOf(user), author)) === 1;
   }
 
   async replace(user: string, authors: readonly string[]): Promise<void> {
-    await this.run.replaceFollows([this.keys.follows(user)], authors);
+    await this.run.replaceFollows([this.keyOf(user)], authors);
   }
 
   async list(user: string): Promise<string[]> {
-    return this.redis.smembers(this.keys.follows(user));
+    return this.redis.smembers(this.keyOf(user));
   }
 }
 
@@ -184,44 +198,54 @@ class RedisPostIndex implements PostIndex {
   async ingest(posts: readonly Post[], minTs: number): Promise<IngestResult> {
     const byAuthor = new Map<string, (string | number)[]>();
     for (const post of posts) {
-      let pairs = byAuthor.get(post.author);
-      if (!pairs) byAuthor.set(post.author, (pairs = []));
-      pairs.push(post.id, post.ts);
+      let triples = byAuthor.get(post.author);
+      if (!triples) byAuthor.set(post.author, (triples = []));
+      triples.push(post.id, post.ts, joinTopics(post.topics));
     }
     const outcomes = new Map<string, number[]>();
     const sharded = this.redis instanceof Cluster;
     if (sharded) {
       // Authors live in many slots: one script call each, auto-pipelined per node.
       await Promise.all(
-        [...byAuthor].map(async ([author, pairs]) => {
+        [...byAuthor].map(async ([author, triples]) => {
           const result = await this.run.ingestPosts(
             [
               this.keys.posts(author),
               this.keys.deletedPosts(author),
               this.keys.unloggedPosts(author),
+              this.keys.postTopics(author),
             ],
-            [minTs, ...pairs],
+            [minTs, ...triples],
           );
           outcomes.set(author, result);
         }),
       );
     } else {
-      // One server holds every author and the log: the whole batch, logged, in one script call.
+      // One server holds every author, topic and the log: the whole batch, logged, in one call.
+      const windows = new Set<string>();
+      for (const post of posts) for (const topic of post.topics ?? []) windows.add(topic);
       const keys: string[] = [];
-      const args: [minTs: number, maxLen: number, ...postsByAuthor: (string | number)[]] = [
+      const args: [minTs: number, maxLen: number, windows: number, ...rest: (string | number)[]] = [
         minTs,
         this.log.maxPostEvents,
+        windows.size,
+        ...windows,
       ];
-      for (const [author, pairs] of byAuthor) {
-        keys.push(this.keys.posts(author), this.keys.deletedPosts(author));
-        args.push(author, pairs.length / 2, ...pairs);
+      for (const [author, triples] of byAuthor) {
+        keys.push(
+          this.keys.posts(author),
+          this.keys.deletedPosts(author),
+          this.keys.postTopics(author),
+        );
+        args.push(author, triples.length / 3, ...triples);
       }
+      for (const topic of windows) keys.push(this.keys.topicPosts(topic));
       keys.push(this.keys.postEvents());
       const flat = await this.run.ingestPostBatch(keys, args);
       let at = 0;
-      for (const [author, pairs] of byAuthor) {
-        outcomes.set(author, flat.slice(at, at + pairs.length / 2));
-        at += pairs.length / 2;
+      for (const [author, triples] of byAuthor) {
+        outcomes.set(author, flat.slice(at, at + triples.length / 3));
+        at += triples.length / 3;
       }
     }
     let accepted = 0;
@@ -239,11 +263,22 @@ class RedisPostIndex implements PostIndex {
       }
       accepted++;
       const { author, id, ts } = post;
-      if (outcome === 1) stored.push({ author, id, ts });
-      if (sharded && (outcome === 1 || outcome === 2)) unlogged.push({ author, id, ts });
+      const stamped: Post =
+        post.topics && post.topics.length > 0
+          ? { author, id, ts, topics: [...post.topics] }
+          : { author, id, ts };
+      if (outcome === 1) stored.push(stamped);
+      if (sharded && (outcome === 1 || outcome === 2)) unlogged.push(stamped);
     }
     if (unlogged.length > 0) {
-      await this.log.appendPostEvents(unlogged.map((post) => ({ kind: 'post', ...post })));
+      // Into the topic windows before the log and the marks: a retry finds the marks and adds
+      // again (ZADD NX), so a call cut anywhere leaves no post out of its topics' windows.
+      await this.addToTopicWindows(unlogged, minTs);
+      await this.log.appendPostEvents(
+        unlogged.map(({ topics, ...post }) =>
+          topics ? { kind: 'post', ...post, topics: [...topics] } : { kind: 'post', ...post },
+        ),
+      );
       await this.logged(unlogged.map(({ author, id }) => ({ author, mark: `p:${id}` })));
     }
     return { accepted, ignored, stored };
@@ -251,21 +286,54 @@ class RedisPostIndex implements PostIndex {
 
   async remove(author: string, id: string, now: number, minTs: number): Promise<number | null> {
     const [posts, deleted] = [this.keys.posts(author), this.keys.deletedPosts(author)];
+    const topicsKey = this.keys.postTopics(author);
     if (!(this.redis instanceof Cluster)) {
-      const ts = await this.run.deletePostAndLog(
-        [posts, deleted, this.keys.postEvents()],
+      const [ts, topics] = await this.run.deletePostAndLog(
+        [posts, deleted, topicsKey, this.keys.postEvents()],
         [author, id, now, minTs, this.log.maxPostEvents],
       );
+      await this.removeFromTopicWindows(author, id, splitTopics(topics));
       return ts === null ? null : Number(ts);
     }
-    const ts = await this.run.deletePost(
-      [posts, deleted, this.keys.unloggedPosts(author)],
+    const [ts, topics] = await this.run.deletePost(
+      [posts, deleted, this.keys.unloggedPosts(author), topicsKey],
       [id, now, minTs],
     );
+    await this.removeFromTopicWindows(author, id, splitTopics(topics));
     if (ts === null) return null;
     await this.log.appendPostEvents([{ kind: 'delete', author, id, ts: Number(ts) }]);
     await this.logged([{ author, mark: `d:${id}` }]);
     return Number(ts);
+  }
+
+  /** Cluster: each topic window is its own slot, one script call per topic of the batch. */
+  private async addToTopicWindows(posts: readonly Post[], minTs: number): Promise<void> {
+    const byTopic = new Map<string, (string | number)[]>();
+    for (const post of posts) {
+      if (!post.topics || post.topics.length === 0) continue;
+      const member = topicMember(post.author, post.id, post.topics);
+      for (const topic of post.topics) {
+        let pairs = byTopic.get(topic);
+        if (!pairs) byTopic.set(topic, (pairs = []));
+        pairs.push(post.ts, member);
+      }
+    }
+    await Promise.all(
+      [...byTopic].map(([topic, pairs]) =>
+        this.run.addTopicPosts([this.keys.topicPosts(topic)], [minTs, ...pairs]),
+      ),
+    );
+  }
+
+  /** ZREM from each window (idempotent: a retried delete finds the topics again). */
+  private async removeFromTopicWindows(
+    author: string,
+    id: string,
+    topics: readonly string[],
+  ): Promise<void> {
+    if (topics.length === 0) return;
+    const member = topicMember(author, id, topics);
+    await Promise.all(topics.map((topic) => this.redis.zrem(this.keys.topicPosts(topic), member)));
   }
 
   /** Clears the unlogged marks of events now in the post log: one ZREM per author. */
@@ -302,12 +370,72 @@ class RedisPostIndex implements PostIndex {
     return out;
   }
 
+  async topicWindow(topics: readonly string[], afterTs: number): Promise<Map<string, TopicPost[]>> {
+    const out = new Map<string, TopicPost[]>();
+    await Promise.all(
+      topics.map(async (topic) => {
+        const flat = await this.redis.zrangebyscore(
+          this.keys.topicPosts(topic),
+          `(${afterTs}`,
+          '+inf',
+          'WITHSCORES',
+        );
+        const posts: TopicPost[] = [];
+        for (let i = 0; i < flat.length; i += 2)
+          posts.push(parseTopicMember(flat[i]!, Number(flat[i + 1])));
+        out.set(topic, posts);
+      }),
+    );
+    return out;
+  }
+
   async countBetween(
     authors: readonly string[],
     afterTs: number,
     untilTs: number,
+    topics: readonly string[] = [],
   ): Promise<number> {
-    if (untilTs <= afterTs || authors.length === 0) return 0;
+    if (untilTs <= afterTs) return 0;
+    const [byAuthors, byTopics] = await Promise.all([
+      this.countAuthors(authors, afterTs, untilTs),
+      this.countTopics(authors, topics, afterTs, untilTs),
+    ]);
+    return byAuthors + byTopics;
+  }
+
+  /**
+   * The posts that reach the user through a topic only, each once (topic-windows.ts): every
+   * window read in the same round trip as the authors' counts, counted here.
+   */
+  private async countTopics(
+    authors: readonly string[],
+    topics: readonly string[],
+    afterTs: number,
+    untilTs: number,
+  ): Promise<number> {
+    if (topics.length === 0) return 0;
+    const topicSet = new Set(topics);
+    const windows = await Promise.all(
+      [...topicSet].map((topic) =>
+        this.redis.zrangebyscore(this.keys.topicPosts(topic), `(${afterTs}`, untilTs),
+      ),
+    );
+    const followed = new Set(authors);
+    let total = 0;
+    [...topicSet].forEach((topic, i) => {
+      for (const member of windows[i]!) {
+        if (countsInTopicWindow(member, topic, followed, topicSet)) total++;
+      }
+    });
+    return total;
+  }
+
+  private async countAuthors(
+    authors: readonly string[],
+    afterTs: number,
+    untilTs: number,
+  ): Promise<number> {
+    if (authors.length === 0) return 0;
     const low = `(${afterTs}`;
     let counts: number[];
     if (this.redis instanceof Cluster) {

@@ -69,6 +69,7 @@ type LogEntry = [id: string, fields: string[]];
  * Each file's header says what the values mean.
  */
 export const SCRIPTS = {
+  addTopicPosts: script<[window: string], [minTs: number, ...tsMemberPairs: Arg[]], number>(1),
   announceNode: script<
     [nodesAlive: string, nodesInfo: string],
     [node: string, ttlMs: number, info: string],
@@ -161,15 +162,15 @@ export const SCRIPTS = {
     string | null
   >(2),
   deletePost: script<
-    [posts: string, deleted: string, unlogged: string],
+    [posts: string, deleted: string, unlogged: string, topics: string],
     [id: string, now: number, minTs: number],
-    string | null
-  >(3),
+    [ts: string | null, topics: string | null]
+  >(4),
   deletePostAndLog: script<
-    [posts: string, deleted: string, log: string],
+    [posts: string, deleted: string, topics: string, log: string],
     [author: string, id: string, now: number, minTs: number, maxLen: number],
-    string | null
-  >(3),
+    [ts: string | null, topics: string | null]
+  >(4),
   dissolveConversation: script<
     [meta: string, members: string, unlogged: string],
     [],
@@ -185,14 +186,14 @@ export const SCRIPTS = {
   ingestMessages: script<[meta: string, members: string], string[], number | string[]>(2),
   ingestPostBatch: script<
     string[],
-    [minTs: number, maxLen: number, ...postsByAuthor: Arg[]],
+    [minTs: number, maxLen: number, windows: number, ...topicsThenPostsByAuthor: Arg[]],
     number[]
   >('n'),
   ingestPosts: script<
-    [posts: string, deleted: string, unlogged: string],
-    [minTs: number, ...idTsPairs: Arg[]],
+    [posts: string, deleted: string, unlogged: string, topics: string],
+    [minTs: number, ...idTsTopicsTriples: Arg[]],
     number[]
-  >(3),
+  >(4),
   joinConversation: script<
     [meta: string, members: string, unlogged: string],
     [mode: 'add' | 'replace', ...users: string[]],

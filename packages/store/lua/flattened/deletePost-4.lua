@@ -1,25 +1,40 @@
 --[[
   Delete a post (known or not) and keep a tombstone so a late ingest cannot revive it (Redis
-  Cluster: the post log is in another slot, so the caller appends the delete, then clears the
-  marker with ZREM).
+  Cluster: the post log and the topic windows are in other slots, so the caller removes it from
+  the topic windows, appends the delete, then clears the marker with ZREM).
   KEYS[1] posts      ZSET  post id → ts
   KEYS[2] deleted    ZSET  post id → time its tombstone may be forgotten after
   KEYS[3] unlogged   ZSET  "p:<id>" / "d:<id>" → ts: events stored here, not yet in the post log
+  KEYS[4] topics     HASH  post id → its topics, space-separated
   ARGV[1] post id
   ARGV[2] now
   ARGV[3] minTs      entries at or before it are outside the lookback
-  Returns the ts of the post to log a delete for (removed now, or by an earlier call whose event
-  is not logged yet), or nil
+  Returns { ts of the post to log a delete for (removed now, or by an earlier call whose event
+  is not logged yet) or false, the post's topics or false }
 ]]
 --[[
   Delete a post of one author (known or not), keep a tombstone so a late ingest cannot revive
   it, and trim the author's keys to the lookback window. Returns the ts of the stored post it
-  removed, or nil when none was stored.
+  removed (or nil when none was stored) and the post's topics (or nil): the topics stay in
+  topicsKey for the tombstone's life, so a retried delete finds the topic windows to leave again.
   unloggedKey (nil when the caller logs in the same script) is the author's ZSET of events not
   yet in the post log (ingestAuthorPosts.lua): a removal is marked "d:<id>" there until its
   caller appends it, and a retry that finds the mark returns its ts again, to append it.
 ]]
-local function deleteAuthorPost(postsKey, deletedKey, unloggedKey, id, now, minTs)
+--[[
+  Forgets the topics of an author's posts and tombstones that leave the lookback window (at or
+  before minTs): called before those entries are trimmed from postsKey and deletedKey.
+]]
+local function trimAuthorTopics(postsKey, deletedKey, topicsKey, minTs)
+  if redis.call('EXISTS', topicsKey) == 0 then return end
+  local gone = redis.call('ZRANGEBYSCORE', postsKey, '-inf', minTs)
+  local tombs = redis.call('ZRANGEBYSCORE', deletedKey, '-inf', minTs)
+  for j = 1, #tombs do gone[#gone + 1] = tombs[j] end
+  for j = 1, #gone, 1000 do
+    redis.call('HDEL', topicsKey, unpack(gone, j, math.min(j + 999, #gone)))
+  end
+end
+local function deleteAuthorPost(postsKey, deletedKey, unloggedKey, topicsKey, id, now, minTs)
   local ts = redis.call('ZSCORE', postsKey, id)
   local keepUntil = now
   if ts and tonumber(ts) > now then
@@ -32,6 +47,8 @@ local function deleteAuthorPost(postsKey, deletedKey, unloggedKey, id, now, minT
   end
   local removed = redis.call('ZREM', postsKey, id)
   redis.call('ZADD', deletedKey, keepUntil, id)
+  local topics = redis.call('HGET', topicsKey, id)
+  trimAuthorTopics(postsKey, deletedKey, topicsKey, minTs)
   redis.call('ZREMRANGEBYSCORE', postsKey, '-inf', minTs)
   redis.call('ZREMRANGEBYSCORE', deletedKey, '-inf', minTs)
   if unloggedKey then
@@ -39,13 +56,14 @@ local function deleteAuthorPost(postsKey, deletedKey, unloggedKey, id, now, minT
     if removed == 1 then
       redis.call('ZREM', unloggedKey, 'p:' .. id)
       redis.call('ZADD', unloggedKey, ts, 'd:' .. id)
-      return ts
+      return ts, topics
     end
-    return redis.call('ZSCORE', unloggedKey, 'd:' .. id)
+    return redis.call('ZSCORE', unloggedKey, 'd:' .. id), topics
   end
   if removed == 1 then
-    return ts
+    return ts, topics
   end
-  return nil
+  return nil, topics
 end
-return deleteAuthorPost(KEYS[1], KEYS[2], KEYS[3], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]))
+local ts, topics = deleteAuthorPost(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]))
+return { ts or false, topics or false }

@@ -1,0 +1,94 @@
+/**
+ * A/B of bench compute's 200-follow round (100k users, 1,000 authors posting per round): the
+ * FeedCounter of a git revision against the working tree's, alternated in one process on the
+ * same workload, so that a machine shared with other work slows both alike.
+ *
+ *   npx tsx packages/bench/scripts/compute-ab.ts <rev> [pairs=3]
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { DAY_MS } from '@bubble/protocol';
+import { FeedCounter } from '../../core/src/feed-counter.js';
+import { buildWorkload, percentile, postBatch } from '../src/workload.js';
+
+const [rev = 'HEAD', pairsArg = '3'] = process.argv.slice(2);
+const LOOKBACK = 7 * DAY_MS;
+const NOW = Date.UTC(2026, 10, 30);
+
+interface Counter {
+  advanceTo(t: number): void;
+  setUser(user: string, follows: readonly string[], readAt: number | null): string[];
+  loadAuthor(author: string, posts: readonly { id: string; ts: number }[]): void;
+  recompute(user: string): void;
+  addPost(author: string, id: string, ts: number): void;
+  takeChanged(): { ids: Int32Array; counts: Int32Array };
+}
+type CounterClass = new (options: { lookbackMs: number }) => Counter;
+
+async function oldCounterClass(): Promise<CounterClass> {
+  const dir = mkdtempSync(join(tmpdir(), 'compute-ab-'));
+  for (const file of ['feed-counter.ts', 'intern-table.ts', 'time-heap.ts']) {
+    const text = execFileSync('git', ['show', `${rev}:packages/core/src/${file}`], {
+      encoding: 'utf8',
+    });
+    writeFileSync(join(dir, file), text);
+  }
+  const module = (await import(pathToFileURL(join(dir, 'feed-counter.ts')).href)) as {
+    FeedCounter: CounterClass;
+  };
+  return module.FeedCounter;
+}
+
+const workload = buildWorkload({
+  seed: 42 + 200,
+  users: 100_000,
+  authors: 50_000,
+  follows: { fixed: 200 },
+  windowPosts: 500_000,
+  now: NOW,
+});
+const postsByAuthor = new Map<number, { id: string; ts: number }[]>();
+for (const post of workload.posts) {
+  let list = postsByAuthor.get(post.author);
+  if (!list) postsByAuthor.set(post.author, (list = []));
+  list.push({ id: post.id, ts: post.ts });
+}
+
+function usersPerSec(Class: CounterClass): number {
+  const counter = new Class({ lookbackMs: LOOKBACK });
+  counter.advanceTo(NOW);
+  for (let u = 0; u < workload.users.length; u++) {
+    const names = Array.from(workload.follows[u]!, (a) => workload.authors[a]!);
+    for (const author of counter.setUser(workload.users[u]!, names, workload.readAt[u]!)) {
+      counter.loadAuthor(author, postsByAuthor.get(Number(author.slice(1))) ?? []);
+    }
+  }
+  for (const user of workload.users) counter.recompute(user);
+  counter.takeChanged();
+  const times: number[] = [];
+  for (let round = 1; round <= 7; round++) {
+    const ts = NOW + round * 1000;
+    const batch = postBatch(workload, 1000, ts, `r${round}`);
+    const started = performance.now();
+    counter.advanceTo(ts);
+    for (const post of batch) counter.addPost(workload.authors[post.author]!, post.id, post.ts);
+    counter.takeChanged();
+    times.push(performance.now() - started);
+  }
+  times.sort((a, b) => a - b);
+  return workload.users.length / (percentile(times, 50) / 1000);
+}
+
+const Old = await oldCounterClass();
+const results: { before: number; after: number }[] = [];
+for (let i = 0; i < Number(pairsArg); i++) {
+  const before = usersPerSec(Old);
+  const after = usersPerSec(FeedCounter as unknown as CounterClass);
+  results.push({ before: Math.round(before), after: Math.round(after) });
+  console.log(JSON.stringify({ pair: i + 1, ...results[i] }));
+}
+const sum = (k: 'before' | 'after') => results.reduce((s, r) => s + r[k], 0);
+console.log(JSON.stringify({ rev, ratio: Math.round((sum('after') / sum('before')) * 1000) / 1000 }));
