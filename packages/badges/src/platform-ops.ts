@@ -1,6 +1,8 @@
 import {
   BubbleError,
   ID_PATTERN,
+  counterBatchSchema,
+  counterEventSchema,
   describeIssues,
   idSchema,
   membersSchema,
@@ -59,6 +61,8 @@ export const PLATFORM_OP_NAMES = [
   'removeMember',
   'dissolve',
   'message',
+  'counter',
+  'retractCounter',
 ] as const;
 
 export type PlatformOpName = (typeof PLATFORM_OP_NAMES)[number];
@@ -167,16 +171,20 @@ export const PLATFORM_OPS: Readonly<Record<PlatformOpName, OpSpec<z.ZodType>>> =
       return { kind: 'messages', op: 'message', conversation, messages };
     },
   }),
+  counter: op({
+    schema: counterBatchSchema,
+    entity: (b) => ('events' in b ? b.events[0]!.user : b.user),
+    parsed: (b) => call('counter', (s) => s.ingestCounterEvents('events' in b ? b.events : [b])),
+  }),
+  retractCounter: op({
+    schema: counterEventSchema,
+    entity: (b) => b.user,
+    parsed: (b) => call('retractCounter', (s) => s.retractCounterEvent(b.user, b.kind, b.id)),
+  }),
 };
 
-/** Ops of api.md this version does not have (topics and counters): refused, never dropped. */
-export const UNSUPPORTED_PLATFORM_OPS = [
-  'followTopic',
-  'unfollowTopic',
-  'replaceTopics',
-  'counter',
-  'retractCounter',
-] as const;
+/** Ops of api.md this version does not have (topics): refused, never dropped. */
+export const UNSUPPORTED_PLATFORM_OPS = ['followTopic', 'unfollowTopic', 'replaceTopics'] as const;
 
 /** The versions of an ingest entry's schema this bubble reads (field `v`). */
 export const PLATFORM_OP_VERSIONS: readonly string[] = ['1'];

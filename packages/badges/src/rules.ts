@@ -4,6 +4,8 @@ export interface BadgeRules {
   followCap: number;
   displayCap: number;
   inactiveDays: number;
+  /** BUBBLE_COUNTER_KINDS: the interaction counters' kinds; another kind is a bad request. */
+  counterKinds: readonly string[];
 }
 
 export const DEFAULT_RULES: Readonly<BadgeRules> = Object.freeze({
@@ -11,4 +13,5 @@ export const DEFAULT_RULES: Readonly<BadgeRules> = Object.freeze({
   followCap: 2000,
   displayCap: 99,
   inactiveDays: 30,
+  counterKinds: Object.freeze(['mention', 'comment', 'like']),
 });

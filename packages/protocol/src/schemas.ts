@@ -6,6 +6,7 @@ export const LIMITS = {
   maxBodyBytes: 1024 * 1024,
   maxPostsPerBatch: 1000,
   maxMessagesPerBatch: 1000,
+  maxCounterEventsPerBatch: 1000,
   /** Members named in one membership call. */
   maxMembersPerCall: 100_000,
   /** A message preview, as JSON text. */
@@ -35,6 +36,17 @@ export const replaceFollowsSchema = z.strictObject({
   authors: z.array(idSchema).max(100_000),
 });
 
+/** One interaction event (docs/semantics.md); its kind is checked against BUBBLE_COUNTER_KINDS. */
+export const counterEventSchema = z.strictObject({ user: idSchema, kind: idSchema, id: idSchema });
+export type CounterEventInput = z.infer<typeof counterEventSchema>;
+
+export const counterBatchSchema = z.union([
+  counterEventSchema,
+  z.strictObject({
+    events: z.array(counterEventSchema).min(1).max(LIMITS.maxCounterEventsPerBatch),
+  }),
+]);
+
 /** Presence from platforms that hold their own long connections. */
 export const presenceSchema = z.strictObject({
   user: idSchema,
@@ -55,6 +67,7 @@ export const readRequestSchema = z.discriminatedUnion('scope', [
     seq: positiveIdSchema.optional(),
   }),
   z.strictObject({ scope: z.literal('reddot'), name: idSchema }),
+  z.strictObject({ scope: z.literal('counter'), kind: idSchema, upTo: epochMs.optional() }),
   z.strictObject({ scope: z.literal('all') }),
 ]);
 export type ReadRequest = z.infer<typeof readRequestSchema>;

@@ -149,6 +149,7 @@ export const SCRIPTS = {
     string[]
   >(7),
   countOnline: script<[online: string], [], number>(1),
+  countCounters: script<string[], [windowMs: number, ...kinds: string[]], number[]>('n'),
   countPosts: script<string[], [low: string, high: number], number>('n'),
   clearReddot: script<
     [marked: string, log: string],
@@ -193,6 +194,11 @@ export const SCRIPTS = {
     [minTs: number, ...idTsPairs: Arg[]],
     number[]
   >(3),
+  ingestCounters: script<
+    string[],
+    [windowMs: number, ...kindIndexKindIdTriples: Arg[]],
+    [accepted: number, ignored: number]
+  >('n'),
   joinConversation: script<
     [meta: string, members: string, unlogged: string],
     [mode: 'add' | 'replace', ...users: string[]],
@@ -212,6 +218,7 @@ export const SCRIPTS = {
     [id: string, maxLen: number, event: string],
     number
   >(3),
+  readCounters: script<[state: string], [upTo: string, ...kinds: string[]], number>(1),
   readConversation: script<
     [meta: string, members: string],
     [user: string, seq: string],
@@ -227,6 +234,11 @@ export const SCRIPTS = {
     [user: string],
     [removed: number, owed: number]
   >(2),
+  retractCounter: script<
+    [state: string, retracted: string, events: string],
+    [windowMs: number, kind: string, id: string],
+    number
+  >(3),
   renewLeader: script<[leader: string], [node: string, ttlMs: number], number>(1),
   replaceFollows: script<[follows: string], string[], number>(1),
   resignLeader: script<[leader: string], [node: string], number>(1),
