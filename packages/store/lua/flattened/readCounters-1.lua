@@ -2,7 +2,7 @@
   A read of one user's interaction counters: readAt(k) := max(readAt, min(upTo, now)) for each
   kind; without upTo, past every event stamped so far (max(now, the kind's last stamp)).
   Nothing is written for a user with no counter state (no event to clear, none before it).
-  KEYS[1]  state  HASH  as ingestCounters-n
+  KEYS[1]  state  HASH  as ingestCounters-3
   ARGV[1]  upTo   ms, or "-" for none
   ARGV[2..] kinds
   Returns the number of cursors written

@@ -1,7 +1,7 @@
 --[[
   Retract one interaction event: it no longer counts, and an ingest of it within the window
   (a retry, a late duplicate) is ignored.
-  KEYS[1]  state      HASH  as ingestCounters-n (kept alive with the rest)
+  KEYS[1]  state      HASH  as ingestCounters-3 (kept alive with the rest)
   KEYS[2]  retracted  ZSET  "<kind>:<id>" → time of the retraction
   KEYS[3]  events     ZSET  event id → arrivedAt, of the event's kind
   ARGV[1]  windowMs

@@ -23,28 +23,23 @@ export class RedisCounters implements InteractionCounters {
     events: readonly CounterEvent[],
     windowMs: number,
   ): Promise<{ accepted: number; ignored: number }> {
-    const byUser = new Map<string, CounterEvent[]>();
-    for (const event of events) {
-      const of = byUser.get(event.user);
-      if (of) of.push(event);
-      else byUser.set(event.user, [event]);
+    // One call per (user, kind), a fixed set of keys on the user's slot: a cluster client
+    // routes (and auto-pipelines) each by its first key.
+    const groups = new Map<string, { user: string; kind: string; ids: string[] }>();
+    for (const { user, kind, id } of events) {
+      const key = `${user}\n${kind}`;
+      const group = groups.get(key);
+      if (group) group.ids.push(id);
+      else groups.set(key, { user, kind, ids: [id] });
     }
     const { keys } = this;
     const replies = await Promise.all(
-      [...byUser].map(([user, own]) => {
-        const kinds = [...new Set(own.map((e) => e.kind))];
-        const index = new Map(kinds.map((kind, i) => [kind, i + 3]));
-        const args: (string | number)[] = [];
-        for (const { kind, id } of own) args.push(index.get(kind)!, kind, id);
-        return this.run.ingestCounters(
-          [
-            keys.counterState(user),
-            keys.counterRetracted(user),
-            ...kinds.map((kind) => keys.counterEvents(user, kind)),
-          ],
-          [windowMs, ...args],
-        );
-      }),
+      [...groups.values()].map(({ user, kind, ids }) =>
+        this.run.ingestCounters(
+          [keys.counterState(user), keys.counterRetracted(user), keys.counterEvents(user, kind)],
+          [windowMs, kind, ...ids],
+        ),
+      ),
     );
     let accepted = 0;
     let ignored = 0;
@@ -74,15 +69,21 @@ export class RedisCounters implements InteractionCounters {
 
   async counts(user: string, kinds: readonly string[], windowMs: number): Promise<CounterCounts> {
     const { keys } = this;
-    const [asOf, ...each] = await this.run.countCounters(
-      [keys.counterState(user), ...kinds.map((kind) => keys.counterEvents(user, kind))],
-      [windowMs, ...kinds],
+    const state = keys.counterState(user);
+    const replies = await Promise.all(
+      kinds.map((kind) =>
+        this.run.countCounter([state, keys.counterEvents(user, kind)], [windowMs, kind]),
+      ),
     );
     const counts: Record<string, number> = {};
+    // Each kind is counted atomically; the earliest of their times bounds every event missed.
+    let asOf: number | null = null;
     kinds.forEach((kind, i) => {
-      if (each[i]! > 0) counts[kind] = each[i]!;
+      const [at, count] = replies[i]!;
+      if (count > 0) counts[kind] = count;
+      if (at !== -1) asOf = asOf === null ? at : Math.min(asOf, at);
     });
-    return { counts, asOf: asOf === -1 ? null : asOf! };
+    return { counts, asOf };
   }
 
   async dropUsers(users: readonly string[]): Promise<void> {

@@ -149,7 +149,11 @@ export const SCRIPTS = {
     string[]
   >(7),
   countOnline: script<[online: string], [], number>(1),
-  countCounters: script<string[], [windowMs: number, ...kinds: string[]], number[]>('n'),
+  countCounter: script<
+    [state: string, events: string],
+    [windowMs: number, kind: string],
+    [asOf: number, count: number]
+  >(2),
   countPosts: script<string[], [low: string, high: number], number>('n'),
   clearReddot: script<
     [marked: string, log: string],
@@ -195,10 +199,10 @@ export const SCRIPTS = {
     number[]
   >(3),
   ingestCounters: script<
-    string[],
-    [windowMs: number, ...kindIndexKindIdTriples: Arg[]],
+    [state: string, retracted: string, events: string],
+    [windowMs: number, kind: string, ...ids: string[]],
     [accepted: number, ignored: number]
-  >('n'),
+  >(3),
   joinConversation: script<
     [meta: string, members: string, unlogged: string],
     [mode: 'add' | 'replace', ...users: string[]],
