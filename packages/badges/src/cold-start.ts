@@ -54,8 +54,9 @@ export class ColdStart {
       readStoredExtras(this.ctx.store, user, this.ctx.counters),
     ]);
     const fields = encodeFields(feed, stored.extras);
-    // Never after the counters' count: an `upTo` of this badge then clears only what it showed.
-    const computedAt = Math.min(now, stored.countersAsOf ?? now);
+    // The counters' watermark: an `upTo` of this badge clears what it showed of them and
+    // nothing it missed (docs/semantics.md); after `now` only by a burst's stamps.
+    const computedAt = stored.countersAsOf ?? now;
     const stamp = await this.ctx.store.badges.save(user, fields, computedAt);
     return makeBadge(user, decodeFields(fields), stamp, computedAt, this.ctx.rules.displayCap);
   }
@@ -77,7 +78,7 @@ export class ColdStart {
     return Promise.all(
       users.map(async (user, i) => {
         const fields = encodeFields(feeds[i]!, extras[i]!);
-        const computedAt = Math.min(now, extras[i]!.countersAsOf ?? now);
+        const computedAt = extras[i]!.countersAsOf ?? now;
         const stamp = await store.badges.save(user, fields, computedAt);
         return makeBadge(user, decodeFields(fields), stamp, computedAt, rules.displayCap);
       }),

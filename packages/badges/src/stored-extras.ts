@@ -11,7 +11,7 @@ export interface StoredExtras {
   extras: ExtraCounts;
   marks: UserMarksState;
   memberships: Membership[];
-  /** The store's time the counters were counted at (later events are stamped after it). */
+  /** The counters' watermark (CounterCounts.asOf): later events are stamped after it. */
   countersAsOf: number | null;
 }
 

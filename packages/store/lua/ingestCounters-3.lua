@@ -1,15 +1,17 @@
 --[[
   Store one user's interaction events of one kind, each stamped with its arrival on the
   server's clock.
-  KEYS[1]  state      HASH  c → time of the last count · l:<kind> → last stamp · r:<kind> → readAt
+  KEYS[1]  state      HASH  c → time of the last count · l → last stamp of any kind ·
+                            l:<kind> → the kind's last stamp · r:<kind> → its readAt
   KEYS[2]  retracted  ZSET  "<kind>:<id>" → time of the retraction
   KEYS[3]  events     ZSET  event id → arrivedAt, of this kind
   ARGV[1]  windowMs   events, retractions and the keys themselves are forgotten after it
   ARGV[2]  kind
   ARGV[3..] event ids
   An event already stored, or retracted within the window, is ignored (also twice in a call).
-  A stamp is max(now, the kind's last stamp + 1, its readAt + 1, the last count + 1): strictly
-  increasing per (user, kind), and after every readAt and every count served so far.
+  A stamp is max(now, the user's last stamp + 1, the kind's readAt + 1, the last count + 1):
+  strictly increasing per user (so per (user, kind)), and after every readAt and every count
+  served so far.
   Returns { accepted, ignored }
 ]]
 --- @include "storeNow"
@@ -25,7 +27,7 @@ redis.call('ZREMRANGEBYSCORE', retractedKey, '-inf', cutoff)
 redis.call('ZREMRANGEBYSCORE', eventsKey, '-inf', cutoff)
 
 local countedAt = tonumber(redis.call('HGET', stateKey, 'c') or '0')
-local last = tonumber(redis.call('HGET', stateKey, 'l:' .. kind) or '0')
+local last = tonumber(redis.call('HGET', stateKey, 'l') or '0')
 local readAt = tonumber(redis.call('HGET', stateKey, 'r:' .. kind) or '0')
 local accepted = 0
 local ignored = 0
@@ -40,7 +42,7 @@ for i = 3, #ARGV do
   end
 end
 if accepted > 0 then
-  redis.call('HSET', stateKey, 'l:' .. kind, last)
+  redis.call('HSET', stateKey, 'l', last, 'l:' .. kind, last)
   redis.call('PEXPIRE', stateKey, windowMs)
   redis.call('PEXPIRE', eventsKey, windowMs)
 end

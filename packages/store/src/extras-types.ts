@@ -160,9 +160,11 @@ export interface CounterCounts {
   /** kind → count, non-zero kinds only. */
   counts: Record<string, number>;
   /**
-   * The store's clock when the counts were read (ms). Every event not counted here is stamped
-   * after it, so a read with an `upTo` at or before it never clears an event the counts missed.
-   * Null for a user with no counter state (nothing was written for them).
+   * The watermark of these counts (ms on the store's clock): every event counted here is
+   * stamped at or before it, every event not counted after it, so a read with `upTo` = asOf
+   * clears what was counted and nothing it missed. (Redis counts each kind atomically: an event
+   * of one kind arriving between the counts of two kinds may be left for the next read.) Null
+   * for a user with no counter state (nothing was written for them).
    */
   asOf: number | null;
 }
@@ -176,8 +178,8 @@ export interface CounterCounts {
 export interface InteractionCounters {
   /**
    * Stores each event not stored or retracted within the window, stamped
-   * max(now, last stamp of its (user, kind) + 1, readAt + 1, last count + 1). A repeated or
-   * retracted one is ignored (also within the batch).
+   * max(now, the user's last stamp + 1, the kind's readAt + 1, the last count + 1). A repeated
+   * or retracted one is ignored (also within the batch).
    */
   ingest(
     events: readonly CounterEvent[],
@@ -185,7 +187,10 @@ export interface InteractionCounters {
   ): Promise<{ accepted: number; ignored: number }>;
   /** The event no longer counts, and a later ingest of it is ignored; false when not stored. */
   retract(event: CounterEvent, windowMs: number): Promise<boolean>;
-  /** readAt(k) := max(readAt, min(upTo, now)) for each kind; without upTo every event so far. */
+  /**
+   * readAt(k) := max(readAt, min(upTo, now')) for each kind, without upTo now', where now' is
+   * max(now, the user's last stamp): every event stored so far.
+   */
   read(user: string, kinds: readonly string[], upTo: number | undefined): Promise<void>;
   /** counter(u, k) of each kind, atomically, and the store time it is as of. */
   counts(user: string, kinds: readonly string[], windowMs: number): Promise<CounterCounts>;

@@ -1,11 +1,13 @@
 --[[
-  counter(u, k) of one user's kind, as of the server's clock, which it also returns: every
-  event ingested after this count is stamped after it (ingestCounters-3 reads `c`).
+  counter(u, k) of one user's kind, and the watermark between what it counted and what it did
+  not: every event counted is stamped at or before max(now, the user's last stamp), every event
+  ingested after this count after it (ingestCounters-3 reads `c` and the last stamp).
   KEYS[1]  state   HASH  as ingestCounters-3
   KEYS[2]  events  ZSET  event id → arrivedAt, of the kind
   ARGV[1]  windowMs
   ARGV[2]  kind
-  Returns { now, count }, now being -1 for a user with no counter state (nothing is written)
+  Returns { watermark, count }, the watermark -1 for a user with no counter state (nothing is
+  written for them)
 ]]
 --[[
   The server's clock, in ms. Presence, routes and node liveness are written and checked on it
@@ -30,5 +32,7 @@ if now > tonumber(redis.call('HGET', stateKey, 'c') or '0') then
 end
 local cutoff = now - windowMs
 local readAt = tonumber(redis.call('HGET', stateKey, 'r:' .. kind) or '0')
+local last = tonumber(redis.call('HGET', stateKey, 'l') or '0')
 redis.call('ZREMRANGEBYSCORE', eventsKey, '-inf', cutoff)
-return { now, redis.call('ZCOUNT', eventsKey, '(' .. math.max(readAt, cutoff), '+inf') }
+local count = redis.call('ZCOUNT', eventsKey, '(' .. math.max(readAt, cutoff), '+inf')
+return { math.max(now, last), count }

@@ -4,8 +4,6 @@ interface KindState {
   /** event id → arrivedAt */
   events: Map<string, number>;
   readAt: number;
-  /** The last stamp given in this kind: stamps increase strictly. */
-  last: number;
 }
 
 interface UserCounters {
@@ -14,6 +12,8 @@ interface UserCounters {
   retracted: Map<string, number>;
   /** The store time of the last count: later events are stamped after it. */
   countedAt: number;
+  /** The last stamp given, of any kind: stamps increase strictly per user. */
+  last: number;
   /** When this user's counters were last written: all of it is forgotten a window later. */
   touchedAt: number;
 }
@@ -38,9 +38,9 @@ export class MemoryCounters implements InteractionCounters {
       const key = `${kind}:${id}`;
       const k = kindOf(state, kind);
       if (state.retracted.has(key) || k.events.has(id)) continue;
-      const stamp = Math.max(now, k.last + 1, k.readAt + 1, state.countedAt + 1);
+      const stamp = Math.max(now, state.last + 1, k.readAt + 1, state.countedAt + 1);
       k.events.set(id, stamp);
-      k.last = stamp;
+      state.last = stamp;
       state.touchedAt = now;
       accepted++;
     }
@@ -60,10 +60,12 @@ export class MemoryCounters implements InteractionCounters {
     const now = this.now();
     const state = this.byUser.get(user);
     if (!state) return;
+    // Stamps of a burst run ahead of the clock: a read still reaches what it was shown.
+    const reach = Math.max(now, state.last);
     for (const kind of kinds) {
       const k = state.kinds.get(kind);
       if (!k) continue;
-      const target = upTo === undefined ? Math.max(now, k.last) : Math.min(upTo, now);
+      const target = upTo === undefined ? reach : Math.min(upTo, reach);
       k.readAt = Math.max(k.readAt, target);
     }
   }
@@ -81,7 +83,7 @@ export class MemoryCounters implements InteractionCounters {
       for (const at of k.events.values()) if (at > k.readAt) n++;
       if (n > 0) counts[kind] = n;
     }
-    return { counts, asOf: now };
+    return { counts, asOf: Math.max(now, state.last) };
   }
 
   async dropUsers(users: readonly string[]): Promise<void> {
@@ -104,7 +106,7 @@ export class MemoryCounters implements InteractionCounters {
     }
     if (!state) {
       if (!create) return undefined;
-      state = { kinds: new Map(), retracted: new Map(), countedAt: 0, touchedAt: now };
+      state = { kinds: new Map(), retracted: new Map(), countedAt: 0, last: 0, touchedAt: now };
       this.byUser.set(user, state);
     }
     for (const k of state.kinds.values()) {
@@ -117,6 +119,6 @@ export class MemoryCounters implements InteractionCounters {
 
 function kindOf(state: UserCounters, kind: string): KindState {
   let k = state.kinds.get(kind);
-  if (!k) state.kinds.set(kind, (k = { events: new Map(), readAt: 0, last: 0 }));
+  if (!k) state.kinds.set(kind, (k = { events: new Map(), readAt: 0 }));
   return k;
 }

@@ -76,7 +76,7 @@ export class RedisCounters implements InteractionCounters {
       ),
     );
     const counts: Record<string, number> = {};
-    // Each kind is counted atomically; the earliest of their times bounds every event missed.
+    // Each kind is counted atomically with its watermark; the lowest bounds every event missed.
     let asOf: number | null = null;
     kinds.forEach((kind, i) => {
       const [at, count] = replies[i]!;
