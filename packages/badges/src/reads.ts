@@ -69,7 +69,8 @@ export class Reads {
           ...memberships.map((m) => store.conversations.read(m.conversation, user)),
           store.counters.read(user, this.ctx.counters.kinds, undefined),
         ]);
-        events.push({ kind: 'marks', user }, { kind: 'counters', user });
+        // A core reloads a user's counters with their marks.
+        events.push({ kind: 'marks', user });
         break;
       }
     }
@@ -83,7 +84,6 @@ export class Reads {
     await appendUserEvents(this.ctx, user, [
       { kind: 'follows', user },
       { kind: 'marks', user },
-      { kind: 'counters', user },
     ]);
     return this.coldStart.badge(user);
   }

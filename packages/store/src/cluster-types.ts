@@ -14,7 +14,7 @@ export type PoolEvent =
   | { kind: 'follows'; user: string }
   /** The user's feed read cursor moved to `readAt`. */
   | { kind: 'cursor'; user: string; readAt: number }
-  /** The user's notice cursor, red-dot clicks or conversations changed: reload them. */
+  /** The user's notice cursor, red-dot clicks or conversations changed: reload them (and the counters). */
   | { kind: 'marks'; user: string }
   /** The user's interaction counters changed (an event, a retraction, a read): reload them. */
   | { kind: 'counters'; user: string };
