@@ -166,7 +166,7 @@ describe('the ingest stream on one redis-server', () => {
       expect.stringMatching(/UB_ERR_BAD_REQUEST: unknown op "befriend"/),
       expect.stringMatching(/UB_ERR_BAD_ID: op follow: user: /),
       expect.stringMatching(/UB_ERR_BAD_REQUEST: unknown v "9"/),
-      expect.stringMatching(/op counter is not supported by this version of bubble/),
+      expect.stringMatching(/UB_ERR_BAD_REQUEST: op counter: /),
     ]);
     for (const letter of dead) {
       expect(letter).toMatchObject({ deliveries: '1', entry: expect.stringMatching(/^\d+-\d+$/) });

@@ -7,7 +7,10 @@
  *   notices(u)   = #{ notice n not withdrawn : id(n) > seen(u) }        (0 while u is unseen)
  *   unread(u, c) = maxSeq(c) − readSeq(u, c)
  *   reddots(u)   = { name : G(name) set, clicked(u, name) unset or < G(name) }
- *   total        = feed + notices + Σ unread over non-muted conversations
+ *   counter(u,k) = #{ event of (u, k) not retracted, not cleared by a read of k }
+ *                  (a read without upTo, or up to the computedAt of the last badge served, clears
+ *                  every event so far; one up to 0 none; a repeated or retracted id is ignored)
+ *   total        = feed + notices + Σ unread over non-muted conversations + Σ counters
  *
  * After every command each user's badge (as a platform admin reads it, which never counts as
  * seeing the user) must equal the model; a version moves by one exactly when the badge does.
@@ -25,6 +28,8 @@ const OUTSIDER = 'x9';
 const CONVERSATIONS = ['c1', 'c2'] as const;
 const REDDOTS = ['r1', 'r2'] as const;
 const AUTHOR = 'a1';
+const KINDS = ['mention', 'like'] as const;
+const EVENT_IDS = ['e1', 'e2', 'e3'] as const;
 const DISPLAY_CAP = 5;
 
 const RUNS: Record<EngineName, number> = { memory: 120, redis: 40 };
@@ -53,6 +58,10 @@ class Model {
   readonly posts: number[] = [];
   readonly readAt = new Map<string, number>();
   readonly last = new Map<string, { epoch: string; version: number; shown: string }>();
+  /** `user kind` → ids counted (stored, not retracted, not read) */
+  readonly counting = new Map<string, Set<string>>();
+  /** `user kind id` of every event ingested or retracted: a later ingest of it is ignored */
+  readonly eventsKnown = new Set<string>();
 
   constructor(now: number) {
     this.now = now;
@@ -84,13 +93,21 @@ class Model {
       })
       .map(([name]) => name)
       .sort();
-    const total = feed + notices + conversationsTotal;
+    const counters: Record<string, number> = {};
+    let countersTotal = 0;
+    for (const kind of [...KINDS].sort()) {
+      const n = this.counting.get(`${user} ${kind}`)?.size ?? 0;
+      if (n > 0) counters[kind] = n;
+      countersTotal += n;
+    }
+    const total = feed + notices + conversationsTotal + countersTotal;
     return {
       feed,
       notices,
       conversations,
       conversationsTotal,
       reddots,
+      ...(countersTotal > 0 && { counters }),
       total,
       display: total > DISPLAY_CAP ? `${DISPLAY_CAP}+` : String(total),
     };
@@ -122,6 +139,7 @@ class Model {
       `reddots ${[...this.marked].map(([n, g]) => `${n}@${g}`).join(' ')}`,
       `clicks ${[...this.clicks].map(([u, m]) => `${u}:${[...m].map(([n, t]) => `${n}@${t}`).join(',')}`).join(' ')}`,
       `conversations ${conversations.join(' ')}`,
+      `counters ${[...this.counting].map(([k, ids]) => `${k}:[${[...ids].join(',')}]`).join(' ')}`,
       `posts ${this.posts.join(',')} readAt ${[...this.readAt].map(([u, t]) => `${u}@${t}`).join(' ')} now ${this.now}`,
     ].join('\n');
   }
@@ -130,6 +148,8 @@ class Model {
 interface Real {
   service: BadgeService;
   clock: { now(): number; advance(ms: number): void };
+  /** computedAt of the last badge served per user: what a client reads up to. */
+  shownAt: Map<string, number>;
 }
 
 function checkBadge(model: Model, user: string, badge: Badge, context: string): void {
@@ -149,8 +169,11 @@ function checkBadge(model: Model, user: string, badge: Badge, context: string): 
 }
 
 async function checkAll(model: Model, real: Real, after: string): Promise<void> {
-  for (const user of USERS)
-    checkBadge(model, user, await real.service.badge(user), `after ${after}`);
+  for (const user of USERS) {
+    const badge = await real.service.badge(user);
+    real.shownAt.set(user, badge.computedAt);
+    checkBadge(model, user, badge, `after ${after}`);
+  }
 }
 
 // ------------------------------------------------------------------------------------- commands
@@ -359,6 +382,7 @@ const read = fc.tuple(user, readSpec).map(([u, spec]) =>
           m.click(u, [spec.name]);
           break;
         case 'all':
+          for (const kind of KINDS) m.counting.delete(`${u} ${kind}`);
           m.readAt.set(u, Math.max(m.readAt.get(u) ?? -Infinity, m.now));
           m.seen.set(u, Math.max(m.seen.get(u)!, m.highest));
           m.click(u, m.marked.keys());
@@ -374,6 +398,70 @@ const read = fc.tuple(user, readSpec).map(([u, spec]) =>
     (m, badge) => checkBadge(m, u, badge as Badge, `the answer of read(${u})`),
   ),
 );
+
+const counterEvent = fc.record({
+  user,
+  kind: fc.constantFrom(...KINDS),
+  id: fc.constantFrom(...EVENT_IDS),
+});
+
+const counterIngest = fc.array(counterEvent, { minLength: 1, maxLength: 3 }).map((events) => {
+  let expected = { accepted: 0, ignored: 0 };
+  return command(
+    `counters(${events.map((e) => `${e.user}/${e.kind}/${e.id}`).join('; ')})`,
+    (m) => {
+      expected = { accepted: 0, ignored: 0 };
+      for (const { user: u, kind, id } of events) {
+        const key = `${u} ${kind} ${id}`;
+        if (m.eventsKnown.has(key)) {
+          expected.ignored++;
+          continue;
+        }
+        m.eventsKnown.add(key);
+        let ids = m.counting.get(`${u} ${kind}`);
+        if (!ids) m.counting.set(`${u} ${kind}`, (ids = new Set()));
+        ids.add(id);
+        expected.accepted++;
+      }
+      return 'ok';
+    },
+    (r) => r.service.ingestCounterEvents(events),
+    (_, value) => expect(value).toEqual(expected),
+  );
+});
+
+const counterRetract = counterEvent.map(({ user: u, kind, id }) =>
+  command(
+    `retract(${u}/${kind}/${id})`,
+    (m) => {
+      m.eventsKnown.add(`${u} ${kind} ${id}`);
+      m.counting.get(`${u} ${kind}`)?.delete(id);
+      return 'ok';
+    },
+    (r) => r.service.retractCounterEvent(u, kind, id),
+  ),
+);
+
+const counterRead = fc
+  .tuple(user, fc.constantFrom(...KINDS), fc.constantFrom('none', 'shown', 'zero'))
+  .map(([u, kind, upTo]) =>
+    command(
+      `read(${u}, counter ${kind}, upTo ${upTo})`,
+      (m) => {
+        m.see(u);
+        if (upTo !== 'zero') m.counting.delete(`${u} ${kind}`);
+        return 'ok';
+      },
+      (r) =>
+        r.service.read(
+          u,
+          upTo === 'none'
+            ? { scope: 'counter', kind }
+            : { scope: 'counter', kind, upTo: upTo === 'zero' ? 0 : r.shownAt.get(u)! },
+        ),
+      (m, badge) => checkBadge(m, u, badge as Badge, `the answer of read(${u})`),
+    ),
+  );
 
 /** An end-user poll: the first one starts the user's notice cursor. */
 const see = user.map((u) =>
@@ -457,6 +545,10 @@ const commands = fc.commands<Model, Real, false>(
     post,
     advance,
     list,
+    counterIngest,
+    counterIngest,
+    counterRetract,
+    counterRead,
   ],
   { maxCommands: 50, size: 'max' },
 );
@@ -471,7 +563,9 @@ describeEachEngine('all sources model', (ctx, engine) => {
           const { service, clock } = manualService(store, { rules: { displayCap: DISPLAY_CAP } });
           for (const u of USERS) await service.follow(u, AUTHOR);
           const model = new Model(clock.now());
-          await fc.asyncModelRun(() => ({ model, real: { service, clock } }), cmds);
+          const shownAt = new Map<string, number>();
+          for (const u of USERS) shownAt.set(u, (await service.badge(u)).computedAt);
+          await fc.asyncModelRun(() => ({ model, real: { service, clock, shownAt } }), cmds);
         } finally {
           await store.close();
         }

@@ -10,6 +10,8 @@ export function badgeState(badge: Badge): BadgeState {
     conversations: badge.conversations,
     conversationsTotal: badge.conversationsTotal,
     reddots: badge.reddots,
+    // Present only when the user has a non-zero counter, as in the badge itself.
+    ...(badge.counters && { counters: badge.counters }),
     total: badge.total,
     display: badge.display,
   };

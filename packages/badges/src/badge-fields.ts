@@ -4,7 +4,7 @@ import type { MembershipSeqs } from '@bubble/store';
 /**
  * A badge state is stored as flat integer fields (docs/redis-keys.md), only non-zero ones:
  *   f feed · n notices · c:<id> unread of a conversation · m:<id> the same, muted ·
- *   r:<name> 1 for a red dot shown
+ *   r:<name> 1 for a red dot shown · k:<kind> an interaction counter
  * Two states with equal fields are the same badge, so the version moves exactly when one does.
  */
 export const FEED_FIELD = 'f';
@@ -12,6 +12,7 @@ export const NOTICES_FIELD = 'n';
 const CONVERSATION = 'c:';
 const MUTED = 'm:';
 const REDDOT = 'r:';
+const COUNTER = 'k:';
 
 /** Everything in a badge beside the feed, as computed from its sources. */
 export interface ExtraCounts {
@@ -20,12 +21,15 @@ export interface ExtraCounts {
   conversations: Array<{ id: string; unread: number; muted: boolean }>;
   /** red dots shown, any order */
   reddots: string[];
+  /** interaction counters: kind → count (zero ones may be present) */
+  counters: Readonly<Record<string, number>>;
 }
 
 export const NO_EXTRAS: Readonly<ExtraCounts> = Object.freeze({
   notices: 0,
   conversations: [],
   reddots: [],
+  counters: Object.freeze({}),
 });
 
 export function encodeFields(feed: number, extras: Readonly<ExtraCounts>): Record<string, number> {
@@ -44,6 +48,10 @@ export function addExtraFields(
     if (unread > 0) fields[(muted ? MUTED : CONVERSATION) + id] = unread;
   }
   for (const name of extras.reddots) fields[REDDOT + name] = 1;
+  for (const kind in extras.counters) {
+    const count = extras.counters[kind]!;
+    if (count > 0) fields[COUNTER + kind] = count;
+  }
 }
 
 /** The fields beside the feed, as stored: what a core compares its extras against. */
@@ -56,6 +64,7 @@ export function extraFieldsOf(fields: Readonly<Record<string, number>>): Record<
 export function decodeFields(fields: Readonly<Record<string, number>>): BadgeCounts {
   const conversations: Record<string, number> = {};
   const reddots: string[] = [];
+  const counters: Record<string, number> = {};
   let conversationsTotal = 0;
   for (const name in fields) {
     const value = fields[name]!;
@@ -66,6 +75,8 @@ export function decodeFields(fields: Readonly<Record<string, number>>): BadgeCou
       conversations[name.slice(MUTED.length)] = value;
     } else if (name.startsWith(REDDOT)) {
       reddots.push(name.slice(REDDOT.length));
+    } else if (name.startsWith(COUNTER)) {
+      counters[name.slice(COUNTER.length)] = value;
     }
   }
   reddots.sort();
@@ -75,6 +86,7 @@ export function decodeFields(fields: Readonly<Record<string, number>>): BadgeCou
     conversations: sortKeys(conversations),
     conversationsTotal,
     reddots,
+    counters: sortKeys(counters),
   };
 }
 

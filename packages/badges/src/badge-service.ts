@@ -1,9 +1,10 @@
 import type { Badge, Clock, ReadRequest } from '@bubble/protocol';
-import type { BubbleStore, Post } from '@bubble/store';
+import type { BubbleStore, CounterEvent, Post } from '@bubble/store';
 import type { ExtraCounts } from './badge-fields.js';
 import { ColdStart, type BadgeCallOptions, type BadgeStateOf } from './cold-start.js';
 import { createBadgeContext, type BadgeContext } from './context.js';
 import { Conversations, type ConversationListItem, type PlatformMessage } from './conversations.js';
+import { Counters } from './counters.js';
 import { Explainer, type BadgeExplanation } from './explain.js';
 import { storeGatewayLink, type GatewayLink } from './gateway-link.js';
 import { Ingest } from './ingest.js';
@@ -33,6 +34,7 @@ export class BadgeService {
   private readonly sightings: Sightings;
   private readonly shared: SharedSources;
   private readonly conversations: Conversations;
+  private readonly counters: Counters;
 
   constructor(
     readonly store: BubbleStore,
@@ -48,7 +50,8 @@ export class BadgeService {
     this.coldStart = new ColdStart(ctx, this.sightings);
     this.ingest = new Ingest(ctx);
     this.presence = new Presence(ctx, this.coldStart);
-    this.reads = new Reads(ctx, this.sightings, this.coldStart);
+    this.counters = new Counters(ctx);
+    this.reads = new Reads(ctx, this.sightings, this.coldStart, this.counters);
     this.explainer = new Explainer(ctx);
     this.shared = new SharedSources(ctx);
     this.conversations = new Conversations(ctx);
@@ -190,6 +193,19 @@ export class BadgeService {
 
   conversationList(user: string, limit: number): Promise<ConversationListItem[]> {
     return this.conversations.conversationList(user, limit);
+  }
+
+  // ---- interaction counters (counters.ts) ----
+
+  /** All-or-nothing: one bad id or kind refuses the whole batch. */
+  ingestCounterEvents(
+    events: readonly CounterEvent[],
+  ): Promise<{ accepted: number; ignored: number }> {
+    return this.counters.ingest(events);
+  }
+
+  retractCounterEvent(user: string, kind: string, id: string): Promise<void> {
+    return this.counters.retract({ user, kind, id });
   }
 
   poolOf(user: string): number {

@@ -36,9 +36,9 @@ export class ColdStart {
     return store.posts.countBetween(follows, after, now, topics);
   }
 
-  /** Notices, conversations and red dots of docs/semantics.md, from the stored sources. */
+  /** Notices, conversations, red dots and counters of docs/semantics.md, from the stored sources. */
   async computeExtras(user: string): Promise<ExtraCounts> {
-    return (await readStoredExtras(this.ctx.store, user)).extras;
+    return (await readStoredExtras(this.ctx.store, user, this.ctx.counters)).extras;
   }
 
   /**
@@ -49,13 +49,16 @@ export class ColdStart {
     assertId(user, 'user');
     if (options.seen) await this.sightings.see(user);
     const now = this.ctx.clock.now();
-    const [feed, extras] = await Promise.all([
+    const [feed, stored] = await Promise.all([
       this.computeFeed(user, now),
-      this.computeExtras(user),
+      readStoredExtras(this.ctx.store, user, this.ctx.counters),
     ]);
-    const fields = encodeFields(feed, extras);
-    const stamp = await this.ctx.store.badges.save(user, fields, now);
-    return makeBadge(user, decodeFields(fields), stamp, now, this.ctx.rules.displayCap);
+    const fields = encodeFields(feed, stored.extras);
+    // The counters' watermark: an `upTo` of this badge clears what it showed of them and
+    // nothing it missed (docs/semantics.md); after `now` only by a burst's stamps.
+    const computedAt = stored.countersAsOf ?? now;
+    const stamp = await this.ctx.store.badges.save(user, fields, computedAt);
+    return makeBadge(user, decodeFields(fields), stamp, computedAt, this.ctx.rules.displayCap);
   }
 
   /**
@@ -70,13 +73,14 @@ export class ColdStart {
     const now = this.ctx.clock.now();
     const [feeds, extras] = await Promise.all([
       Promise.all(users.map((user) => this.computeFeed(user, now))),
-      readStoredExtrasOfMany(store, users),
+      readStoredExtrasOfMany(store, users, this.ctx.counters),
     ]);
     return Promise.all(
       users.map(async (user, i) => {
         const fields = encodeFields(feeds[i]!, extras[i]!);
-        const stamp = await store.badges.save(user, fields, now);
-        return makeBadge(user, decodeFields(fields), stamp, now, rules.displayCap);
+        const computedAt = extras[i]!.countersAsOf ?? now;
+        const stamp = await store.badges.save(user, fields, computedAt);
+        return makeBadge(user, decodeFields(fields), stamp, computedAt, rules.displayCap);
       }),
     );
   }

@@ -36,6 +36,8 @@ export interface BadgeExplanation {
     list: Array<{ name: string; markedAt: number; clickedAt: number | null; shown: boolean }>;
     counted: false;
   };
+  /** Interaction counters: every configured kind's count (BUBBLE_COUNTER_KINDS). */
+  counters: { kinds: Record<string, number>; contribution: number };
   total: number;
   display: string;
   /** The badge state last stored (what pushes and polls serve), for comparison. */
@@ -51,13 +53,14 @@ export class Explainer {
     assertId(user, 'user');
     const { store, rules } = this.ctx;
     const now = this.ctx.clock.now();
-    const [inputs, marks, memberships, marked, highest, stored] = await Promise.all([
+    const [inputs, marks, memberships, marked, highest, stored, counted] = await Promise.all([
       store.feedInputs(user),
       store.marks.state(user),
       store.conversations.memberships(user),
       store.reddots.all(),
       store.notices.highestId(),
       store.badges.load(user),
+      store.counters.counts(user, this.ctx.counters.kinds, this.ctx.counters.windowMs),
     ]);
     const from = Math.max(inputs.readAt ?? -Infinity, now - this.ctx.lookbackMs);
     const [byAuthors, feed, notices] = await Promise.all([
@@ -83,7 +86,13 @@ export class Explainer {
         shown: shown.has(name),
       }));
     const conversationsTotal = conversations.reduce((sum, c) => sum + (c.muted ? 0 : c.unread), 0);
-    const total = feed + notices + conversationsTotal;
+    const kinds: Record<string, number> = {};
+    let countersTotal = 0;
+    for (const kind of this.ctx.counters.kinds) {
+      kinds[kind] = counted.counts[kind] ?? 0;
+      countersTotal += kinds[kind];
+    }
+    const total = feed + notices + conversationsTotal + countersTotal;
     return {
       user,
       now,
@@ -104,6 +113,7 @@ export class Explainer {
       },
       conversations: { list: conversations, contribution: conversationsTotal },
       reddots: { list: reddots, counted: false },
+      counters: { kinds, contribution: countersTotal },
       total,
       display: displayTotal(total, rules.displayCap),
       stored: stored ? storedSummary(stored) : null,

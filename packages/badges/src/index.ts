@@ -6,12 +6,11 @@ export type { ConversationListItem, PlatformMessage } from './conversations.js';
 export type { GatewayLink } from './gateway-link.js';
 export type { OfflineJob, OfflineJobs } from './offline-jobs.js';
 export * from './badge-fields.js';
-export { readStoredExtras } from './stored-extras.js';
+export { readStoredExtras, type CounterScope } from './stored-extras.js';
 export {
   PLATFORM_OPS,
   PLATFORM_OP_NAMES,
   PLATFORM_OP_VERSIONS,
-  UNSUPPORTED_PLATFORM_OPS,
   isPlatformOp,
   parsePlatformOp,
   platformOpEntity,

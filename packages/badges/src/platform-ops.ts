@@ -1,6 +1,8 @@
 import {
   BubbleError,
   ID_PATTERN,
+  counterBatchSchema,
+  counterEventSchema,
   describeIssues,
   idSchema,
   membersSchema,
@@ -64,6 +66,8 @@ export const PLATFORM_OP_NAMES = [
   'removeMember',
   'dissolve',
   'message',
+  'counter',
+  'retractCounter',
 ] as const;
 
 export type PlatformOpName = (typeof PLATFORM_OP_NAMES)[number];
@@ -187,10 +191,17 @@ export const PLATFORM_OPS: Readonly<Record<PlatformOpName, OpSpec<z.ZodType>>> =
       return { kind: 'messages', op: 'message', conversation, messages };
     },
   }),
+  counter: op({
+    schema: counterBatchSchema,
+    entity: (b) => ('events' in b ? b.events[0]!.user : b.user),
+    parsed: (b) => call('counter', (s) => s.ingestCounterEvents('events' in b ? b.events : [b])),
+  }),
+  retractCounter: op({
+    schema: counterEventSchema,
+    entity: (b) => b.user,
+    parsed: (b) => call('retractCounter', (s) => s.retractCounterEvent(b.user, b.kind, b.id)),
+  }),
 };
-
-/** Ops of api.md this version does not have (counters): refused, never dropped. */
-export const UNSUPPORTED_PLATFORM_OPS = ['counter', 'retractCounter'] as const;
 
 /** The versions of an ingest entry's schema this bubble reads (field `v`). */
 export const PLATFORM_OP_VERSIONS: readonly string[] = ['1'];
@@ -214,12 +225,6 @@ export function platformOpEntity(name: string, body: unknown): string {
 
 function knownOp(name: string): PlatformOpName {
   if (isPlatformOp(name)) return name;
-  if ((UNSUPPORTED_PLATFORM_OPS as readonly string[]).includes(name)) {
-    throw new BubbleError(
-      'UB_ERR_BAD_REQUEST',
-      `op ${name} is not supported by this version of bubble; \`bubble dead replay\` applies it after an upgrade`,
-    );
-  }
   throw new BubbleError(
     'UB_ERR_BAD_REQUEST',
     `unknown op ${JSON.stringify(String(name).slice(0, 64))}`,

@@ -1,4 +1,4 @@
-import { poolOf } from '@bubble/protocol';
+import { poolOf, usersByPool } from '@bubble/protocol';
 import { marksEventsByPool, type PoolEvent } from '@bubble/store';
 import type { BadgeContext } from './context.js';
 
@@ -28,5 +28,17 @@ export async function marksChanged(ctx: BadgeContext, users: readonly string[]):
   const byPool = marksEventsByPool(users, ctx.store.pools);
   await Promise.all(
     [...byPool].map(([pool, events]) => ctx.store.changes.appendPoolEvents(pool, events)),
+  );
+}
+
+/** Tells the pools of `users` to reload their interaction counters: one call per pool. */
+export async function countersChanged(ctx: BadgeContext, users: readonly string[]): Promise<void> {
+  await Promise.all(
+    [...usersByPool(users, ctx.store.pools)].map(([pool, list]) =>
+      ctx.store.changes.appendPoolEvents(
+        pool,
+        list.map((user) => ({ kind: 'counters', user })),
+      ),
+    ),
   );
 }

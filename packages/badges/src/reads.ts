@@ -1,6 +1,7 @@
 import { assertId, type Badge, type ReadRequest } from '@bubble/protocol';
 import type { PoolEvent } from '@bubble/store';
 import type { ColdStart } from './cold-start.js';
+import type { Counters } from './counters.js';
 import type { BadgeContext } from './context.js';
 import { appendUserEvents } from './pool-events.js';
 import type { Sightings } from './sightings.js';
@@ -12,11 +13,13 @@ export class Reads {
     private readonly ctx: BadgeContext,
     private readonly sightings: Sightings,
     private readonly coldStart: ColdStart,
+    private readonly counters: Counters,
   ) {}
 
   /** A read of docs/semantics.md by the user themselves; answers the badge after it. */
   async read(user: string, request: ReadRequest): Promise<Badge> {
     assertId(user, 'user');
+    if (request.scope === 'counter') this.counters.assertKind(request.kind);
     // Only a read answered with a badge sees the user: one refused (not a member) must not
     // start a new user's notice cursor. A conversation read touches no notice cursor, so it
     // sees the user once it succeeded; every other scope first (a notices read moves `seen`).
@@ -49,6 +52,10 @@ export class Reads {
         await store.marks.click(user, [request.name], now);
         events.push({ kind: 'marks', user });
         break;
+      case 'counter':
+        await store.counters.read(user, [request.kind], request.upTo);
+        events.push({ kind: 'counters', user });
+        break;
       case 'all': {
         const [highest, marked, memberships] = await Promise.all([
           store.notices.highestId(),
@@ -60,7 +67,9 @@ export class Reads {
           store.marks.advanceSeen(user, highest),
           store.marks.click(user, Object.keys(marked), now),
           ...memberships.map((m) => store.conversations.read(m.conversation, user)),
+          store.counters.read(user, this.ctx.counters.kinds, undefined),
         ]);
+        // A core reloads a user's counters with their marks.
         events.push({ kind: 'marks', user });
         break;
       }

@@ -6,6 +6,8 @@ export interface BadgeRules {
   topicCap: number;
   displayCap: number;
   inactiveDays: number;
+  /** BUBBLE_COUNTER_KINDS: the interaction counters' kinds; another kind is a bad request. */
+  counterKinds: readonly string[];
 }
 
 export const DEFAULT_RULES: Readonly<BadgeRules> = Object.freeze({
@@ -14,4 +16,5 @@ export const DEFAULT_RULES: Readonly<BadgeRules> = Object.freeze({
   topicCap: 200,
   displayCap: 99,
   inactiveDays: 30,
+  counterKinds: Object.freeze(['mention', 'comment', 'like']),
 });

@@ -1,5 +1,6 @@
 import { DAY_MS, HOUR_MS } from '@bubble/protocol';
 import type { BadgeContext } from './context.js';
+import { countersChanged } from './pool-events.js';
 
 /** How stale a user's recorded last sight may be: the stores write it at most once an hour. */
 const SIGHT_RESOLUTION_MS = HOUR_MS;
@@ -28,6 +29,10 @@ export class Sightings {
     // be up to an hour older than the last: never drop a user seen within inactiveDays.
     const cutoff = clock.now() - rules.inactiveDays * DAY_MS - SIGHT_RESOLUTION_MS;
     // The store appends the dropped users' marks events before it forgets them.
-    return store.marks.dropInactive(cutoff, limit);
+    const dropped = await store.marks.dropInactive(cutoff, limit);
+    await store.counters.dropUsers(dropped);
+    // After the drop: a core that reloaded a user's counters in between reloads them again.
+    await countersChanged(this.ctx, dropped);
+    return dropped;
   }
 }

@@ -1,26 +1,36 @@
 import type { BubbleStore, Membership, UserMarksState } from '@bubble/store';
 import { shownReddots, unreadOf, type ExtraCounts } from './badge-fields.js';
 
+/** Which interaction counters a badge counts: BUBBLE_COUNTER_KINDS, over BUBBLE_INACTIVE_DAYS. */
+export interface CounterScope {
+  kinds: readonly string[];
+  windowMs: number;
+}
+
 export interface StoredExtras {
   extras: ExtraCounts;
   marks: UserMarksState;
   memberships: Membership[];
+  /** The counters' watermark (CounterCounts.asOf): later events are stamped after it. */
+  countersAsOf: number | null;
 }
 
 /**
- * A user's notices, conversations (maxSeq − readSeq) and red dots from the stored sources: the
- * cold start's answer, and what reconciliation compares a core's held extras with. `marked`
- * (every marked red dot) may be passed in when many users are read at once.
+ * A user's notices, conversations (maxSeq − readSeq), red dots and interaction counters from
+ * the stored sources: the cold start's answer, and what reconciliation compares a core's held
+ * extras with. `marked` (every marked red dot) may be passed in when many users are read at once.
  */
 export async function readStoredExtras(
   store: BubbleStore,
   user: string,
+  counters: CounterScope,
   marked?: Readonly<Record<string, number>>,
 ): Promise<StoredExtras> {
-  const [marks, memberships, dots] = await Promise.all([
+  const [marks, memberships, dots, counted] = await Promise.all([
     store.marks.state(user),
     store.conversations.memberships(user),
     marked ?? store.reddots.all(),
+    store.counters.counts(user, counters.kinds, counters.windowMs),
   ]);
   const notices = marks.seen === null ? 0 : await store.notices.countAfter(marks.seen);
   return {
@@ -28,9 +38,11 @@ export async function readStoredExtras(
       notices,
       conversations: unreadOf(memberships),
       reddots: shownReddots(dots, marks.clicks),
+      counters: counted.counts,
     },
     marks,
     memberships,
+    countersAsOf: counted.asOf,
   };
 }
 
@@ -43,12 +55,16 @@ export async function readStoredExtras(
 export async function readStoredExtrasOfMany(
   store: BubbleStore,
   users: readonly string[],
-): Promise<ExtraCounts[]> {
+  counters: CounterScope,
+): Promise<Array<ExtraCounts & { countersAsOf: number | null }>> {
   if (users.length === 0) return [];
-  const [marks, seqs, dots] = await Promise.all([
+  const [marks, seqs, dots, counted] = await Promise.all([
     Promise.all(users.map((user) => store.marks.state(user))),
     store.conversations.membershipSeqs(users),
     store.reddots.all(),
+    Promise.all(
+      users.map((user) => store.counters.counts(user, counters.kinds, counters.windowMs)),
+    ),
   ]);
   const cursors = [...new Set(marks.map((m) => m.seen).filter((seen) => seen !== null))];
   const counts = await Promise.all(cursors.map((seen) => store.notices.countAfter(seen)));
@@ -60,6 +76,8 @@ export async function readStoredExtrasOfMany(
       notices: seen === null ? 0 : noticesAfter.get(seen)!,
       conversations: unreadOf(seqs[i]!),
       reddots: shownReddots(dots, clicks),
+      counters: counted[i]!.counts,
+      countersAsOf: counted[i]!.asOf,
     };
   });
 }

@@ -47,6 +47,7 @@ function frame(client: number): string {
     conversations: {},
     conversationsTotal: 0,
     reddots: [],
+    counters: {},
   };
   const badge = makeBadge(
     `u${client}`,

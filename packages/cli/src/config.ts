@@ -1,5 +1,6 @@
 import { parseCidrList, publicKeyAlgorithm } from '@bubble/gateway';
 import { z } from 'zod';
+import { ID_PATTERN } from '@bubble/protocol';
 
 const MS_OR_CRON = /^(\d+|(\S+\s+){4,5}\S+)$/;
 const ID_LIST = z.string().transform((value) =>
@@ -98,6 +99,32 @@ export const configSchema = z.object({
     .max(3650)
     .default(30)
     .describe('per-user state dropped after this much absence'),
+  BUBBLE_COUNTER_KINDS: z
+    .string()
+    .default('mention,comment,like')
+    .transform((value, ctx) => {
+      const kinds = value
+        .split(',')
+        .map((part) => part.trim())
+        .filter((part) => part !== '');
+      if (kinds.length === 0) {
+        ctx.addIssue({ code: 'custom', message: 'names no kind' });
+        return z.NEVER;
+      }
+      for (const kind of kinds) {
+        if (!ID_PATTERN.test(kind)) {
+          ctx.addIssue({
+            code: 'custom',
+            message: `kind ${JSON.stringify(kind)} must be 1 to 64 characters of [A-Za-z0-9_.:@-]`,
+          });
+          return z.NEVER;
+        }
+      }
+      return Object.freeze([...new Set(kinds)]);
+    })
+    .describe(
+      "the interaction counters' kinds (comma-separated); another kind is refused with 400",
+    ),
   BUBBLE_INACTIVE_SCHEDULE: z
     .string()
     .regex(MS_OR_CRON, 'milliseconds or a node-cron expression')

@@ -15,6 +15,8 @@ export interface Badge {
   conversations: Record<string, number>;
   conversationsTotal: number;
   reddots: string[];
+  /** Interaction counters (`{"mention":2}`), non-zero kinds only; absent when there is none. */
+  counters?: Record<string, number>;
   total: number;
   display: string;
   computedAt: number;
@@ -30,7 +32,8 @@ export type ReadBody =
   | { scope: 'all' }
   | { scope: 'notices'; upTo?: number }
   | { scope: 'conversation'; id: string; seq?: number }
-  | { scope: 'reddot'; name: string };
+  | { scope: 'reddot'; name: string }
+  | { scope: 'counter'; kind: string; upTo?: number };
 
 /**
  * `connecting`: no authenticated socket yet (or again); `open`: a socket is authenticated and

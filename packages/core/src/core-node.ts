@@ -1,3 +1,4 @@
+import { DEFAULT_RULES, type CounterScope } from '@bubble/badges';
 import { DAY_MS, type Clock } from '@bubble/protocol';
 import type { BubbleStore, PoolLocks, SweepReport } from '@bubble/store';
 import type { Logger } from 'pino';
@@ -19,6 +20,8 @@ export interface CoreNodeOptions {
   logger: Logger;
   metrics?: CoreMetrics;
   lookbackDays: number;
+  /** The interaction counters a badge counts; default DEFAULT_RULES' kinds and inactive days. */
+  counters?: { kinds: readonly string[]; inactiveDays: number };
   /** Pool lease; extended every third of it. */
   leaseMs: number;
   /** The sweep period the leader ticks at; the core sweeps by itself when ticks stop. */
@@ -73,6 +76,10 @@ export class CoreNode {
     const { store, clock, metrics } = options;
     this.log = options.logger.child({ module: 'bubble-core', node: options.id });
     const lookbackMs = options.lookbackDays * DAY_MS;
+    const counterScope: CounterScope = {
+      kinds: options.counters?.kinds ?? DEFAULT_RULES.counterKinds,
+      windowMs: (options.counters?.inactiveDays ?? DEFAULT_RULES.inactiveDays) * DAY_MS,
+    };
     const counter = (this.counter = new FeedCounter({ lookbackMs }));
     const extras = this.extras;
     const log = this.log;
@@ -97,7 +104,7 @@ export class CoreNode {
       maxEventsPerRead: options.maxEventsPerRead ?? 10_000,
       release,
     });
-    this.loader = new UserLoader({ store, counter, extras, beliefs, lookbackMs });
+    this.loader = new UserLoader({ store, counter, extras, beliefs, lookbackMs, counterScope });
     const totals = this.totals;
     this.writeBack = new BadgeWriteBack({
       store,
@@ -116,6 +123,7 @@ export class CoreNode {
       metrics,
       totals,
       lookbackMs,
+      counterScope,
       perSweep: options.reconcilePerSweep ?? 20,
       loadShared: () => this.logs.loadShared(),
     });
@@ -309,7 +317,12 @@ export class CoreNode {
 
     const read = await this.logs.catchUp(this.tenures.all());
     const now = read.now;
-    await this.loader.load([...read.toLoad], [...read.refollow], [...read.remark]);
+    await this.loader.load(
+      [...read.toLoad],
+      [...read.refollow],
+      [...read.remark],
+      [...read.recount],
+    );
     await this.tenures.expirePresence();
     const changed = await this.writeBack.write(now);
     const durationMs = performance.now() - started;

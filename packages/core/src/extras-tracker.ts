@@ -18,6 +18,7 @@ interface HeldMember {
 }
 
 const NO_CLICKS: Readonly<Record<string, number>> = Object.freeze({});
+const NO_COUNTERS: Readonly<Record<string, number>> = Object.freeze({});
 
 interface HeldUser {
   seen: number | null;
@@ -25,6 +26,8 @@ interface HeldUser {
   clicks: Readonly<Record<string, number>>;
   /** null when none, for the same reason (an empty Map still holds a table). */
   conversations: Map<string, HeldMember> | null;
+  /** Interaction counters, kind → count (non-zero only); NO_COUNTERS when none. */
+  counters: Readonly<Record<string, number>>;
   /** The extra fields last stored for the user, as stored (encodeCounts); null when unknown. */
   reported: string | null;
 }
@@ -44,6 +47,8 @@ export class ExtrasTracker {
   /** conversation → maxSeq and the held users who are members */
   private readonly conversations = new Map<string, { maxSeq: number; members: Set<string> }>();
   private readonly dirty = new Set<string>();
+  /** Held users with a non-zero interaction counter (noneHeld stays a constant-time check). */
+  private withCounters = 0;
 
   get userCount(): number {
     return this.users.size;
@@ -61,13 +66,22 @@ export class ExtrasTracker {
     for (const user of this.users.keys()) this.dirty.add(user);
   }
 
-  setUser(user: string, marks: UserMarksState, memberships: readonly Membership[]): void {
+  setUser(
+    user: string,
+    marks: UserMarksState,
+    memberships: readonly Membership[],
+    counters: Readonly<Record<string, number>> = NO_COUNTERS,
+  ): void {
     const previous = this.users.get(user);
-    if (previous) this.leaveAll(user, previous);
+    if (previous) {
+      this.leaveAll(user, previous);
+      if (previous.counters !== NO_COUNTERS) this.withCounters--;
+    }
     const held: HeldUser = {
       seen: marks.seen,
       clicks: Object.keys(marks.clicks).length > 0 ? { ...marks.clicks } : NO_CLICKS,
       conversations: memberships.length > 0 ? new Map() : null,
+      counters: heldCounters(counters),
       reported: previous?.reported ?? null,
     };
     for (const m of memberships) {
@@ -78,7 +92,18 @@ export class ExtrasTracker {
       c.maxSeq = Math.max(c.maxSeq, m.maxSeq);
       c.members.add(user);
     }
+    if (held.counters !== NO_COUNTERS) this.withCounters++;
     this.users.set(user, held);
+    this.dirty.add(user);
+  }
+
+  /** A held user's interaction counters, reloaded (a `counters` event): O(their kinds). */
+  setCounters(user: string, counters: Readonly<Record<string, number>>): void {
+    const held = this.users.get(user);
+    if (!held) return;
+    if (held.counters !== NO_COUNTERS) this.withCounters--;
+    held.counters = heldCounters(counters);
+    if (held.counters !== NO_COUNTERS) this.withCounters++;
     this.dirty.add(user);
   }
 
@@ -86,6 +111,7 @@ export class ExtrasTracker {
     const held = this.users.get(user);
     if (!held) return;
     this.leaveAll(user, held);
+    if (held.counters !== NO_COUNTERS) this.withCounters--;
     this.users.delete(user);
     this.dirty.delete(user);
   }
@@ -130,7 +156,7 @@ export class ExtrasTracker {
 
   extrasOf(user: string): ExtraCounts {
     const held = this.users.get(user);
-    if (!held) return { notices: 0, conversations: [], reddots: [] };
+    if (!held) return { notices: 0, conversations: [], reddots: [], counters: NO_COUNTERS };
     const conversations: ExtraCounts['conversations'] = [];
     for (const [id, member] of held.conversations ?? []) {
       const maxSeq = this.conversations.get(id)!.maxSeq;
@@ -140,12 +166,21 @@ export class ExtrasTracker {
       notices: countNoticesAfter(this.liveIds, held.seen),
       conversations,
       reddots: shownReddots(this.marked, held.clicks),
+      counters: held.counters,
     };
   }
 
-  /** True while no held user can have an extra field: no live notice, red dot or conversation. */
+  /**
+   * True while no held user can have an extra field: no live notice, red dot, conversation or
+   * interaction counter.
+   */
   get noneHeld(): boolean {
-    return this.liveIds.length === 0 && this.markedCount === 0 && this.conversations.size === 0;
+    return (
+      this.liveIds.length === 0 &&
+      this.markedCount === 0 &&
+      this.conversations.size === 0 &&
+      this.withCounters === 0
+    );
   }
 
   /** The extra fields of the user's badge state (docs/redis-keys.md), added to `fields`. */
@@ -154,7 +189,7 @@ export class ExtrasTracker {
     if (!held) return;
     // The common cases build nothing: no conversation and no red dot marked leaves at most
     // the notices, counted from the user's cursor.
-    if (held.conversations === null && this.markedCount === 0) {
+    if (held.conversations === null && this.markedCount === 0 && held.counters === NO_COUNTERS) {
       if (held.seen === null || this.liveIds.length === 0) return;
       const notices = countNoticesAfter(this.liveIds, held.seen);
       if (notices > 0) fields[NOTICES_FIELD] = notices;
@@ -204,6 +239,13 @@ export class ExtrasTracker {
       if (c.members.size === 0) this.conversations.delete(id);
     }
   }
+}
+
+function heldCounters(
+  counters: Readonly<Record<string, number>>,
+): Readonly<Record<string, number>> {
+  for (const kind in counters) if (counters[kind]! > 0) return { ...counters };
+  return NO_COUNTERS;
 }
 
 function lowerBound(sorted: readonly number[], value: number): number {

@@ -28,6 +28,8 @@ export interface LogCatchUp {
   refollow: Set<string>;
   /** Held users whose marks or conversations changed. */
   remark: Set<string>;
+  /** Held users whose interaction counters changed. */
+  recount: Set<string>;
   /** Some read came back full: the core is behind on the logs. */
   behind: boolean;
 }
@@ -130,6 +132,7 @@ export class LogFollower {
     const toLoad = new Set<string>();
     const refollow = new Set<string>();
     const remark = new Set<string>();
+    const recount = new Set<string>();
     for (const held of tenures) {
       const read = poolReads.get(held.pool);
       if (!read) continue;
@@ -149,6 +152,7 @@ export class LogFollower {
             toLoad.delete(event.user);
             refollow.delete(event.user);
             remark.delete(event.user);
+            recount.delete(event.user);
             release(event.user);
             break;
           case 'follows':
@@ -156,6 +160,9 @@ export class LogFollower {
             break;
           case 'marks':
             if (held.users.has(event.user) && !toLoad.has(event.user)) remark.add(event.user);
+            break;
+          case 'counters':
+            if (held.users.has(event.user) && !toLoad.has(event.user)) recount.add(event.user);
             break;
           case 'cursor':
             counter.advanceReadAt(event.user, event.readAt);
@@ -170,7 +177,7 @@ export class LogFollower {
     // A read with a gap moved its reader to the log's end: not behind on that log.
     const full = (read: LogRead<unknown>) => !read.gap && read.entries.length >= maxEventsPerRead;
     const behind = full(postRead) || full(sharedRead) || [...poolReads.values()].some(full);
-    return { now, toLoad, refollow, remark, behind };
+    return { now, toLoad, refollow, remark, recount, behind };
   }
 
   /**

@@ -1,4 +1,4 @@
-import { addExtraFields, readStoredExtras } from '@bubble/badges';
+import { addExtraFields, readStoredExtras, type CounterScope } from '@bubble/badges';
 import { encodeCounts, type BubbleStore } from '@bubble/store';
 import type { Logger } from 'pino';
 import type { CoreMetrics } from './core-metrics.js';
@@ -13,6 +13,7 @@ export interface ReconcilerOptions {
   metrics?: CoreMetrics;
   totals: { driftRepaired: number };
   lookbackMs: number;
+  counterScope: CounterScope;
   /** Users recomputed from the stored sources per sweep (a quarter of it while behind). */
   perSweep: number;
   /** Reloads the shared sources (notices, red dots) whole. */
@@ -129,7 +130,7 @@ export class Reconciler {
       }
       if (!extrasAgree) {
         await this.options.loadShared();
-        held.setUser(user, extras.marks, extras.memberships);
+        held.setUser(user, extras.marks, extras.memberships, extras.extras.counters);
       }
       const repaired = counter.countOf(user);
       const extrasAfter = held.heldKey(user);
@@ -157,7 +158,8 @@ export class Reconciler {
 
   /** A user's stored extras, with their badge fields as stored (encodeCounts) to compare. */
   private async storedExtras(user: string, marked: Record<string, number>) {
-    const stored = await readStoredExtras(this.options.store, user, marked);
+    const { store, counterScope } = this.options;
+    const stored = await readStoredExtras(store, user, counterScope, marked);
     const fields: Record<string, number> = {};
     addExtraFields(fields, stored.extras);
     return { ...stored, key: encodeCounts(fields) };

@@ -1,3 +1,4 @@
+import type { CounterScope } from '@bubble/badges';
 import type { BubbleStore } from '@bubble/store';
 import type { ExtrasTracker } from './extras-tracker.js';
 import type { FeedCounter } from './feed-counter.js';
@@ -9,6 +10,7 @@ export interface UserLoaderOptions {
   extras: ExtrasTracker;
   beliefs: StoredBeliefs;
   lookbackMs: number;
+  counterScope: CounterScope;
 }
 
 /**
@@ -32,13 +34,23 @@ export class UserLoader {
     this.changedWhileLoading?.add(user);
   }
 
-  /** Loads `users` whole, the follows of `refollow`, the marks and conversations of `remark`. */
-  async load(users: string[], refollow: string[], remark: string[]): Promise<void> {
-    if (users.length === 0 && refollow.length === 0 && remark.length === 0) return;
+  /**
+   * Loads `users` whole, the follows of `refollow`, the marks, conversations and counters of
+   * `remark`, the counters alone of `recount`.
+   */
+  async load(
+    users: string[],
+    refollow: string[],
+    remark: string[],
+    recount: string[] = [],
+  ): Promise<void> {
+    if (users.length + refollow.length + remark.length + recount.length === 0) return;
     const marksOf = [...users, ...remark];
+    const marked = new Set(marksOf);
+    const countersOf = recount.filter((user) => !marked.has(user));
     const changedMeanwhile = (this.changedWhileLoading = new Set());
     try {
-      await this.loadNow(users, refollow, marksOf, changedMeanwhile);
+      await this.loadNow(users, refollow, marksOf, countersOf, changedMeanwhile);
     } finally {
       this.changedWhileLoading = null;
     }
@@ -48,15 +60,19 @@ export class UserLoader {
     users: string[],
     refollow: string[],
     marksOf: string[],
+    countersOf: string[],
     changedMeanwhile: ReadonlySet<string>,
   ): Promise<void> {
-    const { store, counter, extras, beliefs, lookbackMs } = this.options;
-    const [inputs, stored, follows, marks, memberships] = await Promise.all([
+    const { store, counter, extras, beliefs, lookbackMs, counterScope } = this.options;
+    const { kinds, windowMs } = counterScope;
+    const [inputs, stored, follows, marks, memberships, counts, recounts] = await Promise.all([
       Promise.all(users.map((user) => store.feedInputs(user))),
       Promise.all(users.map((user) => store.badges.load(user))),
       Promise.all(refollow.map((user) => store.feedInputs(user))),
       Promise.all(marksOf.map((user) => store.marks.state(user))),
       Promise.all(marksOf.map((user) => store.conversations.memberships(user))),
+      Promise.all(marksOf.map((user) => store.counters.counts(user, kinds, windowMs))),
+      Promise.all(countersOf.map((user) => store.counters.counts(user, kinds, windowMs))),
     ]);
     const authors = new Set<string>();
     const topics = new Set<string>();
@@ -70,7 +86,10 @@ export class UserLoader {
       for (const author of counter.setFollows(user, f)) authors.add(author);
       for (const topic of counter.setTopics(user, t)) topics.add(topic);
     });
-    marksOf.forEach((user, i) => extras.setUser(user, marks[i]!, memberships[i]!));
+    marksOf.forEach((user, i) =>
+      extras.setUser(user, marks[i]!, memberships[i]!, counts[i]!.counts),
+    );
+    countersOf.forEach((user, i) => extras.setCounters(user, recounts[i]!.counts));
     const after = counter.time - lookbackMs;
     const [windows, topicWindows] = await Promise.all([
       store.posts.window([...authors], after),

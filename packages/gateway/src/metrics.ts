@@ -47,6 +47,13 @@ export class GatewayMetrics {
     registers: [this.registry],
   });
 
+  readonly counterEventsIngested = new Counter({
+    name: 'bubble_counter_events_ingested_total',
+    help: 'Interaction events received by POST /v1/counters, by outcome (ignored: a repeated or retracted id)',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
   constructor(options: { defaultMetrics?: boolean } = {}) {
     if (options.defaultMetrics ?? true)
       collectDefaultMetrics({ register: this.registry, prefix: 'bubble_' });

@@ -8,6 +8,8 @@ export interface Badge {
   conversations: Record<string, number>;
   conversationsTotal: number;
   reddots: string[];
+  /** Interaction counters, non-zero kinds only; absent when there is none. */
+  counters?: Record<string, number>;
   total: number;
   display: string;
   computedAt: number;
@@ -20,6 +22,8 @@ export interface BadgeCounts {
   conversations: Record<string, number>;
   conversationsTotal: number;
   reddots: string[];
+  /** kind → count, non-zero only */
+  counters: Record<string, number>;
 }
 
 export const EMPTY_COUNTS: Readonly<BadgeCounts> = Object.freeze({
@@ -28,6 +32,7 @@ export const EMPTY_COUNTS: Readonly<BadgeCounts> = Object.freeze({
   conversations: Object.freeze({}) as Record<string, number>,
   conversationsTotal: 0,
   reddots: Object.freeze([]) as unknown as string[],
+  counters: Object.freeze({}) as Record<string, number>,
 });
 
 export function displayTotal(total: number, cap: number): string {
@@ -35,7 +40,9 @@ export function displayTotal(total: number, cap: number): string {
 }
 
 export function badgeTotal(counts: BadgeCounts): number {
-  return counts.feed + counts.notices + counts.conversationsTotal;
+  let counters = 0;
+  for (const kind in counts.counters) counters += counts.counters[kind]!;
+  return counts.feed + counts.notices + counts.conversationsTotal + counters;
 }
 
 export function makeBadge(
@@ -46,7 +53,7 @@ export function makeBadge(
   displayCap: number,
 ): Badge {
   const total = badgeTotal(counts);
-  return {
+  const badge: Badge = {
     user,
     epoch: stamp.epoch,
     version: stamp.version,
@@ -59,6 +66,8 @@ export function makeBadge(
     display: displayTotal(total, displayCap),
     computedAt,
   };
+  if (Object.keys(counts.counters).length > 0) badge.counters = { ...counts.counters };
+  return badge;
 }
 
 /** What a holder (a connection, a cache, a client) has of a badge; a null epoch: nothing yet. */

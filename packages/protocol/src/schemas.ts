@@ -8,6 +8,7 @@ export const LIMITS = {
   /** Topics one post may carry. */
   maxTopicsPerPost: 10,
   maxMessagesPerBatch: 1000,
+  maxCounterEventsPerBatch: 1000,
   /** Members named in one membership call. */
   maxMembersPerCall: 100_000,
   /** A message preview, as JSON text. */
@@ -42,6 +43,17 @@ export const replaceTopicsSchema = z.strictObject({
   topics: z.array(idSchema).max(100_000),
 });
 
+/** One interaction event (docs/semantics.md); its kind is checked against BUBBLE_COUNTER_KINDS. */
+export const counterEventSchema = z.strictObject({ user: idSchema, kind: idSchema, id: idSchema });
+export type CounterEventInput = z.infer<typeof counterEventSchema>;
+
+export const counterBatchSchema = z.union([
+  counterEventSchema,
+  z.strictObject({
+    events: z.array(counterEventSchema).min(1).max(LIMITS.maxCounterEventsPerBatch),
+  }),
+]);
+
 /** Presence from platforms that hold their own long connections. */
 export const presenceSchema = z.strictObject({
   user: idSchema,
@@ -62,6 +74,7 @@ export const readRequestSchema = z.discriminatedUnion('scope', [
     seq: positiveIdSchema.optional(),
   }),
   z.strictObject({ scope: z.literal('reddot'), name: idSchema }),
+  z.strictObject({ scope: z.literal('counter'), kind: idSchema, upTo: epochMs.optional() }),
   z.strictObject({ scope: z.literal('all') }),
 ]);
 export type ReadRequest = z.infer<typeof readRequestSchema>;

@@ -14,8 +14,10 @@ export type PoolEvent =
   | { kind: 'follows'; user: string }
   /** The user's feed read cursor moved to `readAt`. */
   | { kind: 'cursor'; user: string; readAt: number }
-  /** The user's notice cursor, red-dot clicks or conversations changed: reload them. */
-  | { kind: 'marks'; user: string };
+  /** The user's notice cursor, red-dot clicks or conversations changed: reload them (and the counters). */
+  | { kind: 'marks'; user: string }
+  /** The user's interaction counters changed (an event, a retraction, a read): reload them. */
+  | { kind: 'counters'; user: string };
 
 /** Changes to the post index, in log order; every core follows all of them. */
 export type PostEvent =

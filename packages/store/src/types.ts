@@ -1,4 +1,10 @@
-import type { Conversations, NoticeBoard, RedDots, UserMarks } from './extras-types.js';
+import type {
+  Conversations,
+  InteractionCounters,
+  NoticeBoard,
+  RedDots,
+  UserMarks,
+} from './extras-types.js';
 import type { ChangeLog, Coordination, FencedBadges, PresenceStore } from './cluster-types.js';
 import type { Clock } from '@bubble/protocol';
 import type { ClockListeners } from './store-clock.js';
@@ -138,6 +144,7 @@ export interface BubbleStore {
   readonly reddots: RedDots;
   readonly marks: UserMarks;
   readonly conversations: Conversations;
+  readonly counters: InteractionCounters;
   /**
    * The store's clock, which every role computes its times on (a sweep's now, a read's cursor,
    * a post's lookback) so that they agree across hosts: the memory engine's is this process's

@@ -97,6 +97,7 @@ export async function startRole(
       topicCap: config.BUBBLE_TOPIC_CAP,
       displayCap: config.BUBBLE_DISPLAY_CAP,
       inactiveDays: config.BUBBLE_INACTIVE_DAYS,
+      counterKinds: config.BUBBLE_COUNTER_KINDS,
     },
     {
       offlineJobs: webhookQueue && redisOfflineJobs(webhookQueue, config.BUBBLE_WEBHOOK_SOURCES),
@@ -250,6 +251,7 @@ export async function startRole(
         logger,
         metrics: new CoreMetrics(metrics.registry),
         lookbackDays: config.BUBBLE_LOOKBACK_DAYS,
+        counters: { kinds: config.BUBBLE_COUNTER_KINDS, inactiveDays: config.BUBBLE_INACTIVE_DAYS },
         leaseMs: config.BUBBLE_LEASE_MS,
         tickMs: tickPeriodMs(config.BUBBLE_TICK),
         reconcilePerSweep: Math.ceil(

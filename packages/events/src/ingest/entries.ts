@@ -1,7 +1,6 @@
 import {
   PLATFORM_OP_NAMES,
   PLATFORM_OP_VERSIONS,
-  UNSUPPORTED_PLATFORM_OPS,
   parsePlatformOp,
   type ParsedPlatformOp,
 } from '@bubble/badges';
@@ -80,10 +79,7 @@ function singlePost(json: unknown): ParsedPlatformOp | undefined {
   return { kind: 'posts', op: 'post', posts: [{ author, id, ts }] };
 }
 
-const KNOWN_OPS: ReadonlySet<string> = new Set<string>([
-  ...PLATFORM_OP_NAMES,
-  ...UNSUPPORTED_PLATFORM_OPS,
-]);
+const KNOWN_OPS: ReadonlySet<string> = new Set<string>(PLATFORM_OP_NAMES);
 
 export function holdEntry(entry: ClaimedIngestEntry): HeldEntry {
   let op = '';

@@ -2,6 +2,7 @@ import {
   BubbleError,
   DEFAULT_PRESENCE_TTL_MS,
   assertId,
+  counterBatchSchema,
   membersSchema,
   messageBatchSchema,
   noticeSchema,
@@ -121,6 +122,30 @@ export function addPlatformRoutes(
         metrics.postsIngested.inc({ outcome: 'ignored' }, result.ignored);
         // Exactly the contract's fields: the store's result carries internals (e.g. the posts).
         sendJson(res, 202, { accepted: result.accepted, ignored: result.ignored });
+      }),
+    )
+    .add(
+      'POST',
+      '/v1/counters',
+      platform(async ({ req, res }) => {
+        const body = await readBody(req, counterBatchSchema);
+        const events = 'events' in body ? body.events : [body];
+        const result = await service.ingestCounterEvents(events);
+        metrics.counterEventsIngested.inc({ outcome: 'accepted' }, result.accepted);
+        metrics.counterEventsIngested.inc({ outcome: 'ignored' }, result.ignored);
+        sendJson(res, 202, { accepted: result.accepted, ignored: result.ignored });
+      }),
+    )
+    .add(
+      'DELETE',
+      '/v1/counters/:user/:kind/:id',
+      platform(async ({ res, params }) => {
+        await service.retractCounterEvent(
+          param(params, 'user'),
+          param(params, 'kind'),
+          param(params, 'id'),
+        );
+        sendEmpty(res, 204);
       }),
     )
     .add(

@@ -24,6 +24,7 @@ import {
   MemoryUserMarks,
 } from './memory-extras.js';
 import { MemoryCoordination } from './memory-coordination.js';
+import { MemoryCounters } from './memory-counters.js';
 import { MemoryFencedBadges } from './memory-fenced-badges.js';
 import { MemoryPresence } from './memory-presence.js';
 import { SortedPosts } from './sorted-posts.js';
@@ -56,6 +57,7 @@ export class MemoryStore implements BubbleStore {
   readonly reddots: MemoryRedDots;
   readonly marks: MemoryUserMarks;
   readonly conversations: MemoryConversations;
+  readonly counters: MemoryCounters;
 
   constructor(options: MemoryStoreOptions = {}) {
     this.pools = options.pools ?? 100;
@@ -71,6 +73,7 @@ export class MemoryStore implements BubbleStore {
     this.reddots = new MemoryRedDots(this.changes);
     this.conversations = new MemoryConversations(this.changes, this.pools);
     this.marks = new MemoryUserMarks(this.changes, this.pools);
+    this.counters = new MemoryCounters(now);
     this.presence = new MemoryPresence({ pools: this.pools, log: this.changes, now });
     this.coordination = new MemoryCoordination({ now });
     const coordination = this.coordination;

@@ -174,6 +174,24 @@ export class RedisKeys {
     return `${this.prefix}:marks:{g}:lastseen`;
   }
 
+  /**
+   * HASH of one user's interaction counters: `c` the store time of the last count, `l:<kind>`
+   * the kind's last arrival stamp, `r:<kind>` its readAt (ingestCounters-n.lua).
+   */
+  counterState(user: string): string {
+    return `${this.prefix}:counters:{u:${user}}:state`;
+  }
+
+  /** ZSET event id → arrivedAt: one user's events of one kind. */
+  counterEvents(user: string, kind: string): string {
+    return `${this.prefix}:counters:{u:${user}}:k:${kind}`;
+  }
+
+  /** ZSET "<kind>:<id>" → retraction time: what a retried ingest must not bring back. */
+  counterRetracted(user: string): string {
+    return `${this.prefix}:counters:{u:${user}}:retracted`;
+  }
+
   /** HASH maxSeq, lastTs, preview: one conversation's shared state. */
   conversation(conversation: string): string {
     return `${this.prefix}:im:{c:${conversation}}:meta`;

@@ -151,6 +151,7 @@ function decodePoolEvent(fields: string[]): PoolEvent {
     case 'offline':
     case 'follows':
     case 'marks':
+    case 'counters':
       return { kind, user };
     case 'cursor':
       return { kind, user, readAt: Number(fields[5]) };

@@ -36,6 +36,7 @@ import {
   RedisRedDots,
   RedisUserMarks,
 } from './redis-extras.js';
+import { RedisCounters } from './redis-counters.js';
 import { RedisFencedBadges } from './redis-fenced-badges.js';
 import { RedisPresence } from './redis-presence.js';
 import { scripts, type ScriptRunner } from './scripts.js';
@@ -72,6 +73,7 @@ export class RedisStore implements BubbleStore {
   readonly reddots: RedisRedDots;
   readonly marks: RedisUserMarks;
   readonly conversations: RedisConversations;
+  readonly counters: RedisCounters;
   /** Follows the server's TIME (on the {g} slot's shard) once syncClock() ran. */
   readonly clock: StoreClock;
   private readonly ownsClient: boolean;
@@ -107,6 +109,7 @@ export class RedisStore implements BubbleStore {
     this.reddots = new RedisRedDots({ ...shared, log: this.changes });
     this.marks = new RedisUserMarks({ ...shared, log: this.changes });
     this.conversations = new RedisConversations({ ...shared, log: this.changes });
+    this.counters = new RedisCounters(client, this.keys);
     const clockKey = [this.keys.nodesAlive()] as const;
     this.clock = new StoreClock({ read: () => run.readClock(clockKey, []) });
   }

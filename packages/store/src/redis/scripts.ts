@@ -150,6 +150,11 @@ export const SCRIPTS = {
     string[]
   >(7),
   countOnline: script<[online: string], [], number>(1),
+  countCounter: script<
+    [state: string, events: string],
+    [windowMs: number, kind: string],
+    [asOf: number, count: number]
+  >(2),
   countPosts: script<string[], [low: string, high: number], number>('n'),
   clearReddot: script<
     [marked: string, log: string],
@@ -194,6 +199,11 @@ export const SCRIPTS = {
     [minTs: number, ...idTsTopicsTriples: Arg[]],
     number[]
   >(4),
+  ingestCounters: script<
+    [state: string, retracted: string, events: string],
+    [windowMs: number, kind: string, ...ids: string[]],
+    [accepted: number, ignored: number]
+  >(3),
   joinConversation: script<
     [meta: string, members: string, unlogged: string],
     [mode: 'add' | 'replace', ...users: string[]],
@@ -213,6 +223,7 @@ export const SCRIPTS = {
     [id: string, maxLen: number, event: string],
     number
   >(3),
+  readCounters: script<[state: string], [upTo: string, ...kinds: string[]], number>(1),
   readConversation: script<
     [meta: string, members: string],
     [user: string, seq: string],
@@ -228,6 +239,11 @@ export const SCRIPTS = {
     [user: string],
     [removed: number, owed: number]
   >(2),
+  retractCounter: script<
+    [state: string, retracted: string, events: string],
+    [windowMs: number, kind: string, id: string],
+    number
+  >(3),
   renewLeader: script<[leader: string], [node: string, ttlMs: number], number>(1),
   replaceFollows: script<[follows: string], string[], number>(1),
   resignLeader: script<[leader: string], [node: string], number>(1),

@@ -1,0 +1,57 @@
+--[[
+  Store one user's interaction events of one kind, each stamped with its arrival on the
+  server's clock.
+  KEYS[1]  state      HASH  c → time of the last count · l → last stamp of any kind ·
+                            l:<kind> → the kind's last stamp · r:<kind> → its readAt
+  KEYS[2]  retracted  ZSET  "<kind>:<id>" → time of the retraction
+  KEYS[3]  events     ZSET  event id → arrivedAt, of this kind
+  ARGV[1]  windowMs   events, retractions and the keys themselves are forgotten after it
+  ARGV[2]  kind
+  ARGV[3..] event ids
+  An event already stored, or retracted within the window, is ignored (also twice in a call).
+  A stamp is max(now, the user's last stamp + 1, the kind's readAt + 1, the last count + 1):
+  strictly increasing per user (so per (user, kind)), and after every readAt and every count
+  served so far.
+  Returns { accepted, ignored }
+]]
+--[[
+  The server's clock, in ms. Presence, routes and node liveness are written and checked on it
+  alone, so the clocks of the nodes calling the scripts never meet (docs/redis-keys.md, "One
+  clock"). Scripts that call it write their effects, not the script, to replicas and the AOF.
+]]
+local function storeNow()
+  local time = redis.call('TIME')
+  return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+end
+local stateKey = KEYS[1]
+local retractedKey = KEYS[2]
+local eventsKey = KEYS[3]
+local windowMs = tonumber(ARGV[1])
+local kind = ARGV[2]
+
+local now = storeNow()
+local cutoff = now - windowMs
+redis.call('ZREMRANGEBYSCORE', retractedKey, '-inf', cutoff)
+redis.call('ZREMRANGEBYSCORE', eventsKey, '-inf', cutoff)
+
+local countedAt = tonumber(redis.call('HGET', stateKey, 'c') or '0')
+local last = tonumber(redis.call('HGET', stateKey, 'l') or '0')
+local readAt = tonumber(redis.call('HGET', stateKey, 'r:' .. kind) or '0')
+local accepted = 0
+local ignored = 0
+for i = 3, #ARGV do
+  local id = ARGV[i]
+  if redis.call('ZSCORE', retractedKey, kind .. ':' .. id) or redis.call('ZSCORE', eventsKey, id) then
+    ignored = ignored + 1
+  else
+    last = math.max(now, last + 1, readAt + 1, countedAt + 1)
+    redis.call('ZADD', eventsKey, last, id)
+    accepted = accepted + 1
+  end
+end
+if accepted > 0 then
+  redis.call('HSET', stateKey, 'l', last, 'l:' .. kind, last)
+  redis.call('PEXPIRE', stateKey, windowMs)
+  redis.call('PEXPIRE', eventsKey, windowMs)
+end
+return { accepted, ignored }

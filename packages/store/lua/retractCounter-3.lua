@@ -1,0 +1,28 @@
+--[[
+  Retract one interaction event: it no longer counts, and an ingest of it within the window
+  (a retry, a late duplicate) is ignored.
+  KEYS[1]  state      HASH  as ingestCounters-3 (kept alive with the rest)
+  KEYS[2]  retracted  ZSET  "<kind>:<id>" → time of the retraction
+  KEYS[3]  events     ZSET  event id → arrivedAt, of the event's kind
+  ARGV[1]  windowMs
+  ARGV[2]  kind
+  ARGV[3]  event id
+  Returns 1 when the event was stored, else 0
+]]
+--- @include "storeNow"
+local stateKey = KEYS[1]
+local retractedKey = KEYS[2]
+local eventsKey = KEYS[3]
+local windowMs = tonumber(ARGV[1])
+local kind = ARGV[2]
+local id = ARGV[3]
+
+local now = storeNow()
+redis.call('ZREMRANGEBYSCORE', retractedKey, '-inf', now - windowMs)
+local removed = redis.call('ZREM', eventsKey, id)
+redis.call('ZADD', retractedKey, now, kind .. ':' .. id)
+redis.call('PEXPIRE', retractedKey, windowMs)
+if redis.call('EXISTS', stateKey) == 1 then
+  redis.call('PEXPIRE', stateKey, windowMs)
+end
+return removed

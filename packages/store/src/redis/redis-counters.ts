@@ -1,0 +1,106 @@
+import type { CounterCounts, CounterEvent, InteractionCounters } from '../extras-types.js';
+import type { RedisClient } from './connect.js';
+import type { RedisKeys } from './keys.js';
+import { scripts, type ScriptRunner } from './scripts.js';
+
+const LAST_STAMP_PREFIX = 'l:';
+
+/**
+ * Interaction counters under each user's hash tag: every call is one script on one slot
+ * (a batch is split per user), stamped on the server's TIME (docs/redis-keys.md).
+ */
+export class RedisCounters implements InteractionCounters {
+  private readonly run: ScriptRunner;
+
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly keys: RedisKeys,
+  ) {
+    this.run = scripts(redis);
+  }
+
+  async ingest(
+    events: readonly CounterEvent[],
+    windowMs: number,
+  ): Promise<{ accepted: number; ignored: number }> {
+    // One call per (user, kind), a fixed set of keys on the user's slot: a cluster client
+    // routes (and auto-pipelines) each by its first key.
+    const groups = new Map<string, { user: string; kind: string; ids: string[] }>();
+    for (const { user, kind, id } of events) {
+      const key = `${user}\n${kind}`;
+      const group = groups.get(key);
+      if (group) group.ids.push(id);
+      else groups.set(key, { user, kind, ids: [id] });
+    }
+    const { keys } = this;
+    const replies = await Promise.all(
+      [...groups.values()].map(({ user, kind, ids }) =>
+        this.run.ingestCounters(
+          [keys.counterState(user), keys.counterRetracted(user), keys.counterEvents(user, kind)],
+          [windowMs, kind, ...ids],
+        ),
+      ),
+    );
+    let accepted = 0;
+    let ignored = 0;
+    for (const [a, i] of replies) {
+      accepted += a;
+      ignored += i;
+    }
+    return { accepted, ignored };
+  }
+
+  async retract({ user, kind, id }: CounterEvent, windowMs: number): Promise<boolean> {
+    const { keys } = this;
+    const removed = await this.run.retractCounter(
+      [keys.counterState(user), keys.counterRetracted(user), keys.counterEvents(user, kind)],
+      [windowMs, kind, id],
+    );
+    return removed === 1;
+  }
+
+  async read(user: string, kinds: readonly string[], upTo: number | undefined): Promise<void> {
+    if (kinds.length === 0) return;
+    await this.run.readCounters(
+      [this.keys.counterState(user)],
+      [upTo === undefined ? '-' : String(upTo), ...kinds],
+    );
+  }
+
+  async counts(user: string, kinds: readonly string[], windowMs: number): Promise<CounterCounts> {
+    const { keys } = this;
+    const state = keys.counterState(user);
+    const replies = await Promise.all(
+      kinds.map((kind) =>
+        this.run.countCounter([state, keys.counterEvents(user, kind)], [windowMs, kind]),
+      ),
+    );
+    const counts: Record<string, number> = {};
+    // Each kind is counted atomically with its watermark; the lowest bounds every event missed.
+    let asOf: number | null = null;
+    kinds.forEach((kind, i) => {
+      const [at, count] = replies[i]!;
+      if (count > 0) counts[kind] = count;
+      if (at !== -1) asOf = asOf === null ? at : Math.min(asOf, at);
+    });
+    return { counts, asOf };
+  }
+
+  async dropUsers(users: readonly string[]): Promise<void> {
+    const { keys } = this;
+    await Promise.all(
+      users.map(async (user) => {
+        const state = keys.counterState(user);
+        // The kinds the user has events of are the `l:<kind>` fields; one DEL on the user's slot.
+        const kinds = (await this.redis.hkeys(state))
+          .filter((field) => field.startsWith(LAST_STAMP_PREFIX))
+          .map((field) => field.slice(LAST_STAMP_PREFIX.length));
+        await this.redis.del(
+          state,
+          keys.counterRetracted(user),
+          ...kinds.map((kind) => keys.counterEvents(user, kind)),
+        );
+      }),
+    );
+  }
+}
