@@ -324,8 +324,10 @@ class MemoryBadgeStates implements BadgeStates {
 
   async save(user: string, fields: BadgeFields, computedAt: number): Promise<BadgeStamp> {
     const stamp = await this.writer.saveUnfenced(user, fields, computedAt);
-    // Ages from now unless it already does (an online user leaves the index at the next walk).
-    if (!this.offlineSince.has(user)) this.offlineSince.set(user, computedAt);
+    // Ages from now unless it already does, or the user is online (going offline writes it).
+    if (!this.offlineSince.has(user) && !this.presence.isOnlineNow(user)) {
+      this.offlineSince.set(user, computedAt);
+    }
     return stamp;
   }
 }

@@ -362,9 +362,12 @@ class RedisBadgeStates implements BadgeStates {
 
   async save(user: string, fields: BadgeFields, computedAt: number): Promise<BadgeStamp> {
     const stamp = await this.writer.saveUnfenced(user, fields, computedAt);
-    // Ages from now unless it already does (an online user leaves the index at the next walk).
+    // Ages from now unless it already does, or the user is online (going offline writes it).
     const pool = poolOf(user, this.keys.pools);
-    await this.redis.zadd(this.keys.offlineSince(pool), 'NX', computedAt, user);
+    await this.run.ageBadgeState(
+      [this.keys.offlineSince(pool), this.keys.online(pool)],
+      [user, computedAt],
+    );
     return stamp;
   }
 

@@ -175,6 +175,11 @@ export const SCRIPTS = {
     [],
     [members: string[], owed: string[]]
   >(3),
+  ageBadgeState: script<
+    [offline: string, online: string],
+    [user: string, computedAt: number],
+    number
+  >(2),
   dropInactiveUser: script<string[], [cutoff: number], number>('n'),
   expireBadgeStates: script<
     [offline: string, online: string, badges: string],
