@@ -17,6 +17,9 @@ import fc from 'fast-check';
 import { expect, it } from 'vitest';
 import { T0, describeEachEngine, manualService } from '../support/engines.js';
 
+/** The inactive job's now: only users online through presence are seen at it. */
+const JOB_NOW = T0 + 1000 * DAY_MS;
+
 const sorted = (values: readonly string[]): string[] => [...values].sort();
 
 function change(c: MembershipChange): MembershipChange {
@@ -176,18 +179,18 @@ describeEachEngine('extras contract', (ctx) => {
     await marks.click('u-never', ['shop'], T0);
 
     const cutoff = T0 + 2 * HOUR_MS; // at the cutoff counts as inactive
-    expect(await marks.dropInactive(T0 - 1, 10)).toEqual([]);
-    expect(await marks.dropInactive(cutoff, 0)).toEqual([]);
-    expect(await marks.dropInactive(cutoff, 2)).toEqual(['u-c', 'u-a']);
-    expect(await marks.dropInactive(cutoff, 10)).toEqual(['u-b']);
-    expect(await marks.dropInactive(cutoff, 10)).toEqual([]);
+    expect(await marks.dropInactive(T0 - 1, 10, JOB_NOW)).toEqual([]);
+    expect(await marks.dropInactive(cutoff, 0, JOB_NOW)).toEqual([]);
+    expect(await marks.dropInactive(cutoff, 2, JOB_NOW)).toEqual(['u-c', 'u-a']);
+    expect(await marks.dropInactive(cutoff, 10, JOB_NOW)).toEqual(['u-b']);
+    expect(await marks.dropInactive(cutoff, 10, JOB_NOW)).toEqual([]);
 
     expect(await marks.state('u-a')).toEqual({ seen: null, clicks: {} });
     expect(await marks.state('u-e')).toEqual({ seen: 1, clicks: {} });
     expect(await marks.state('u-d')).toEqual({ seen: 1, clicks: {} });
     expect(await marks.state('u-never')).toEqual({ seen: null, clicks: { shop: T0 } });
-    expect(await marks.dropInactive(T0 + 10 * HOUR_MS, 10)).toEqual(['u-e', 'u-d']);
-    expect(await marks.dropInactive(T0 + 100 * HOUR_MS, 10)).toEqual([]);
+    expect(await marks.dropInactive(T0 + 10 * HOUR_MS, 10, JOB_NOW)).toEqual(['u-e', 'u-d']);
+    expect(await marks.dropInactive(T0 + 100 * HOUR_MS, 10, JOB_NOW)).toEqual([]);
   });
 
   it('marks: after a drop the next sight starts afresh at the highest id', async () => {
@@ -200,7 +203,7 @@ describeEachEngine('extras contract', (ctx) => {
     await notices.publish(8, T0);
     expect((await marks.state('u')).seen).toBe(4);
 
-    expect(await marks.dropInactive(T0 + 1, 10)).toEqual(['u']);
+    expect(await marks.dropInactive(T0 + 1, 10, JOB_NOW)).toEqual(['u']);
     expect(await marks.state('u')).toEqual({ seen: null, clicks: {} });
 
     const later = T0 + 31 * 24 * HOUR_MS;
@@ -210,8 +213,8 @@ describeEachEngine('extras contract', (ctx) => {
     expect(probe.calls).toBe(1);
     expect(await marks.state('u')).toEqual({ seen: 8, clicks: {} });
     // The new sight is recorded: a cutoff before it keeps the user, one after it drops them.
-    expect(await marks.dropInactive(later - 1, 10)).toEqual([]);
-    expect(await marks.dropInactive(later, 10)).toEqual(['u']);
+    expect(await marks.dropInactive(later - 1, 10, JOB_NOW)).toEqual([]);
+    expect(await marks.dropInactive(later, 10, JOB_NOW)).toEqual(['u']);
   });
 
   it('BadgeService.dropInactiveUsers drops nobody seen within the last inactiveDays', async () => {
@@ -664,7 +667,7 @@ async function apply(store: BubbleStore, o: Op, now: number): Promise<unknown> {
       await store.marks.click(o.user, o.names, now);
       return store.marks.state(o.user);
     case 'drop':
-      return store.marks.dropInactive(now - o.ago * HOUR_MS, o.limit);
+      return store.marks.dropInactive(now - o.ago * HOUR_MS, o.limit, now);
     case 'tick':
       return null;
     case 'replace':

@@ -349,7 +349,10 @@ for (const mode of ['one redis-server', 'redis cluster'] as const) {
       await rig.core.sweepNow();
       expect((await rig.coreStore.badges.load('pia'))?.fields).toMatchObject({ n: 1 });
 
-      // A month on, the job drops pia's marks; the cut is after its last step's reply.
+      // A month on (offline: an online user counts as seen), the job drops pia's marks and
+      // badge state; the cut is after its last step's reply.
+      await platformOk('POST', '/v1/presence', { user: 'pia', online: false }, 204);
+      await rig.core.sweepNow();
       rig.app.clock.advance(40 * DAY_MS);
       const settling = /marks:\{g\}:lastseen\r\n\$\d+\r\n\d+\r\n\$\d+\r\n[a-z]+\r\n/;
       const cut = Promise.race(rig.proxies.map((proxy) => proxy.cutAfterReply(settling)));
@@ -360,9 +363,13 @@ for (const mode of ['one redis-server', 'redis cluster'] as const) {
         proxy.heal();
       }
       await rig.app.service.dropInactiveUsers(100);
+      const { redis, keys } = rig.coreStore;
+      expect(await redis.exists(...keys.inactiveUserKeys('pia'))).toBe(0);
+      expect(await rig.coreStore.badges.load('pia')).toBeNull();
+      // Back online she starts afresh: unseen again, she counts no notices, in a new epoch.
+      await online('pia');
       await rig.core.sweepNow();
       await rig.core.sweepNow();
-      // Unseen again, pia counts no notices: the core reloaded her (dropped) marks.
       expect((await rig.coreStore.badges.load('pia'))?.fields.n ?? 0).toBe(0);
     });
   });

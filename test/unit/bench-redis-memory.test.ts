@@ -18,6 +18,7 @@ describe('bench memory key classes', () => {
     expect(keyClass(keys.online(7))).toBe('presence');
     expect(keyClass(keys.routes(7))).toBe('routes');
     expect(keyClass(keys.touched(7))).toBe('touched');
+    expect(keyClass(keys.offlineSince(7))).toBe('offline');
     expect(keyClass(keys.userConversations('u1'))).toBe('conversations');
     expect(keyClass(keys.conversationMembers('c1'))).toBe('conversations');
   });

@@ -83,12 +83,12 @@ describe('gateway push queue', () => {
   it('a poll answers with a change still waiting for its turn', async () => {
     const { store, live } = await start();
     await live.attach('u1', { onBadge: () => {} });
-    const polled = await live.poll('u1');
+    const polled = await live.poll('u1', 5);
     expect(polled.fromCache).toBe(true);
     await store.fencedBadges.saveUnfenced('u1', { f: 7 }, Date.now());
     // The change is routed (a microtask) but its push waits for the next turn of the loop.
     await Promise.resolve();
-    const next = await live.poll('u1');
+    const next = await live.poll('u1', 5);
     expect(next.badge.feed).toBe(7);
     expect(next.badge.version).toBeGreaterThan(polled.badge.version);
   });

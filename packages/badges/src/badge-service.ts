@@ -162,6 +162,10 @@ export class BadgeService {
     return this.sightings.dropInactiveUsers(limit);
   }
 
+  expireOfflineBadges(limit: number): Promise<number> {
+    return this.sightings.expireOfflineBadges(limit);
+  }
+
   // ---- conversations (conversations.ts) ----
 
   replaceMembers(conversation: string, members: readonly string[]): Promise<void> {

@@ -29,10 +29,19 @@ export class Sightings {
     // be up to an hour older than the last: never drop a user seen within inactiveDays.
     const cutoff = clock.now() - rules.inactiveDays * DAY_MS - SIGHT_RESOLUTION_MS;
     // The store appends the dropped users' marks events before it forgets them.
-    const dropped = await store.marks.dropInactive(cutoff, limit);
+    const dropped = await store.marks.dropInactive(cutoff, limit, clock.now());
     await store.counters.dropUsers(dropped);
     // After the drop: a core that reloaded a user's counters in between reloads them again.
     await countersChanged(this.ctx, dropped);
     return dropped;
+  }
+
+  /**
+   * Deletes the stored badge states of users offline for BUBBLE_LOOKBACK_DAYS (at most `limit`
+   * looked at per pool): their next computation starts a new epoch.
+   */
+  async expireOfflineBadges(limit: number): Promise<number> {
+    const { store, clock, rules } = this.ctx;
+    return store.badges.expireOffline(clock.now() - rules.lookbackDays * DAY_MS, limit);
   }
 }

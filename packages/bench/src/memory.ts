@@ -179,7 +179,8 @@ export async function benchMemory(partial: Partial<MemoryOptions> = {}) {
     const offline = await redisMemory(admin, KEY_PREFIX);
     log(`memory: ${n} offline: ${describeRedis(offline, n)}`);
 
-    // The leader's job as it runs today, `inactiveDays` + 1 days later.
+    // The leader's lifecycle job as it runs (roles.ts), `inactiveDays` + 1 days later: past the
+    // inactive window and the lookback, so badge states expire too.
     const later: Clock = { now: () => Date.now() + (options.inactiveDays + 1) * DAY_MS };
     const job = new BadgeService(store, later, {
       followCap: options.followCap,
@@ -191,13 +192,21 @@ export async function benchMemory(partial: Partial<MemoryOptions> = {}) {
       dropped += batch.length;
       if (batch.length < INACTIVE_JOB_LIMIT) break;
     }
+    let expired = 0;
+    for (let run = 0; run <= Math.ceil(n / INACTIVE_JOB_LIMIT) + 1; run++) {
+      const batch = await job.expireOfflineBadges(INACTIVE_JOB_LIMIT);
+      expired += batch;
+      if (batch === 0) break;
+    }
     const inactive = await redisMemory(admin, KEY_PREFIX);
     log(`memory: ${dropped} dropped as inactive: ${describeRedis(inactive, n)}`);
 
     const activeUser = perUser(online, n);
     const offlineUser = perUser(offline, n);
     const inactiveUser = perUser(inactive, n);
-    const sourceClasses = ['follows', 'cursors', 'conversations'] as const;
+    // What the platform told about them, kept (docs/semantics.md, Lifecycle): follows and
+    // memberships with their conversation cursors.
+    const sourceClasses = ['follows', 'conversations'] as const;
     const sourceBytes = (s: RedisMemorySnapshot) =>
       sourceClasses.reduce((sum, name) => sum + s.bytes[name], 0);
     const userBytes = (s: RedisMemorySnapshot) =>
@@ -231,6 +240,7 @@ export async function benchMemory(partial: Partial<MemoryOptions> = {}) {
       usedMemoryEmpty: empty.usedMemory,
       usedMemoryOnline: online.usedMemory,
       inactiveDropped: dropped,
+      badgeStatesExpired: expired,
       coreHeapBytesPerUser: per(heapPlusExternal(coreAfter) - heapPlusExternal(coreBefore), n),
       coreHeapBytesPerUserSecondHalf: per(
         heapPlusExternal(coreAfter) - heapPlusExternal(coreHalf),

@@ -14,6 +14,7 @@ export const USER_KEY_CLASSES = [
   'presence',
   'routes',
   'touched',
+  'offline',
   'conversations',
 ] as const;
 
@@ -29,6 +30,7 @@ const PATTERNS: [RegExp, KeyClass][] = [
   [/^[^{]*\{p:\d+\}:online$/, 'presence'],
   [/^[^{]*\{p:\d+\}:routes$/, 'routes'],
   [/^[^{]*\{p:\d+\}:touched$/, 'touched'],
+  [/^[^{]*\{p:\d+\}:offline$/, 'offline'],
   [/^[^{]*:im:/, 'conversations'],
   [/^[^{]*\{a:[^}]*\}:(posts|deleted)$/, 'posts'],
   [/^[^{]*\{p:\d+\}:events$/, 'logs'],

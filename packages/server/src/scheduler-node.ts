@@ -152,7 +152,9 @@ export class SchedulerNode {
     if (!this.leading || this.closing || this.inactiveRun) return;
     this.inactiveRun = run()
       .then((dropped) => {
-        if (dropped > 0) this.log.info({ dropped }, 'dropped the marks of inactive users');
+        if (dropped > 0) {
+          this.log.info({ dropped }, 'lifecycle job: dropped inactive users, expired badge states');
+        }
       })
       .catch((err: unknown) => this.log.warn({ err }, 'inactive-user job failed'))
       .finally(() => {

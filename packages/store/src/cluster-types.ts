@@ -233,6 +233,8 @@ export interface MissedMessages {
   checkEveryMs: number;
   /** A comparison or a re-established subscription's count could not be read. */
   onCheckFailed?(error: unknown): void;
+  /** A comparison or count read the store: it answers (again). */
+  onCheckPassed?(): void;
 }
 
 export type MissedReason = 'reconnected' | 'gap' | 'check';

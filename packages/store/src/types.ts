@@ -125,6 +125,13 @@ export interface BadgeStates {
    * moves to the next one; a user with no stored state gets a fresh epoch.
    */
   save(user: string, fields: BadgeFields, computedAt: number): Promise<BadgeStamp>;
+  /**
+   * Deletes the stored states of users offline since `before` or earlier (docs/semantics.md,
+   * Lifecycle: after BUBBLE_LOOKBACK_DAYS), looking at most `limit` users per pool: a user
+   * online again is kept, a state written after `before` (a poll) ages from that write. The
+   * next computation for them starts a new epoch. Returns the number of states deleted.
+   */
+  expireOffline(before: number, limit: number): Promise<number>;
 }
 
 export interface BubbleStore {

@@ -272,7 +272,9 @@ export async function startRole(
         url: advertisedUrl,
         inactiveJob: {
           schedule: config.BUBBLE_INACTIVE_SCHEDULE,
-          run: async () => (await service.dropInactiveUsers(config.BUBBLE_INACTIVE_BATCH)).length,
+          run: async () =>
+            (await service.dropInactiveUsers(config.BUBBLE_INACTIVE_BATCH)).length +
+            (await service.expireOfflineBadges(config.BUBBLE_INACTIVE_BATCH)),
         },
       });
       await scheduler.start();

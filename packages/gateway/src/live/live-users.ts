@@ -1,5 +1,5 @@
 import type { BadgeService } from '@bubble/badges';
-import { isNewerBadge, poolOf, type Badge } from '@bubble/protocol';
+import { BubbleError, isNewerBadge, poolOf, type Badge } from '@bubble/protocol';
 import type { BadgeChange, MissedReason } from '@bubble/store';
 import type { Logger } from 'pino';
 
@@ -62,6 +62,8 @@ interface LiveUser {
   pending: BadgeChange | null;
   /** When the oldest change `pending` stands for arrived (performance.now()). */
   pendingSince: number;
+  /** Polls answered in a row from `badge` while the store could not be read. */
+  staleAnswers: number;
   /** One socket (the common case) needs no set of its own. */
   listeners: BadgeListener | Set<BadgeListener> | null;
   /** Route and presence of a newly held user, written before anything is served for them. */
@@ -91,6 +93,8 @@ export class LiveUsers {
   private readonly missedReasons = new Set<MissedReason>();
   private resyncing = false;
   private resyncRetry: NodeJS.Timeout | undefined;
+  /** The last check of the published counts failed: the store cannot be read. */
+  private storeUnreadable = false;
 
   constructor(private readonly options: LiveUsersOptions) {
     this.log = options.logger.child({ module: 'live-users' });
@@ -113,8 +117,13 @@ export class LiveUsers {
       {
         onMissed: (pools, reason) => this.missed(pools, reason),
         checkEveryMs: this.options.pubsubCheckMs ?? DEFAULT_PUBSUB_CHECK_MS,
-        onCheckFailed: (err) =>
-          this.log.warn({ err }, 'could not compare the messages published here with those heard'),
+        onCheckFailed: (err) => {
+          this.storeUnreadable = true;
+          this.log.warn({ err }, 'could not compare the messages published here with those heard');
+        },
+        onCheckPassed: () => {
+          this.storeUnreadable = false;
+        },
       },
     );
     this.timer = setInterval(() => void this.renew(), Math.max(200, Math.floor(presenceTtlMs / 3)));
@@ -141,20 +150,41 @@ export class LiveUsers {
     if (live.sockets === 0 && live.pollerUntil <= Date.now()) await this.release(user);
   }
 
-  /** A poll: the cached badge when the user is held here, else a cold start that holds them. */
-  async poll(user: string): Promise<{ badge: Badge; fromCache: boolean }> {
+  /**
+   * Whether the badges cached here may be behind the store: it could not be read at the last
+   * check, or lost messages are being re-read.
+   */
+  get stale(): boolean {
+    return this.storeUnreadable || this.resyncing || this.missedPools.size > 0;
+  }
+
+  /**
+   * A poll: the cached badge when the user is held here, else a cold start that holds them.
+   * While the store cannot be read the cached badge is answered `stale`, with an interval that
+   * doubles per stale answer in a row from `intervalSeconds` up to STALE_POLL_CAP_SECONDS (the
+   * poller is held that long); a user not cached here is refused at once.
+   */
+  async poll(user: string, intervalSeconds: number): Promise<PollAnswer> {
     const existing = this.users.get(user);
     const now = Date.now();
     if (existing) this.takePending(existing);
     if (existing?.badge) {
-      existing.pollerUntil = Math.max(existing.pollerUntil, now + this.options.pollerTtlMs());
-      return { badge: existing.badge, fromCache: true };
+      const stale = this.stale;
+      existing.staleAnswers = stale ? existing.staleAnswers + 1 : 0;
+      const interval = stalePollInterval(intervalSeconds, existing.staleAnswers);
+      const holdFor = Math.max(this.options.pollerTtlMs(), 3 * interval * 1000);
+      existing.pollerUntil = Math.max(existing.pollerUntil, now + holdFor);
+      return { badge: existing.badge, fromCache: true, stale, intervalSeconds: interval };
+    }
+    if (this.storeUnreadable) {
+      throw new BubbleError('UB_ERR_UNAVAILABLE', 'the store cannot be read; poll again later');
     }
     const until = now + this.options.pollerTtlMs();
     const live = await this.hold(user, (held) => {
       held.pollerUntil = Math.max(held.pollerUntil, until);
     });
-    return { badge: await this.freshBadge(user, live), fromCache: false };
+    const badge = await this.freshBadge(user, live);
+    return { badge, fromCache: false, stale: false, intervalSeconds };
   }
 
   /** A badge this gateway computed itself (a read): cache it and hand it to the user's sockets. */
@@ -191,6 +221,7 @@ export class LiveUsers {
       badge: null,
       pending: null,
       pendingSince: 0,
+      staleAnswers: 0,
       listeners: null,
       ready: RESOLVED,
     };
@@ -385,6 +416,24 @@ export class LiveUsers {
 }
 
 const RESOLVED = Promise.resolve();
+
+/** What a poll answers: the badge, and the `X-Poll-Interval` to send with it. */
+export interface PollAnswer {
+  badge: Badge;
+  fromCache: boolean;
+  /** Answered from the cache while the store could not be read (`X-Bubble-Stale: 1`). */
+  stale: boolean;
+  intervalSeconds: number;
+}
+
+/** The longest interval a stale answer asks pollers to wait (docs/api.md). */
+export const STALE_POLL_CAP_SECONDS = 60;
+
+/** The interval after `staleAnswers` stale answers in a row: doubled per answer, capped. */
+export function stalePollInterval(intervalSeconds: number, staleAnswers: number): number {
+  if (staleAnswers === 0) return intervalSeconds;
+  return Math.min(STALE_POLL_CAP_SECONDS, intervalSeconds * 2 ** Math.min(staleAnswers, 16));
+}
 
 /** BUBBLE_PUBSUB_CHECK_MS's default. */
 const DEFAULT_PUBSUB_CHECK_MS = 2_000;

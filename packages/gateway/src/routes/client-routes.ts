@@ -38,20 +38,24 @@ export function addClientRoutes(
       }
       const started = performance.now();
       let badge: Badge;
+      let interval = load.pollIntervalSeconds();
+      let stale = false;
       if (live) {
-        const polled = await live.poll(user);
-        badge = polled.badge;
+        const polled = await live.poll(user, interval);
+        ({ badge, stale } = polled);
+        interval = polled.intervalSeconds;
         if (!polled.fromCache) metrics.coldStarts.observe((performance.now() - started) / 1000);
       } else {
         badge = await service.badge(user, { seen: true });
         metrics.coldStarts.observe((performance.now() - started) / 1000);
       }
       const etag = badgeEtag(badge);
-      const headers = {
+      const headers: Record<string, string> = {
         etag,
-        'x-poll-interval': String(load.pollIntervalSeconds()),
+        'x-poll-interval': String(interval),
         'cache-control': 'private, no-cache',
       };
+      if (stale) headers['x-bubble-stale'] = '1';
       if (ifNoneMatch(req.headers['if-none-match'], etag)) {
         sendEmpty(res, 304, headers);
         return;

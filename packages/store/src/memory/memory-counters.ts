@@ -86,6 +86,11 @@ export class MemoryCounters implements InteractionCounters {
     return { counts, asOf: Math.max(now, state.last) };
   }
 
+  /** Whether anything is kept for `user` (introspection, as SCAN is on Redis). */
+  holds(user: string): boolean {
+    return this.byUser.has(user);
+  }
+
   async dropUsers(users: readonly string[]): Promise<void> {
     for (const user of users) this.byUser.delete(user);
   }

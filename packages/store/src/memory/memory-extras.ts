@@ -87,6 +87,11 @@ export class MemoryUserMarks implements UserMarks {
   constructor(
     private readonly log: MemoryChangeLog,
     private readonly pools: number,
+    private readonly lifecycle: {
+      isOnline(user: string): boolean;
+      /** Forgets the user's state beside their marks (MemoryStore.forgetInactiveUser). */
+      forget(user: string): void;
+    },
   ) {}
 
   async see(
@@ -129,7 +134,7 @@ export class MemoryUserMarks implements UserMarks {
     for (const name of names) marks.clicks.set(name, at);
   }
 
-  async dropInactive(before: number, limit: number): Promise<string[]> {
+  async dropInactive(before: number, limit: number, now: number): Promise<string[]> {
     const candidates = [...this.lastSeen]
       .filter(([, at]) => at <= before)
       // Oldest sight first, ties by name: the order of the Redis engine's ZSET.
@@ -137,15 +142,30 @@ export class MemoryUserMarks implements UserMarks {
       .slice(0, limit);
     const dropped: string[] = [];
     for (const [user] of candidates) {
+      if (this.lifecycle.isOnline(user)) {
+        // Online through presence (a live connection counts): seen now, as the Redis engine.
+        this.marksOf(user).at = now;
+        this.lastSeen.set(user, now);
+        continue;
+      }
       if ((this.byUser.get(user)?.at ?? 0) > before) continue;
       this.byUser.delete(user);
       this.lastSeen.delete(user);
+      this.lifecycle.forget(user);
       dropped.push(user);
     }
     for (const [pool, events] of marksEventsByPool(dropped, this.pools)) {
       this.log.appendPoolEventsNow(pool, events);
     }
     return dropped;
+  }
+
+  /** What of the user's own state this part holds (MemoryStore.heldFor). */
+  holds(user: string): string[] {
+    const out: string[] = [];
+    if (this.byUser.has(user)) out.push('marks');
+    if (this.lastSeen.has(user)) out.push('lastseen');
+    return out;
   }
 
   private marksOf(user: string): Marks {
@@ -308,6 +328,10 @@ export class MemoryConversations implements Conversations {
     for (const [pool, events] of marksEventsByPool(users, this.pools)) {
       this.log.appendPoolEventsNow(pool, events);
     }
+  }
+
+  holds(user: string): boolean {
+    return this.byUser.has(user);
   }
 
   private unindex(user: string, conversation: string): void {

@@ -161,6 +161,15 @@ export class MemoryFencedBadges implements FencedBadges {
     return orphaned;
   }
 
+  /** The inactive-user job forgets the user's routes (lapsed by then) with their state. */
+  forgetRoutes(user: string): void {
+    this.routes.delete(user);
+  }
+
+  hasRoutes(user: string): boolean {
+    return this.routes.has(user);
+  }
+
   async subscribeGateway(
     gateway: string,
     handler: (changes: BadgeChange[]) => void,

@@ -8,6 +8,11 @@ export interface MemoryPresenceOptions {
   log: MemoryChangeLog;
   /** The store's clock, which expiries are set and checked on; default Date.now. */
   now?: () => number;
+  /**
+   * user → when their stored badge state started to age: set when they go offline, cleared when
+   * they come online (the Redis engine's offline index, expireBadgeStates-3.lua).
+   */
+  offlineSince?: Map<string, number>;
 }
 
 /**
@@ -20,6 +25,7 @@ export class MemoryPresence implements PresenceStore {
   private readonly now: () => number;
   /** expiries[pool]: user → the time their presence lapses (ms). */
   private readonly expiries: Map<string, number>[];
+  private readonly offlineSince: Map<string, number>;
 
   constructor(options: MemoryPresenceOptions) {
     if (!Number.isInteger(options.pools) || options.pools < 1) {
@@ -28,6 +34,7 @@ export class MemoryPresence implements PresenceStore {
     this.pools = options.pools;
     this.log = options.log;
     this.now = options.now ?? Date.now;
+    this.offlineSince = options.offlineSince ?? new Map();
     this.expiries = Array.from({ length: options.pools }, () => new Map<string, number>());
   }
 
@@ -42,7 +49,10 @@ export class MemoryPresence implements PresenceStore {
       // Never shortens a later expiry: several gateways may hold the user, each with its TTL.
       if (previous === undefined || previous < now + ttlMs) expiries.set(user, now + ttlMs);
       const changed = previous === undefined || previous <= now;
-      if (changed) this.log.appendPoolEventsNow(pool, [{ kind: 'online', user }]);
+      if (changed) {
+        this.offlineSince.delete(user);
+        this.log.appendPoolEventsNow(pool, [{ kind: 'online', user }]);
+      }
       return { user, changed };
     });
   }
@@ -51,12 +61,22 @@ export class MemoryPresence implements PresenceStore {
     const pool = poolOf(user, this.pools);
     // A lapsed user not yet expired still owes their offline event: record it here instead.
     if (!this.expiries[pool]!.delete(user)) return false;
+    this.offlineSince.set(user, this.now());
     this.log.appendPoolEventsNow(pool, [{ kind: 'offline', user }]);
     return true;
   }
 
   async isOnline(user: string): Promise<boolean> {
+    return this.isOnlineNow(user);
+  }
+
+  isOnlineNow(user: string): boolean {
     return (this.expiries[poolOf(user, this.pools)]!.get(user) ?? -Infinity) > this.now();
+  }
+
+  /** Whether the pool's presence still lists the user (online, or lapsed and not expired). */
+  holds(user: string): boolean {
+    return this.expiries[poolOf(user, this.pools)]!.has(user);
   }
 
   async expire(pool: number, limit: number): Promise<string[]> {
@@ -71,7 +91,10 @@ export class MemoryPresence implements PresenceStore {
     // Earliest expiry first, then by user: the order of a Redis sorted set.
     lapsed.sort(([userA, a], [userB, b]) => a - b || (userA < userB ? -1 : userA > userB ? 1 : 0));
     const removed = lapsed.slice(0, limit).map(([user]) => user);
-    for (const user of removed) expiries.delete(user);
+    for (const user of removed) {
+      expiries.delete(user);
+      this.offlineSince.set(user, now);
+    }
     this.log.appendPoolEventsNow(
       pool,
       removed.map((user) => ({ kind: 'offline', user })),

@@ -44,10 +44,10 @@ export class MemoryStore implements BubbleStore {
   readonly engine = 'memory' as const;
   readonly pools: number;
   readonly clock: Clock;
-  readonly follows: FollowGraph;
-  readonly topics: FollowGraph;
+  readonly follows: MemoryFollowGraph;
+  readonly topics: MemoryFollowGraph;
   readonly posts: PostIndex;
-  readonly cursors: ReadCursors;
+  readonly cursors: MemoryReadCursors;
   readonly badges: BadgeStates;
   readonly changes: MemoryChangeLog;
   readonly presence: MemoryPresence;
@@ -64,6 +64,7 @@ export class MemoryStore implements BubbleStore {
     const now = options.now ?? Date.now;
     this.clock = { now };
     const badgeStates = new Map<string, StoredBadge>();
+    const offlineSince = new Map<string, number>();
     this.changes = new MemoryChangeLog();
     this.follows = new MemoryFollowGraph('authors');
     this.topics = new MemoryFollowGraph('topics');
@@ -72,9 +73,18 @@ export class MemoryStore implements BubbleStore {
     this.notices = new MemoryNoticeBoard(this.changes);
     this.reddots = new MemoryRedDots(this.changes);
     this.conversations = new MemoryConversations(this.changes, this.pools);
-    this.marks = new MemoryUserMarks(this.changes, this.pools);
+    const presence = new MemoryPresence({
+      pools: this.pools,
+      log: this.changes,
+      now,
+      offlineSince,
+    });
+    this.presence = presence;
+    this.marks = new MemoryUserMarks(this.changes, this.pools, {
+      isOnline: (user) => presence.isOnlineNow(user),
+      forget: (user) => this.forgetInactiveUser(user),
+    });
     this.counters = new MemoryCounters(now);
-    this.presence = new MemoryPresence({ pools: this.pools, log: this.changes, now });
     this.coordination = new MemoryCoordination({ now });
     const coordination = this.coordination;
     this.fencedBadges = new MemoryFencedBadges({
@@ -84,7 +94,45 @@ export class MemoryStore implements BubbleStore {
       retireFence: (pool, seen) => coordination.retireFence(pool, seen),
       now,
     });
-    this.badges = new MemoryBadgeStates(badgeStates, this.fencedBadges);
+    this.badges = new MemoryBadgeStates(badgeStates, this.fencedBadges, offlineSince, presence);
+    this.badgeStates = badgeStates;
+    this.offlineSince = offlineSince;
+  }
+
+  private readonly badgeStates: Map<string, StoredBadge>;
+  private readonly offlineSince: Map<string, number>;
+
+  /**
+   * What the inactive-user job drops for a user beside their marks (the Redis engine's
+   * RedisKeys.inactiveUserKeys and the pool fields beside them): state kept for them alone,
+   * except follows, topic follows, memberships and conversation cursors. A new per-user part
+   * of that lifecycle is forgotten here.
+   */
+  private forgetInactiveUser(user: string): void {
+    this.cursors.forget(user);
+    this.badgeStates.delete(user);
+    this.offlineSince.delete(user);
+    this.fencedBadges.forgetRoutes(user);
+  }
+
+  /**
+   * The parts of this store holding something for `user` alone (introspection for tests and
+   * tools, as SCAN is on Redis): 'follows', 'topics', 'counters', 'memberships', 'marks', 'lastseen', 'cursors',
+   * 'badge', 'offline', 'presence', 'routes'.
+   */
+  heldFor(user: string): string[] {
+    const held: string[] = [];
+    if (this.follows.holds(user)) held.push('follows');
+    if (this.topics.holds(user)) held.push('topics');
+    if (this.counters.holds(user)) held.push('counters');
+    if (this.conversations.holds(user)) held.push('memberships');
+    held.push(...this.marks.holds(user));
+    if (this.cursors.holds(user)) held.push('cursors');
+    if (this.badgeStates.has(user)) held.push('badge');
+    if (this.offlineSince.has(user)) held.push('offline');
+    if (this.presence.holds(user)) held.push('presence');
+    if (this.fencedBadges.hasRoutes(user)) held.push('routes');
+    return held;
   }
 
   /** This process's clock is the store's. */
@@ -140,6 +188,10 @@ class MemoryFollowGraph implements FollowGraph {
 
   async list(user: string): Promise<string[]> {
     return [...(this.byUser.get(user) ?? [])];
+  }
+
+  holds(user: string): boolean {
+    return this.byUser.has(user);
   }
 }
 
@@ -310,13 +362,47 @@ class MemoryReadCursors implements ReadCursors {
     this.feed.set(user, next);
     return next;
   }
+
+  forget(user: string): void {
+    this.feed.delete(user);
+  }
+
+  holds(user: string): boolean {
+    return this.feed.has(user);
+  }
 }
 
 class MemoryBadgeStates implements BadgeStates {
   constructor(
     private readonly byUser: Map<string, StoredBadge>,
     private readonly writer: MemoryFencedBadges,
+    private readonly offlineSince: Map<string, number>,
+    private readonly presence: MemoryPresence,
   ) {}
+
+  async expireOffline(before: number, limit: number): Promise<number> {
+    // Oldest first, ties by name, at most `limit` looked at: the Redis engine's walk, one index.
+    const due = [...this.offlineSince]
+      .filter(([, since]) => since <= before)
+      .sort((a, b) => a[1] - b[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
+      .slice(0, limit);
+    let expired = 0;
+    for (const [user] of due) {
+      if (this.presence.isOnlineNow(user)) {
+        this.offlineSince.delete(user);
+        continue;
+      }
+      const stored = this.byUser.get(user);
+      if (stored && stored.computedAt > before) {
+        this.offlineSince.set(user, stored.computedAt);
+        continue;
+      }
+      if (stored) expired++;
+      this.byUser.delete(user);
+      this.offlineSince.delete(user);
+    }
+    return expired;
+  }
 
   async load(user: string): Promise<StoredBadge | null> {
     const stored = this.byUser.get(user);
@@ -324,6 +410,11 @@ class MemoryBadgeStates implements BadgeStates {
   }
 
   async save(user: string, fields: BadgeFields, computedAt: number): Promise<BadgeStamp> {
-    return this.writer.saveUnfenced(user, fields, computedAt);
+    const stamp = await this.writer.saveUnfenced(user, fields, computedAt);
+    // Ages from now unless it already does, or the user is online (going offline writes it).
+    if (!this.offlineSince.has(user) && !this.presence.isOnlineNow(user)) {
+      this.offlineSince.set(user, computedAt);
+    }
+    return stamp;
   }
 }

@@ -126,7 +126,9 @@ export class GatewaySubscription {
         await task();
       } catch (error) {
         this.options.missed?.onCheckFailed?.(error);
+        return;
       }
+      this.options.missed?.onCheckPassed?.();
     });
     return this.work;
   }

@@ -80,6 +80,14 @@ export class RedisKeys {
     return `${this.prefix}:{p:${pool}}:online`;
   }
 
+  /**
+   * ZSET user → when their stored badge state started to age (they went offline, or a gateway
+   * wrote it while they were not online): what the lookback expiry walks (expireBadgeStates-3).
+   */
+  offlineSince(pool: number): string {
+    return `${this.prefix}:{p:${pool}}:offline`;
+  }
+
   /** STREAM of PoolEvents for the pool's owner. */
   poolEvents(pool: number): string {
     return `${this.prefix}:{p:${pool}}:events`;
@@ -167,6 +175,18 @@ export class RedisKeys {
   /** HASH of one user's marks: seen (notice cursor), at (last sight), r:<name> (click time). */
   marks(user: string): string {
     return `${this.prefix}:marks:{u:${user}}`;
+  }
+
+  /**
+   * Everything kept for `user` alone that the inactive-user job drops (docs/semantics.md,
+   * Lifecycle), the marks first (their `at` decides): every key here carries the user's tag
+   * {u:<user>}, so one script (dropInactiveUser-n) drops them together. A new per-user key of
+   * that lifecycle is added here. Beside these the job deletes the user's field of their pool's
+   * badge states and offline index (another slot). Kept: follows, topic follows, memberships
+   * (im:{u:…}) and conversation cursors (in the conversation's slot).
+   */
+  inactiveUserKeys(user: string): [marks: string, ...rest: string[]] {
+    return [this.marks(user), this.cursors(user)];
   }
 
   /** ZSET user → last sight (ms), throttled: what the inactive-user job walks. */

@@ -10,6 +10,7 @@ import type {
   UserMarks,
   UserMarksState,
 } from '../extras-types.js';
+import { poolOf, usersByPool } from '@bubble/protocol';
 import { marksEventsByPool } from '../marks-events.js';
 import type { RedisClient } from './connect.js';
 import type { RedisKeys } from './keys.js';
@@ -169,17 +170,41 @@ export class RedisUserMarks implements UserMarks {
     await this.redis.hset(this.keys.marks(user), ...args);
   }
 
-  async dropInactive(before: number, limit: number): Promise<string[]> {
-    const index = this.keys.lastSeen();
+  async dropInactive(before: number, limit: number, now: number): Promise<string[]> {
+    const { keys } = this;
+    const index = keys.lastSeen();
     const candidates = await this.redis.zrangebyscore(index, '-inf', before, 'LIMIT', 0, limit);
+    const online = await Promise.all(
+      candidates.map((user) =>
+        this.run.checkOnline([keys.online(poolOf(user, keys.pools))], [user]),
+      ),
+    );
+    // A user online through presence (a live connection counts) is seen now: kept, and their
+    // sight moves so the index does not offer them again run after run.
     const outcomes = await Promise.all(
-      candidates.map((user) => this.run.dropMarks([this.keys.marks(user)], [before])),
+      candidates.map(async (user, i) => {
+        if (online[i] === 1) {
+          await this.redis.hset(keys.marks(user), 'at', now);
+          return now;
+        }
+        return this.run.dropInactiveUser(keys.inactiveUserKeys(user), [before]);
+      }),
     );
     const dropped = candidates.filter((_, i) => outcomes[i] === 0);
-    // Logged before the index forgets them: a run cut in between finds them again (dropMarks
-    // answers 0 for marks already gone) and logs them again.
+    // Their badge states and offline entries live in the pools' slots: deleted next, and again
+    // by a run that finds them once more after a failure in between.
     await Promise.all(
-      [...marksEventsByPool(dropped, this.keys.pools)].map(([pool, events]) =>
+      [...usersByPool(dropped, keys.pools)].flatMap(([pool, users]) => [
+        this.redis.hdel(keys.badges(pool), ...users),
+        this.redis.zrem(keys.offlineSince(pool), ...users),
+        this.redis.hdel(keys.routes(pool), ...users),
+        this.redis.srem(keys.touched(pool), ...users),
+      ]),
+    );
+    // Logged before the index forgets them: a run cut in between finds them again
+    // (dropInactiveUser answers 0 for keys already gone) and logs them again.
+    await Promise.all(
+      [...marksEventsByPool(dropped, keys.pools)].map(([pool, events]) =>
         this.log.appendPoolEvents(pool, events),
       ),
     );

@@ -46,7 +46,7 @@ export class RedisPresence implements PresenceStore {
     await Promise.all(
       [...byPool].map(async ([pool, { indexes, pairs }]) => {
         const flags = await this.run.setOnline(
-          [this.keys.online(pool), this.keys.poolEvents(pool)],
+          [this.keys.online(pool), this.keys.poolEvents(pool), this.keys.offlineSince(pool)],
           [this.maxLen, ...pairs],
         );
         indexes.forEach((index, j) => (changes[index]!.changed = flags[j] === 1));
@@ -58,7 +58,7 @@ export class RedisPresence implements PresenceStore {
   async setOffline(user: string): Promise<boolean> {
     const pool = poolOf(user, this.keys.pools);
     const removed = await this.run.setOffline(
-      [this.keys.online(pool), this.keys.poolEvents(pool)],
+      [this.keys.online(pool), this.keys.poolEvents(pool), this.keys.offlineSince(pool)],
       [user, this.maxLen],
     );
     return removed === 1;
@@ -74,7 +74,7 @@ export class RedisPresence implements PresenceStore {
       throw new RangeError('limit must be a positive integer');
     }
     return this.run.expirePresence(
-      [this.keys.online(pool), this.keys.poolEvents(pool)],
+      [this.keys.online(pool), this.keys.poolEvents(pool), this.keys.offlineSince(pool)],
       [limit, this.maxLen],
     );
   }

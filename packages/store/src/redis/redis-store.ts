@@ -1,4 +1,4 @@
-import { BubbleError } from '@bubble/protocol';
+import { BubbleError, poolOf } from '@bubble/protocol';
 import type {
   BadgeFields,
   BadgeStamp,
@@ -104,7 +104,7 @@ export class RedisStore implements BubbleStore {
       sharded: client instanceof Cluster,
       commands: this.commands,
     });
-    this.badges = new RedisBadgeStates(this.redis, this.keys, this.fencedBadges);
+    this.badges = new RedisBadgeStates(this.redis, run, this.keys, this.fencedBadges);
     this.notices = new RedisNoticeBoard({ ...shared, log: this.changes });
     this.reddots = new RedisRedDots({ ...shared, log: this.changes });
     this.marks = new RedisUserMarks({ ...shared, log: this.changes });
@@ -481,6 +481,7 @@ class RedisReadCursors implements ReadCursors {
 class RedisBadgeStates implements BadgeStates {
   constructor(
     private readonly redis: RedisClient,
+    private readonly run: ScriptRunner,
     private readonly keys: RedisKeys,
     private readonly writer: RedisFencedBadges,
   ) {}
@@ -491,6 +492,26 @@ class RedisBadgeStates implements BadgeStates {
   }
 
   async save(user: string, fields: BadgeFields, computedAt: number): Promise<BadgeStamp> {
-    return this.writer.saveUnfenced(user, fields, computedAt);
+    const stamp = await this.writer.saveUnfenced(user, fields, computedAt);
+    // Ages from now unless it already does, or the user is online (going offline writes it).
+    const pool = poolOf(user, this.keys.pools);
+    await this.run.ageBadgeState(
+      [this.keys.offlineSince(pool), this.keys.online(pool)],
+      [user, computedAt],
+    );
+    return stamp;
+  }
+
+  async expireOffline(before: number, limit: number): Promise<number> {
+    const { keys } = this;
+    const expired = await Promise.all(
+      Array.from({ length: keys.pools }, (_, pool) =>
+        this.run.expireBadgeStates(
+          [keys.offlineSince(pool), keys.online(pool), keys.badges(pool)],
+          [before, limit],
+        ),
+      ),
+    );
+    return expired.reduce((sum, n) => sum + n, 0);
   }
 }

@@ -181,12 +181,22 @@ export const SCRIPTS = {
     [],
     [members: string[], owed: string[]]
   >(3),
-  dropMarks: script<[marks: string], [cutoff: number], number>(1),
+  ageBadgeState: script<
+    [offline: string, online: string],
+    [user: string, computedAt: number],
+    number
+  >(2),
+  dropInactiveUser: script<string[], [cutoff: number], number>('n'),
+  expireBadgeStates: script<
+    [offline: string, online: string, badges: string],
+    [cutoff: number, limit: number],
+    number
+  >(3),
   expirePresence: script<
-    [online: string, events: string],
+    [online: string, events: string, offline: string],
     [limit: number, maxLen: number],
     string[]
-  >(2),
+  >(3),
   followAuthor: script<[follows: string], [author: string, cap: number], number>(1),
   ingestMessages: script<[meta: string, members: string], string[], number | string[]>(2),
   ingestPostBatch: script<
@@ -285,12 +295,16 @@ export const SCRIPTS = {
     [now: number, highest: string, throttleMs: number],
     [seen: number, touched: number, owed: number]
   >(1),
-  setOffline: script<[online: string, events: string], [user: string, maxLen: number], number>(2),
+  setOffline: script<
+    [online: string, events: string, offline: string],
+    [user: string, maxLen: number],
+    number
+  >(3),
   setOnline: script<
-    [online: string, events: string],
+    [online: string, events: string, offline: string],
     [maxLen: number, ...userTtlPairs: Arg[]],
     number[]
-  >(2),
+  >(3),
   settleSights: script<[lastSeen: string], [cutoff: number, ...userOutcomePairs: Arg[]], number>(1),
   readIngest: script<[stream: string], [group: string, consumer: string, count: number], string>(1),
   trimIngest: script<[stream: string], [group: string], number>(1),

@@ -4,21 +4,16 @@
   each one who was not online (absent, or lapsed but not yet expired) before.
   KEYS[1] online     ZSET    user → presence expiry (ms, on the server's clock)
   KEYS[2] events     STREAM  the pool's change log: k <kind> u <user>
+  KEYS[3] offline    ZSET    user → when their stored badge state started to age: an online
+                             user leaves it (expireBadgeStates-3.lua)
   ARGV[1] maxlen     approximate cap of the change log
   ARGV[2..] pairs of (user, ttl ms)
   Returns one flag per pair, in order: 1 the user came online, 0 a renewal
 ]]
---[[
-  The server's clock, in ms. Presence, routes and node liveness are written and checked on it
-  alone, so the clocks of the nodes calling the scripts never meet (docs/redis-keys.md, "One
-  clock"). Scripts that call it write their effects, not the script, to replicas and the AOF.
-]]
-local function storeNow()
-  local time = redis.call('TIME')
-  return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-end
+--- @include "storeNow"
 local onlineKey = KEYS[1]
 local eventsKey = KEYS[2]
+local offlineKey = KEYS[3]
 local maxlen = ARGV[1]
 local now = storeNow()
 
@@ -31,6 +26,7 @@ for i = 2, #ARGV, 2 do
     redis.call('ZADD', onlineKey, expiry, user)
   end
   if previous == false or tonumber(previous) <= now then
+    redis.call('ZREM', offlineKey, user)
     redis.call('XADD', eventsKey, 'MAXLEN', '~', maxlen, '*', 'k', 'online', 'u', user)
     changed[#changed + 1] = 1
   else

@@ -3,6 +3,7 @@
   recording an `offline` event for each.
   KEYS[1] online     ZSET    user → presence expiry (ms, on the server's clock)
   KEYS[2] events     STREAM  the pool's change log: k <kind> u <user>
+  KEYS[3] offline    ZSET    user → when their stored badge state started to age (now)
   ARGV[1] limit
   ARGV[2] maxlen     approximate cap of the change log
   Returns the removed users, earliest expiry first
@@ -10,12 +11,15 @@
 --- @include "storeNow"
 local onlineKey = KEYS[1]
 local eventsKey = KEYS[2]
+local offlineKey = KEYS[3]
 local limit = ARGV[1]
 local maxlen = ARGV[2]
 
-local lapsed = redis.call('ZRANGEBYSCORE', onlineKey, '-inf', storeNow(), 'LIMIT', 0, limit)
+local now = storeNow()
+local lapsed = redis.call('ZRANGEBYSCORE', onlineKey, '-inf', now, 'LIMIT', 0, limit)
 for _, user in ipairs(lapsed) do
   redis.call('ZREM', onlineKey, user)
+  redis.call('ZADD', offlineKey, now, user)
   redis.call('XADD', eventsKey, 'MAXLEN', '~', maxlen, '*', 'k', 'offline', 'u', user)
 end
 return lapsed

@@ -1,0 +1,135 @@
+/**
+ * What a gone user costs (docs/semantics.md, Lifecycle), on both engines: after the
+ * inactive-user job only the user's follows, memberships and conversation cursors remain (a
+ * SCAN of every key on Redis, the memory engine's heldFor()); a user online through presence
+ * is never dropped; a stored badge state of a user offline for the lookback expires, and the
+ * returning user's badge starts a new epoch.
+ */
+import { DAY_MS, HOUR_MS } from '@bubble/protocol';
+import { MemoryStore, RedisStore, type BubbleStore } from '@bubble/store';
+import type { Redis } from 'ioredis';
+import { expect, it } from 'vitest';
+import { describeEachEngine, manualService, scanKeys } from '../support/engines.js';
+
+/**
+ * What the store holds for `user` alone: the names of keys tagged with the user, and
+ * `key#user` for every hash field, set member and sorted-set member named after them (streams,
+ * the change logs, are trimmed on their own and left out).
+ */
+async function redisHeldFor(admin: Redis, store: RedisStore, user: string): Promise<string[]> {
+  const held: string[] = [];
+  for (const key of await scanKeys(admin, store.keys.all())) {
+    if (key.includes(`{u:${user}}`)) {
+      held.push(key);
+      continue;
+    }
+    const type = await admin.type(key);
+    const has =
+      type === 'hash'
+        ? (await admin.hexists(key, user)) === 1
+        : type === 'zset'
+          ? (await admin.zscore(key, user)) !== null
+          : type === 'set'
+            ? (await admin.sismember(key, user)) === 1
+            : false;
+    if (has) held.push(`${key}#${user}`);
+  }
+  return held.sort();
+}
+
+async function heldFor(store: BubbleStore, admin: Redis | undefined, user: string) {
+  if (store instanceof MemoryStore) return store.heldFor(user).sort();
+  return redisHeldFor(admin!, store as RedisStore, user);
+}
+
+/** What heldFor() may still list for a gone user member of `conversation`. */
+function keptFor(store: BubbleStore, user: string, conversation: string): string[] {
+  if (store instanceof MemoryStore) return ['follows', 'memberships'];
+  const { keys } = store as RedisStore;
+  return [
+    keys.follows(user),
+    keys.userConversations(user),
+    `${keys.conversationMembers(conversation)}#${user}`,
+  ].sort();
+}
+
+describeEachEngine('lifecycle: what a gone user costs', (ctx) => {
+  it('after the inactive job a gone user keeps only follows, memberships and conversation cursors; the next visit starts afresh', async () => {
+    const { store, admin } = ctx();
+    // The store's own clock (presence, the offline index) runs in real time: start there.
+    const { service, clock } = manualService(store, { start: Date.now() });
+    const ts = () => clock.now();
+    await service.follow('gone', 'a1');
+    await service.replaceMembers('c1', ['gone', 'peer']);
+    await service.ingestPosts([{ author: 'a1', id: 'p1', ts: ts() }]);
+    await service.ingestMessages('c1', [
+      { seq: 1, from: 'peer', ts: ts() },
+      { seq: 2, from: 'peer', ts: ts() },
+    ]);
+    await service.publishNotice(1);
+    await service.markReddot('r1');
+    await service.setPresence('gone', true, 60_000);
+    const first = await service.badge('gone', { seen: true });
+    expect(first).toMatchObject({ feed: 1, notices: 0, conversations: { c1: 2 }, reddots: ['r1'] });
+    await service.publishNotice(2);
+    await service.read('gone', { scope: 'feed' });
+    await service.read('gone', { scope: 'notices' });
+    await service.read('gone', { scope: 'reddot', name: 'r1' });
+    await service.read('gone', { scope: 'conversation', id: 'c1', seq: 1 });
+    await service.setPresence('gone', false, 60_000);
+    // Seen as long ago, but online through presence when the job runs: kept.
+    await service.setPresence('stays', true, 3_600_000);
+    const staying = await service.badge('stays', { seen: true });
+
+    clock.advance(31 * DAY_MS + 2 * HOUR_MS);
+    expect(await service.dropInactiveUsers(100)).toEqual(['gone']);
+    await service.expireOfflineBadges(100);
+    expect(await heldFor(store, admin, 'gone')).toEqual(keptFor(store, 'gone', 'c1'));
+    expect(await store.marks.state('stays')).toMatchObject({ seen: 2 });
+    expect((await store.badges.load('stays'))?.epoch).toBe(staying.epoch);
+
+    // Back: a new epoch, counted as for a user whose cursors are unset (the notice cursor at
+    // the highest id, the red dot unclicked); the conversation cursor was kept.
+    await service.publishNotice(3);
+    const back = await service.badge('gone', { seen: true });
+    expect(back.epoch).not.toBe(first.epoch);
+    expect(back).toMatchObject({ feed: 0, notices: 0, conversations: { c1: 1 }, reddots: ['r1'] });
+    await service.ingestPosts([{ author: 'a1', id: 'p2', ts: ts() }]);
+    await service.publishNotice(4);
+    expect(await service.badge('gone', { seen: true })).toMatchObject({ feed: 1, notices: 1 });
+  });
+
+  it('a stored badge state of a user offline for the lookback expires; the next computation starts a new epoch', async () => {
+    const { store } = ctx();
+    const { service, clock } = manualService(store, { start: Date.now() });
+    await service.follow('away', 'a1');
+    await service.setPresence('away', true, 60_000);
+    const before = await service.badge('away', { seen: true });
+    await service.read('away', { scope: 'feed' });
+    await service.setPresence('away', false, 60_000);
+    // Polled while offline: the state ages from that computation.
+    await service.setPresence('poller', true, 60_000);
+    await service.setPresence('poller', false, 60_000);
+    clock.advance(5 * DAY_MS);
+    const polled = await service.badge('poller', { seen: true });
+    // Online all along: never expires.
+    await service.setPresence('online', true, 3_600_000);
+    const online = await service.badge('online', { seen: true });
+
+    clock.advance(3 * DAY_MS);
+    expect(await service.expireOfflineBadges(100)).toBe(1);
+    expect(await store.badges.load('away')).toBeNull();
+    expect((await store.badges.load('poller'))?.epoch).toBe(polled.epoch);
+    expect((await store.badges.load('online'))?.epoch).toBe(online.epoch);
+    // The cursors are kept (only the inactive job drops them).
+    expect(await store.cursors.feedReadAt('away')).not.toBeNull();
+    const back = await service.badge('away', { seen: true });
+    expect(back.epoch).not.toBe(before.epoch);
+    expect(back.version).toBe(1);
+
+    clock.advance(5 * DAY_MS);
+    expect(await service.expireOfflineBadges(100)).toBe(1);
+    expect(await store.badges.load('poller')).toBeNull();
+    expect((await store.badges.load('online'))?.epoch).toBe(online.epoch);
+  });
+});
