@@ -1,10 +1,10 @@
-import type { BubbleStore, Membership, UserMarksState } from '@bubble/store';
+import type { BubbleStore, MembershipSeqs, UserMarksState } from '@bubble/store';
 import { shownReddots, unreadOf, type ExtraCounts } from './badge-fields.js';
 
 export interface StoredExtras {
   extras: ExtraCounts;
   marks: UserMarksState;
-  memberships: Membership[];
+  memberships: MembershipSeqs[];
 }
 
 /**
@@ -19,7 +19,8 @@ export async function readStoredExtras(
 ): Promise<StoredExtras> {
   const [marks, memberships, dots] = await Promise.all([
     store.marks.state(user),
-    store.conversations.memberships(user),
+    // Counts only: no preview is part of a badge.
+    store.conversations.membershipSeqs([user]).then(([seqs]) => seqs!),
     marked ?? store.reddots.all(),
   ]);
   const notices = marks.seen === null ? 0 : await store.notices.countAfter(marks.seen);

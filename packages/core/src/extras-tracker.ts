@@ -1,6 +1,6 @@
 import {
   encodeCounts,
-  type Membership,
+  type MembershipSeqs,
   type SharedEvent,
   type UserMarksState,
 } from '@bubble/store';
@@ -61,7 +61,7 @@ export class ExtrasTracker {
     for (const user of this.users.keys()) this.dirty.add(user);
   }
 
-  setUser(user: string, marks: UserMarksState, memberships: readonly Membership[]): void {
+  setUser(user: string, marks: UserMarksState, memberships: readonly MembershipSeqs[]): void {
     const previous = this.users.get(user);
     if (previous) this.leaveAll(user, previous);
     const held: HeldUser = {

@@ -55,7 +55,7 @@ export class UserLoader {
       Promise.all(users.map((user) => store.badges.load(user))),
       Promise.all(refollow.map((user) => store.follows.list(user))),
       Promise.all(marksOf.map((user) => store.marks.state(user))),
-      Promise.all(marksOf.map((user) => store.conversations.memberships(user))),
+      store.conversations.membershipSeqs(marksOf),
     ]);
     const authors = new Set<string>();
     users.forEach((user, i) => {
