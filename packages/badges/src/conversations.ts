@@ -91,13 +91,13 @@ export class Conversations {
       Math.min(limit, LIMITS.maxConversationList),
     );
     return memberships.map((m) => ({
-        id: m.conversation,
-        unread: Math.max(0, m.maxSeq - m.readSeq),
-        maxSeq: m.maxSeq,
-        lastTs: m.lastTs,
-        preview: m.preview,
-        muted: m.muted,
-      }));
+      id: m.conversation,
+      unread: Math.max(0, m.maxSeq - m.readSeq),
+      maxSeq: m.maxSeq,
+      lastTs: m.lastTs,
+      preview: m.preview,
+      muted: m.muted,
+    }));
   }
 }
 
