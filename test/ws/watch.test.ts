@@ -6,7 +6,9 @@
  * An in-process gateway with a core, on memory and on a real redis-server; every wait has a
  * deadline.
  */
+import { BubbleClient, type ConversationChange } from '@bubble/client';
 import { waitFor } from '@bubble/test-utils';
+import { WebSocket } from 'ws';
 import { describe, expect, it } from 'vitest';
 import {
   CLOSE,
@@ -138,6 +140,41 @@ for (const engine of ENGINES) {
       expect(client.malformed).toEqual([]);
       client.close();
       other.close();
+    });
+
+    it('the SDK: watchConversations() emits `conversations` with the changes', async () => {
+      const app = await rig.start();
+      const sdk = new BubbleClient({
+        url: app.url,
+        token: await tokenFor('u5'),
+        WebSocket: WebSocket as never,
+      });
+      const changes: ConversationChange[][] = [];
+      sdk.on('conversations', (items) => changes.push(items));
+      try {
+        sdk.start();
+        sdk.watchConversations();
+        await waitFor(() => changes.length > 0, {
+          timeoutMs: DEADLINE_MS,
+          message: 'no first list',
+        });
+        await ok(
+          platform(app, 'PUT', '/v1/conversations/s1/members', { members: ['u5', 'u6'] }),
+          204,
+        );
+        await waitFor(() => sdk.conversationIds.includes('s1'), {
+          timeoutMs: DEADLINE_MS,
+          message: `no join: ${JSON.stringify(changes)}`,
+        });
+        await ok(platform(app, 'DELETE', '/v1/conversations/s1'), 204);
+        await waitFor(() => !sdk.conversationIds.includes('s1'), {
+          timeoutMs: DEADLINE_MS,
+          message: `no removal: ${JSON.stringify(changes)}`,
+        });
+        expect(changes.flat()).toContainEqual({ id: 's1', removed: true });
+      } finally {
+        sdk.close();
+      }
     });
 
     it('a watch of anything else closes with 1008', async () => {

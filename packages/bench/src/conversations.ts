@@ -49,6 +49,7 @@ export async function benchConversations(partial: Partial<ConversationsOptions> 
     url: redis.url,
     keyPrefix: 'bench',
     pools: 100,
+    largeGroup: options.largeThreshold,
   });
   const admin = new Redis(redis.url);
   const watcher = new Redis(redis.url);
