@@ -96,6 +96,8 @@ describeEachEngine(
       expect(mentioning(entries, 'bob-leaver', 'conv-other').length).toBeGreaterThanOrEqual(2);
       expect(mentioning(entries, 'cid-muted', conv)).toEqual([
         `${prefix}:im:{c:${conv}}:members [cid-muted] = 3m`,
+        `${prefix}:im:{u:cid-muted}:activity ∋ ${conv}`,
+        `${prefix}:im:{u:cid-muted}:activity-seqs [${conv}] = 3`,
         `${prefix}:im:{u:cid-muted}:conversations ∋ ${conv}`,
       ]);
       // Nothing of theirs but the badge state of a user with nothing unread, and its entry in

@@ -9,7 +9,7 @@
  * same call must cost the very same commands for a 2-member and a 10,000-member conversation,
  * and for 2 and 10,000 users with a notice cursor.
  */
-import { RedisStore } from '@bubble/store';
+import { DEFAULT_LARGE_GROUP, RedisStore } from '@bubble/store';
 import type { Redis } from 'ioredis';
 import { expect, it } from 'vitest';
 import { describeEachEngine, manualService } from '../support/engines.js';
@@ -56,7 +56,7 @@ async function costOf(
 describeEachEngine(
   'cost of a message and a notice',
   (ctx) => {
-    it('one message costs the same few commands for 2 and for 10,000 members', async () => {
+    it('one message costs the same few commands just above BUBBLE_LARGE_GROUP and at 10,000 members; a small one writes each member once', async () => {
       const { store } = ctx();
       const admin = ctx().admin!;
       const redis = store as RedisStore;
@@ -64,22 +64,32 @@ describeEachEngine(
 
       const members = (n: number) => Array.from({ length: n }, (_, i) => `member${i}`);
       await service.replaceMembers('small', members(2));
+      await service.replaceMembers('above', members(DEFAULT_LARGE_GROUP + 1));
       await service.replaceMembers('large', members(LARGE));
       expect((await store.conversations.members('large'))!.length).toBe(LARGE);
       // Loads the scripts (a first EVALSHA answered NOSCRIPT would add an EVAL).
       await service.ingestMessages('small', [{ seq: 1, from: 'member1' }]);
 
       const message = (seq: number) => [{ seq, from: 'member1', preview: { text: 'hello' } }];
+      await service.ingestMessages('above', [{ seq: 1, from: 'member1' }]);
       const small = await costOf(admin, redis, () => service.ingestMessages('small', message(2)));
+      const above = await costOf(admin, redis, () => service.ingestMessages('above', message(3)));
       const large = await costOf(admin, redis, () => service.ingestMessages('large', message(7)));
       console.info(
         `one message, 2 members: ${small.length} commands\n${small.join('\n')}\n` +
           `one message, ${LARGE} members: ${large.length} commands\n${large.join('\n')}`,
       );
-      expect(large).toEqual(small);
-      expect(small.length).toBeLessThanOrEqual(SMALL);
+      expect(large).toEqual(above);
+      expect(large.length).toBeLessThanOrEqual(SMALL);
       // Two calls from the client: the ingest script and the shared-log append.
-      expect(small.filter((c) => !c.startsWith(' '))).toEqual(['evalsha', 'evalsha']);
+      expect(large.filter((c) => !c.startsWith(' '))).toEqual(['evalsha', 'evalsha']);
+      // A small conversation also writes each member's activity index: one script each.
+      expect(small.filter((c) => !c.startsWith(' '))).toEqual([
+        'evalsha',
+        'evalsha',
+        'evalsha',
+        'evalsha',
+      ]);
 
       // The message counted for everyone else, and moved the sender's own cursor.
       const [last] = await store.conversations.memberships(`member${LARGE - 1}`);
@@ -88,6 +98,43 @@ describeEachEngine(
         (m) => m.conversation === 'large',
       );
       expect(sender).toMatchObject({ maxSeq: 7, readSeq: 7 });
+    });
+
+    it('a list read costs the same commands for a user in 150 and in 1,500 conversations', async () => {
+      const { store } = ctx();
+      const admin = ctx().admin!;
+      const redis = store as RedisStore;
+      const { service } = manualService(store);
+      const join = async (user: string, from: number, to: number) => {
+        for (let i = from; i < to; i += 100) {
+          const ids = Array.from({ length: Math.min(100, to - i) }, (_, j) => i + j);
+          await Promise.all(
+            ids.map((c) => service.replaceMembers(`${user}-c${c}`, [user, 'peer'])),
+          );
+          await Promise.all(
+            ids.map((c) =>
+              service.ingestMessages(`${user}-c${c}`, [{ seq: 1, from: 'peer', ts: 1_000 + c }]),
+            ),
+          );
+        }
+      };
+      await join('few', 0, 150);
+      await join('many', 0, 1500);
+      // The first read of each loads what it needs (scripts, nothing else is cached).
+      expect(await service.conversationList('few', 100)).toHaveLength(100);
+      expect(await service.conversationList('many', 100)).toHaveLength(100);
+      const few = await costOf(admin, redis, () => service.conversationList('few', 100));
+      const many = await costOf(admin, redis, () => service.conversationList('many', 100));
+      console.info(`a list read, 150 conversations: ${few.length} commands; 1,500: ${many.length}`);
+      const tally = (commands: string[]) => {
+        const counts: Record<string, number> = {};
+        for (const c of commands) counts[c] = (counts[c] ?? 0) + 1;
+        return counts;
+      };
+      expect(tally(many)).toEqual(tally(few));
+      // The index's top 100 and a few index reads: never a command per membership.
+      expect(many.length).toBeLessThanOrEqual(2 * 100 + SMALL);
+      expect((await service.conversationList('many', 100))[0]!.id).toBe('many-c1499');
     });
 
     it('one notice costs the same few commands with 2 and with 10,000 users seen', async () => {

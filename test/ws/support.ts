@@ -308,7 +308,8 @@ export function tokenFor(user: string, ttlSeconds = 600, audience?: string): Pro
 export type ServerFrame =
   | { type: 'badge'; badge: Badge }
   | { type: 'error'; code: string; message: string }
-  | { type: 'pong' };
+  | { type: 'pong' }
+  | { type: 'conversations'; items: Array<Record<string, unknown> & { id: string }> };
 
 export interface ConnectOptions {
   /** Sent as `Authorization: Bearer <token>` on the upgrade. */
@@ -477,7 +478,7 @@ export class Client {
     }
     const type = (frame as { type?: unknown } | null)?.type;
     if (type === 'pong') this.pongs++;
-    if (type !== 'badge' && type !== 'error' && type !== 'pong') {
+    if (type !== 'badge' && type !== 'error' && type !== 'pong' && type !== 'conversations') {
       this.malformed.push(text);
       return;
     }

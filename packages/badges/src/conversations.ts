@@ -1,5 +1,5 @@
 import { BubbleError, LIMITS, assertId } from '@bubble/protocol';
-import type { ConversationMessage, Membership } from '@bubble/store';
+import { byActivity, type ConversationMessage, type Membership } from '@bubble/store';
 import type { BadgeContext } from './context.js';
 import { marksChanged } from './pool-events.js';
 import { assertPositiveId, notMember, uniqueIds } from './validation.js';
@@ -85,28 +85,25 @@ export class Conversations {
   /** Newest activity first, ties by the higher seq; at most `limit` (≤ 100). */
   async conversationList(user: string, limit: number): Promise<ConversationListItem[]> {
     assertId(user, 'user');
-    const memberships = await this.ctx.store.conversations.memberships(user);
-    return sortedByActivity(memberships)
-      .slice(0, Math.min(limit, LIMITS.maxConversationList))
-      .map((m) => ({
-        id: m.conversation,
-        unread: Math.max(0, m.maxSeq - m.readSeq),
-        maxSeq: m.maxSeq,
-        lastTs: m.lastTs,
-        preview: m.preview,
-        muted: m.muted,
-      }));
+    const { conversations } = this.ctx.store;
+    const memberships = await conversations.conversationList(
+      user,
+      Math.min(limit, LIMITS.maxConversationList),
+    );
+    return memberships.map((m) => ({
+      id: m.conversation,
+      unread: Math.max(0, m.maxSeq - m.readSeq),
+      maxSeq: m.maxSeq,
+      lastTs: m.lastTs,
+      preview: m.preview,
+      muted: m.muted,
+    }));
   }
 }
 
 /** Newest activity first, then the higher seq, then by id. */
 export function sortedByActivity(memberships: readonly Membership[]): Membership[] {
-  return [...memberships].sort(
-    (a, b) =>
-      b.lastTs - a.lastTs ||
-      b.maxSeq - a.maxSeq ||
-      (a.conversation < b.conversation ? -1 : a.conversation > b.conversation ? 1 : 0),
-  );
+  return [...memberships].sort(byActivity);
 }
 
 /** Every message's seq and sender checked, each stamped `now` unless it has a ts. */

@@ -60,7 +60,7 @@ export class Reads {
         const [highest, marked, memberships] = await Promise.all([
           store.notices.highestId(),
           store.reddots.all(),
-          store.conversations.memberships(user),
+          store.conversations.membershipSeqs([user]).then(([seqs]) => seqs!),
         ]);
         await Promise.all([
           readFeed(now),

@@ -1,4 +1,4 @@
-import type { BubbleStore, Membership, UserMarksState } from '@bubble/store';
+import type { BubbleStore, MembershipSeqs, UserMarksState } from '@bubble/store';
 import { shownReddots, unreadOf, type ExtraCounts } from './badge-fields.js';
 
 /** Which interaction counters a badge counts: BUBBLE_COUNTER_KINDS, over BUBBLE_INACTIVE_DAYS. */
@@ -10,7 +10,7 @@ export interface CounterScope {
 export interface StoredExtras {
   extras: ExtraCounts;
   marks: UserMarksState;
-  memberships: Membership[];
+  memberships: MembershipSeqs[];
   /** The counters' watermark (CounterCounts.asOf): later events are stamped after it. */
   countersAsOf: number | null;
 }
@@ -28,7 +28,8 @@ export async function readStoredExtras(
 ): Promise<StoredExtras> {
   const [marks, memberships, dots, counted] = await Promise.all([
     store.marks.state(user),
-    store.conversations.memberships(user),
+    // Counts only: no preview is part of a badge.
+    store.conversations.membershipSeqs([user]).then(([seqs]) => seqs!),
     marked ?? store.reddots.all(),
     store.counters.counts(user, counters.kinds, counters.windowMs),
   ]);

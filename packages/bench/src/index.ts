@@ -17,3 +17,8 @@ export { benchSweep, SWEEP_DEFAULTS, type SweepOptions } from './sweep.js';
 export { benchWsCeiling, WS_CEILING_DEFAULTS, type WsCeilingOptions } from './ws-ceiling.js';
 export { summarizeCpuProfile, type ProfileSummary } from './profile-summary.js';
 export { buildWorkload, postBatch, ZipfSampler, percentile } from './workload.js';
+export {
+  benchConversations,
+  CONVERSATIONS_DEFAULTS,
+  type ConversationsOptions,
+} from './conversations.js';

@@ -17,6 +17,7 @@ export const SCENARIOS: Record<string, Scenario> = {
   'cold-start': (bench) => bench.benchColdStart({ log }),
   sweep: (bench) => bench.benchSweep({ log }),
   fanout: (bench) => bench.benchFanout({ log }),
+  conversations: (bench) => bench.benchConversations({ log }),
   latency: (bench) =>
     bench.benchLatency({
       log,

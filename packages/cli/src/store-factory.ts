@@ -13,5 +13,6 @@ export function createStore(config: Config): BubbleStore {
     clusterNodes: config.REDIS_CLUSTER_NODES,
     keyPrefix: config.BUBBLE_KEY_PREFIX,
     pools: config.BUBBLE_POOLS,
+    largeGroup: config.BUBBLE_LARGE_GROUP,
   });
 }

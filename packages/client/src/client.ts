@@ -6,6 +6,7 @@ import {
   type BubbleClientOptions,
   type ClientEvents,
   type ClientState,
+  type ConversationChange,
   type FetchLike,
   type FetchResponseLike,
   type ReadBody,
@@ -98,6 +99,11 @@ export class BubbleClient extends Emitter<ClientEvents> {
   private socketTimer: unknown;
   private pollTimer: unknown;
   private reads: PendingRead[] = [];
+  /** watchConversations() was called: every authenticated socket sends `watch`. */
+  private watching = false;
+  /** The ids of the list entries the `conversations` events told of. */
+  private listed = new Set<string>();
+  private listFresh = false;
 
   constructor(options: BubbleClientOptions) {
     super();
@@ -172,6 +178,40 @@ export class BubbleClient extends Emitter<ClientEvents> {
       this.reads.push(pending);
       ws.send(JSON.stringify({ type: 'read', ...body }));
     });
+  }
+
+  /**
+   * Asks for live list updates (`watch`): `conversations` events with the changed entries, on
+   * this socket and every later one.
+   */
+  watchConversations(): void {
+    this.watching = true;
+    if (this.ws && this.authed) this.sendWatch(this.ws);
+  }
+
+  /** The ids of the entries of the list as the `conversations` events told them. */
+  get conversationIds(): string[] {
+    return [...this.listed];
+  }
+
+  private sendWatch(ws: WebSocketLike): void {
+    this.listFresh = true;
+    ws.send('{"type":"watch","what":"conversations"}');
+  }
+
+  private takeList(items: ConversationChange[]): void {
+    const changes = [...items];
+    if (this.listFresh) {
+      // A new socket's first list is all of it: what is held and not in it left meanwhile.
+      this.listFresh = false;
+      const now = new Set(items.map((i) => i.id));
+      for (const id of this.listed) if (!now.has(id)) changes.push({ id, removed: true });
+    }
+    for (const item of changes) {
+      if ('removed' in item) this.listed.delete(item.id);
+      else this.listed.add(item.id);
+    }
+    this.emit('conversations', changes);
   }
 
   private after(ms: number, callback: () => void): unknown {
@@ -253,7 +293,13 @@ export class BubbleClient extends Emitter<ClientEvents> {
   private onFrame(ws: WebSocketLike, data: unknown): void {
     if (ws !== this.ws) return;
     this.alive = true;
-    let frame: { type?: unknown; badge?: unknown; code?: unknown; message?: unknown };
+    let frame: {
+      type?: unknown;
+      badge?: unknown;
+      code?: unknown;
+      message?: unknown;
+      items?: unknown;
+    };
     try {
       frame = JSON.parse(String(data)) ?? {};
     } catch {
@@ -268,6 +314,7 @@ export class BubbleClient extends Emitter<ClientEvents> {
         this.stopPolling();
         this.ping(ws);
         this.sync();
+        if (this.watching) this.sendWatch(ws);
       }
       this.take(frame.badge);
       const reads = this.reads;
@@ -276,6 +323,8 @@ export class BubbleClient extends Emitter<ClientEvents> {
         this.clear(r.timer);
         r.resolve(this.held!);
       }
+    } else if (frame.type === 'conversations' && Array.isArray(frame.items)) {
+      this.takeList(frame.items as ConversationChange[]);
     } else if (frame.type === 'error') {
       const error = new BubbleClientError(String(frame.code), String(frame.message));
       const r = this.reads.shift();

@@ -6,6 +6,8 @@ export type {
   BubbleClientOptions,
   ClientEvents,
   ClientState,
+  ConversationChange,
+  ConversationEntry,
   FetchLike,
   FetchResponseLike,
   ReadBody,

@@ -120,10 +120,28 @@ export interface BubbleClientOptions {
   pingIntervalMs?: number;
 }
 
+/** An entry of `GET /v1/conversations` (docs/api.md). */
+export interface ConversationEntry {
+  id: string;
+  unread: number;
+  maxSeq: number;
+  lastTs: number;
+  preview: Record<string, unknown> | null;
+  muted: boolean;
+}
+
+/** What a `conversations` frame carries: changed entries, and those that left the list. */
+export type ConversationChange = ConversationEntry | { id: string; removed: true };
+
 /** The payload of each event. */
 export interface ClientEvents {
   /** A newer badge than the one held (greater version in the same epoch, or another epoch). */
   badge: Badge;
+  /**
+   * After `watchConversations()`: the list entries that changed (`removed: true` for those that
+   * left it). After a reconnect the whole list comes again, with the entries that left meanwhile.
+   */
+  conversations: ConversationChange[];
   state: ClientState;
   error: BubbleClientError;
 }

@@ -1,6 +1,6 @@
 import {
   encodeCounts,
-  type Membership,
+  type MembershipSeqs,
   type SharedEvent,
   type UserMarksState,
 } from '@bubble/store';
@@ -69,7 +69,7 @@ export class ExtrasTracker {
   setUser(
     user: string,
     marks: UserMarksState,
-    memberships: readonly Membership[],
+    memberships: readonly MembershipSeqs[],
     counters: Readonly<Record<string, number>> = NO_COUNTERS,
   ): void {
     const previous = this.users.get(user);

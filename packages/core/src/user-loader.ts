@@ -70,7 +70,7 @@ export class UserLoader {
       Promise.all(users.map((user) => store.badges.load(user))),
       Promise.all(refollow.map((user) => store.feedInputs(user))),
       Promise.all(marksOf.map((user) => store.marks.state(user))),
-      Promise.all(marksOf.map((user) => store.conversations.memberships(user))),
+      store.conversations.membershipSeqs(marksOf),
       Promise.all(marksOf.map((user) => store.counters.counts(user, kinds, windowMs))),
       Promise.all(countersOf.map((user) => store.counters.counts(user, kinds, windowMs))),
     ]);

@@ -9,9 +9,12 @@
   KEYS[3] unlogged SET   users owed a marks event for this conversation
   ARGV[1] "add" or "replace"
   ARGV[2..] members
-  Returns { added members, removed members, every user owed a marks event }
+  Returns { added members, removed members, every user owed a marks event, member count before,
+  member count after, maxSeq, lastTs } (the counts tell the caller whether the conversation
+  crossed BUBBLE_LARGE_GROUP, the seq and ts the activity it indexes)
 ]]
 local meta, members, unlogged = KEYS[1], KEYS[2], KEYS[3]
+local countBefore = redis.call('HLEN', members)
 redis.call('HSETNX', meta, 'maxSeq', '0')
 local maxSeq = redis.call('HGET', meta, 'maxSeq')
 local added, removed = {}, {}
@@ -34,4 +37,12 @@ for i = 2, #ARGV do
     redis.call('SADD', unlogged, ARGV[i])
   end
 end
-return { added, removed, redis.call('SMEMBERS', unlogged) }
+return {
+  added,
+  removed,
+  redis.call('SMEMBERS', unlogged),
+  countBefore,
+  redis.call('HLEN', members),
+  maxSeq,
+  redis.call('HGET', meta, 'lastTs') or '0',
+}

@@ -138,6 +138,12 @@ export interface Conversations {
   /** Every conversation `user` is a member of, in no particular order. */
   memberships(user: string): Promise<Membership[]>;
   /**
+   * The user's `limit` most recent memberships in the list's order (conversation-order.ts).
+   * Redis: from the user's activity index and their large conversations, O(log n + limit +
+   * large), never every membership (except to rebuild an index trims and departures emptied).
+   */
+  conversationList(user: string, limit: number): Promise<Membership[]>;
+  /**
    * memberships() of each user, in input order, without previews and ts: each conversation's
    * maxSeq is read once however many of the users are its members (a batch of cold starts).
    */

@@ -18,6 +18,7 @@ export {
   type IngestPartitionBacklog,
 } from './redis/ingest-stream.js';
 export { newEpoch } from './epoch.js';
+export { byActivity, DEFAULT_LARGE_GROUP, DEFAULT_LIST_INDEX_SIZE } from './conversation-order.js';
 export {
   StoreClock,
   type ClockListeners,

@@ -1,9 +1,10 @@
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { BadgeService } from '@bubble/badges';
+import type { BadgeService, ConversationListItem } from '@bubble/badges';
 import {
   BubbleError,
   CLOSE,
+  LIMITS,
   describeIssues,
   isNewerBadge,
   readRequestSchema,
@@ -40,6 +41,11 @@ export interface WsGatewayOptions {
   connectLimit?: { perSecond: number; burst: number };
   /** Who a request comes from (trusted proxies and X-Forwarded-For); default the socket peer. */
   clientAddresses?: ClientAddressResolver;
+  /**
+   * A watching connection's list is re-read on every badge change and local read of its user,
+   * and at least this often (joins, leaves and mutes that leave the badge as it was).
+   */
+  watchRefreshMs?: number;
 }
 
 /** The heartbeat's defaults (docs/security.md): ping every 25 s, a pong due within 8 s. */
@@ -53,6 +59,8 @@ const RECEIVER_LIMITS: Record<
   'maxFragments' | 'maxBufferedChunks' | 'maxPendingAutoPongs',
   number
 > = { maxFragments: 16, maxBufferedChunks: 64, maxPendingAutoPongs: 8 };
+/** The `what`s a `watch` frame may name. */
+const WATCHABLE = new Set(['conversations']);
 
 /**
  * One connection. The socket object itself carries the connection's state, and its listeners
@@ -70,9 +78,17 @@ class Peer extends WebSocket implements BadgeListener {
   queue: Promise<void> | null = null;
   /** Set while a connection without a header token has to authenticate by its first frame. */
   authTimer: NodeJS.Timeout | null = null;
+  /** After `watch`: each list entry as last sent on this connection (id → its JSON). */
+  watched: Map<string, string> | null = null;
+  /** A list re-read is running (`listAgain`: another one is owed when it ends). */
+  listing = false;
+  listAgain = false;
+  /** The first list after `watch` is sent even when empty: the client's starting point. */
+  listPrimed = false;
 
   onBadge(badge: Badge): void {
     this.gateway?.send(this, badge);
+    if (this.watched) this.gateway?.refreshList(this);
   }
 }
 
@@ -88,6 +104,9 @@ export class WsGateway {
   private readonly log: Logger;
   private heartbeat: NodeJS.Timeout | undefined;
   private pongDeadline: NodeJS.Timeout | undefined;
+  private watchTimer: NodeJS.Timeout | undefined;
+  /** Connections that sent `watch`. */
+  private readonly watchers = new Set<Peer>();
   private draining = false;
   /** The last badge sent and its frame (badges are never changed once made). */
   private framedBadge: Badge | null = null;
@@ -115,6 +134,10 @@ export class WsGateway {
     // within the timeout. A peer that vanished (no FIN) is gone within interval + timeout.
     this.heartbeat = setInterval(() => this.ping(), options.heartbeatMs ?? HEARTBEAT_MS);
     this.heartbeat.unref();
+    this.watchTimer = setInterval(() => {
+      for (const ws of this.watchers) this.refreshList(ws);
+    }, options.watchRefreshMs ?? 2_000);
+    this.watchTimer.unref();
   }
 
   get connections(): number {
@@ -126,6 +149,7 @@ export class WsGateway {
     this.draining = true;
     clearInterval(this.heartbeat);
     clearTimeout(this.pongDeadline);
+    clearInterval(this.watchTimer);
     for (const ws of this.peers) ws.close(CLOSE.goingAway, 'draining');
     const deadline = Date.now() + 2000;
     while (this.peers.size > 0 && Date.now() < deadline)
@@ -226,6 +250,8 @@ export class WsGateway {
 
   private closed(ws: Peer): void {
     this.peers.delete(ws);
+    this.watchers.delete(ws);
+    ws.watched = null;
     if (ws.authTimer) clearTimeout(ws.authTimer);
     ws.authTimer = null;
     if (ws.user) void this.options.live.detach(ws.user, ws);
@@ -293,6 +319,19 @@ export class WsGateway {
       this.sendText(ws, '{"type":"pong"}');
       return;
     }
+    if (type === 'watch') {
+      const what = (frame as { what?: unknown }).what;
+      if (typeof what !== 'string' || !WATCHABLE.has(what)) {
+        ws.close(CLOSE.policy, 'watch what: "conversations"');
+        return;
+      }
+      if (!ws.watched) {
+        ws.watched = new Map();
+        this.watchers.add(ws);
+      }
+      this.refreshList(ws);
+      return;
+    }
     if (type !== 'read') {
       ws.close(CLOSE.policy, 'unknown frame type');
       return;
@@ -307,6 +346,7 @@ export class WsGateway {
       const badge = await this.options.service.read(ws.user, parsed.data);
       this.send(ws, badge, true);
       this.options.live.publishLocal(badge);
+      if (ws.watched) this.refreshList(ws);
     } catch (err) {
       this.sendError(
         ws,
@@ -328,6 +368,70 @@ export class WsGateway {
       this.frame = JSON.stringify({ type: 'badge', badge });
     }
     this.sendText(ws, this.frame);
+  }
+
+  /**
+   * Re-reads a watching connection's list and sends the entries that changed since the last
+   * frame (`{"id","removed":true}` for those that left it). Calls while one runs are conflated
+   * into one more re-read after it: the client gets the latest state of each entry.
+   */
+  refreshList(ws: Peer): void {
+    if (!ws.watched || !ws.user) return;
+    if (ws.listing) {
+      ws.listAgain = true;
+      return;
+    }
+    ws.listing = true;
+    void this.options.service
+      .conversationList(ws.user, LIMITS.maxConversationList)
+      .then((list) => this.sendListChanges(ws, list))
+      .catch((err: unknown) => this.log.warn({ err }, 'could not re-read a watched list'))
+      .finally(() => {
+        ws.listing = false;
+        if (ws.listAgain) {
+          ws.listAgain = false;
+          this.refreshList(ws);
+        }
+      });
+  }
+
+  private sendListChanges(ws: Peer, list: readonly ConversationListItem[]): void {
+    const watched = ws.watched;
+    if (!watched || ws.readyState !== WebSocket.OPEN) return;
+    const items: string[] = [];
+    const listed = new Set<string>();
+    for (const entry of list) {
+      listed.add(entry.id);
+      const json = JSON.stringify(entry);
+      if (watched.get(entry.id) === json) continue;
+      watched.set(entry.id, json);
+      items.push(json);
+    }
+    for (const id of watched.keys()) {
+      if (listed.has(id)) continue;
+      watched.delete(id);
+      items.push(JSON.stringify({ id, removed: true }));
+    }
+    if (items.length === 0 && ws.listPrimed) return;
+    ws.listPrimed = true;
+    if (items.length === 0) {
+      this.sendText(ws, '{"type":"conversations","items":[]}');
+      return;
+    }
+    // Frames stay within BUBBLE_WS_MAX_PAYLOAD: the changes are split across as many as needed.
+    const open = '{"type":"conversations","items":[';
+    let batch: string[] = [];
+    let size = open.length + 2;
+    for (const item of items) {
+      if (batch.length > 0 && size + item.length + 1 > this.options.maxPayload) {
+        this.sendText(ws, `${open}${batch.join(',')}]}`);
+        batch = [];
+        size = open.length + 2;
+      }
+      batch.push(item);
+      size += item.length + 1;
+    }
+    if (batch.length > 0) this.sendText(ws, `${open}${batch.join(',')}]}`);
   }
 
   /**

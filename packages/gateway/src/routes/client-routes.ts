@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import {
   BubbleError,
   LIMITS,
@@ -73,9 +74,16 @@ export function addClientRoutes(
       const user = await auth.requireUser(req);
       const query = new URL(req.url ?? '/', 'http://localhost').searchParams;
       const limit = parseLimit(query.get('limit'));
-      sendJson(res, 200, await service.conversationList(user, limit), {
-        'cache-control': 'private, no-cache',
-      });
+      const list = await service.conversationList(user, limit);
+      const body = JSON.stringify(list);
+      // From the served list itself: any change of an entry, of the order or of the limit shows.
+      const etag = `"${createHash('sha1').update(body).digest('base64url').slice(0, 22)}"`;
+      const headers = { etag, 'cache-control': 'private, no-cache' };
+      if (ifNoneMatch(req.headers['if-none-match'], etag)) {
+        sendEmpty(res, 304, headers);
+        return;
+      }
+      sendJson(res, 200, list, headers);
     })
     .add('PUT', '/v1/conversations/:id/mute', async ({ req, res, params }) => {
       const user = await auth.requireUser(req);

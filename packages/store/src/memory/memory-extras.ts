@@ -10,6 +10,7 @@ import type {
   UserMarks,
   UserMarksState,
 } from '../extras-types.js';
+import { byActivity } from '../conversation-order.js';
 import { marksEventsByPool } from '../marks-events.js';
 import type { MemoryChangeLog } from './memory-change-log.js';
 
@@ -272,6 +273,10 @@ export class MemoryConversations implements Conversations {
       });
     }
     return out;
+  }
+
+  async conversationList(user: string, limit: number): Promise<Membership[]> {
+    return (await this.memberships(user)).sort(byActivity).slice(0, limit);
   }
 
   async membershipSeqs(users: readonly string[]): Promise<MembershipSeqs[][]> {

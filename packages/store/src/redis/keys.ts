@@ -230,6 +230,24 @@ export class RedisKeys {
     return `${this.prefix}:im:{c:${conversation}}:unlogged`;
   }
 
+  /**
+   * ZSET conversation → -lastTs: the user's bounded activity index of their conversations of at
+   * most BUBBLE_LARGE_GROUP members (the most recent ones), what their list is read from.
+   */
+  userActivity(user: string): string {
+    return `${this.prefix}:im:{u:${user}}:activity`;
+  }
+
+  /** HASH conversation → the seq its activity entry is from; `~trimmed` once trimmed. */
+  userActivitySeqs(user: string): string {
+    return `${this.prefix}:im:{u:${user}}:activity-seqs`;
+  }
+
+  /** SET of the user's conversations above BUBBLE_LARGE_GROUP members (merged at read time). */
+  userLargeConversations(user: string): string {
+    return `${this.prefix}:im:{u:${user}}:large`;
+  }
+
   /** SET of the conversations a user is a member of. */
   userConversations(user: string): string {
     return `${this.prefix}:im:{u:${user}}:conversations`;

@@ -11,6 +11,7 @@ import type {
   UserMarksState,
 } from '../extras-types.js';
 import { poolOf, usersByPool } from '@bubble/protocol';
+import { byActivity } from '../conversation-order.js';
 import { marksEventsByPool } from '../marks-events.js';
 import type { RedisClient } from './connect.js';
 import type { RedisKeys } from './keys.js';
@@ -30,6 +31,9 @@ interface Shared {
   client: RedisClient;
   keys: RedisKeys;
 }
+
+/** Set in a user's activity seqs once a trim dropped an entry (ids never contain `~`). */
+const TRIMMED_FIELD = '~trimmed';
 
 /** Notices and red dots share the {g} slot with the shared log: each write logs itself. */
 interface SharedLogged extends Shared {
@@ -236,12 +240,16 @@ export class RedisConversations implements Conversations {
   private readonly run: ScriptRunner;
   private readonly keys: RedisKeys;
   private readonly log: RedisChangeLog;
+  private readonly largeGroup: number;
+  private readonly listIndexSize: number;
 
-  constructor(shared: SharedLogged) {
+  constructor(shared: SharedLogged & { largeGroup: number; listIndexSize: number }) {
     this.redis = shared.client;
     this.run = scripts(shared.client);
     this.keys = shared.keys;
     this.log = shared.log;
+    this.largeGroup = shared.largeGroup;
+    this.listIndexSize = shared.listIndexSize;
   }
 
   async replaceMembers(
@@ -257,11 +265,16 @@ export class RedisConversations implements Conversations {
 
   async removeMember(conversation: string, user: string): Promise<boolean> {
     const { keys } = this;
-    const [removed, owed] = await this.run.removeMember(
+    const [removed, owed, countAfter] = await this.run.removeMember(
       [keys.conversationMembers(conversation), keys.conversationUnlogged(conversation)],
       [user],
     );
-    await this.redis.srem(keys.userConversations(user), conversation);
+    await Promise.all([
+      this.redis.srem(keys.userConversations(user), conversation),
+      this.forget(user, conversation),
+    ]);
+    // Fell to BUBBLE_LARGE_GROUP: its members are written per message again.
+    if (removed === 1 && countAfter === this.largeGroup) await this.becameSmall(conversation);
     if (owed === 1) await this.logMarks(conversation, [user]);
     return removed === 1;
   }
@@ -278,7 +291,10 @@ export class RedisConversations implements Conversations {
     );
     // Everyone owed: a retry also finishes the index entries the failed call left.
     await Promise.all(
-      owed.map((user) => this.redis.srem(keys.userConversations(user), conversation)),
+      owed.flatMap((user) => [
+        this.redis.srem(keys.userConversations(user), conversation),
+        this.forget(user, conversation),
+      ]),
     );
     await this.logMarks(conversation, owed);
     return members;
@@ -295,12 +311,19 @@ export class RedisConversations implements Conversations {
     const { keys } = this;
     const result = await this.run.ingestMessages(
       [keys.conversation(conversation), keys.conversationMembers(conversation)],
-      args,
+      [this.largeGroup, ...args],
     );
     if (typeof result === 'number') return null;
+    const [maxSeq, lastTs, members] = result;
+    // A small conversation's members' indexes, each in its user's slot; a retry writes them again.
+    if (members !== 0) {
+      await Promise.all(members.map((user) => this.index(user, [conversation, maxSeq, lastTs])));
+    }
     const senders: Record<string, number> = {};
-    for (let i = 1; i < result.length; i += 2) senders[result[i]!] = Number(result[i + 1]);
-    return { maxSeq: Number(result[0]), senders };
+    for (let i = 3; i < result.length; i += 2) {
+      senders[result[i] as string] = Number(result[i + 1]);
+    }
+    return { maxSeq: Number(maxSeq), senders };
   }
 
   async read(conversation: string, user: string, seq?: number): Promise<number | null> {
@@ -318,8 +341,12 @@ export class RedisConversations implements Conversations {
   }
 
   async memberships(user: string): Promise<Membership[]> {
+    return this.membershipRows(user, await this.redis.smembers(this.keys.userConversations(user)));
+  }
+
+  /** The memberships of `user` among `ids`; the others (left, dissolved, joining) left out. */
+  private async membershipRows(user: string, ids: readonly string[]): Promise<Membership[]> {
     const { keys } = this;
-    const ids = await this.redis.smembers(keys.userConversations(user));
     // One round trip for all of them (auto-pipelined); each pair reads one slot.
     const rows = await Promise.all(
       ids.map((id) =>
@@ -344,6 +371,40 @@ export class RedisConversations implements Conversations {
       });
     });
     return out;
+  }
+
+  async conversationList(user: string, limit: number): Promise<Membership[]> {
+    const { keys, redis } = this;
+    const activity = keys.userActivity(user);
+    const [ranked, large, trimmed, indexed] = await Promise.all([
+      redis.zrange(activity, '0', String(limit - 1), 'WITHSCORES'),
+      redis.smembers(keys.userLargeConversations(user)),
+      redis.hexists(keys.userActivitySeqs(user), TRIMMED_FIELD),
+      redis.zcard(activity),
+    ]);
+    const fromIndex = new Set<string>();
+    for (let i = 0; i < ranked.length; i += 2) fromIndex.add(ranked[i]!);
+    const full = fromIndex.size === limit;
+    let reachesEnd = !full;
+    if (full) {
+      // Every conversation tied with the last one: seq and id order them, not the score.
+      const boundary = ranked[ranked.length - 1]!;
+      const [tied, last] = await Promise.all([
+        redis.zrangebyscore(activity, boundary, boundary),
+        redis.zrange(activity, '-1', '-1', 'WITHSCORES'),
+      ]);
+      for (const id of tied) fromIndex.add(id);
+      reachesEnd = last[1] === boundary;
+    }
+    const rows = await this.membershipRows(user, [...new Set([...fromIndex, ...large])]);
+    const indexedRows = rows.filter((m) => fromIndex.has(m.conversation)).length;
+    // The index may miss conversations (trimmed, or entries left by departures cut short): it is
+    // rebuilt from every membership, once, and the list served from them.
+    const short = indexedRows < limit && (trimmed === 1 || indexed > fromIndex.size);
+    if (short || (trimmed === 1 && full && reachesEnd)) {
+      return this.rebuildIndex(user, new Set(large), limit);
+    }
+    return rows.sort(byActivity).slice(0, limit);
   }
 
   async membershipSeqs(users: readonly string[]): Promise<MembershipSeqs[][]> {
@@ -416,19 +477,101 @@ export class RedisConversations implements Conversations {
     await Promise.all(
       members.map((user) => this.redis.sadd(keys.userConversations(user), conversation)),
     );
-    const [added, removed, owed] = await this.run.joinConversation(
-      [
-        keys.conversation(conversation),
-        keys.conversationMembers(conversation),
-        keys.conversationUnlogged(conversation),
-      ],
-      [mode, ...members],
-    );
+    const [added, removed, owed, countBefore, countAfter, maxSeq, lastTs] =
+      await this.run.joinConversation(
+        [
+          keys.conversation(conversation),
+          keys.conversationMembers(conversation),
+          keys.conversationUnlogged(conversation),
+        ],
+        [mode, ...members],
+      );
     await Promise.all(
-      removed.map((user) => this.redis.srem(keys.userConversations(user), conversation)),
+      removed.flatMap((user) => [
+        this.redis.srem(keys.userConversations(user), conversation),
+        this.forget(user, conversation),
+      ]),
     );
+    const wasLarge = countBefore > this.largeGroup;
+    const isLarge = countAfter > this.largeGroup;
+    if (isLarge) {
+      // Crossing up: every member's index entry gives way to their large set.
+      const moved = wasLarge
+        ? members
+        : await this.redis.hkeys(keys.conversationMembers(conversation));
+      await Promise.all(
+        moved.flatMap((user) => [
+          this.redis.sadd(keys.userLargeConversations(user), conversation),
+          ...(wasLarge ? [] : [this.unindex(user, conversation)]),
+        ]),
+      );
+    } else if (wasLarge) {
+      await this.becameSmall(conversation);
+    } else {
+      // Every user of the call, not only those added: a retry of a join cut off here finishes it.
+      await Promise.all(members.map((user) => this.index(user, [conversation, maxSeq, lastTs])));
+    }
     await this.logMarks(conversation, owed);
     return { added, removed };
+  }
+
+  /** The conversation now has at most BUBBLE_LARGE_GROUP members: indexed per member again. */
+  private async becameSmall(conversation: string): Promise<void> {
+    const { keys } = this;
+    const [members, [maxSeq = null, lastTs = null]] = await Promise.all([
+      this.redis.hkeys(keys.conversationMembers(conversation)),
+      this.redis.hmget(keys.conversation(conversation), 'maxSeq', 'lastTs'),
+    ]);
+    if (maxSeq === null) return;
+    await Promise.all(
+      members.flatMap((user) => [
+        this.redis.srem(keys.userLargeConversations(user), conversation),
+        this.index(user, [conversation, maxSeq, lastTs ?? '0']),
+      ]),
+    );
+  }
+
+  /** Writes activity entries (id, seq, lastTs triples) to the user's index, trimmed. */
+  private index(user: string, entries: readonly (string | number)[]): Promise<number> {
+    const { keys } = this;
+    return this.run.indexActivity(
+      [keys.userActivity(user), keys.userActivitySeqs(user)],
+      [this.listIndexSize, ...entries],
+    );
+  }
+
+  private async unindex(user: string, conversation: string): Promise<void> {
+    const { keys } = this;
+    await Promise.all([
+      this.redis.zrem(keys.userActivity(user), conversation),
+      this.redis.hdel(keys.userActivitySeqs(user), conversation),
+    ]);
+  }
+
+  /** The user is no member any more: out of their index and their large set. */
+  private async forget(user: string, conversation: string): Promise<void> {
+    await Promise.all([
+      this.unindex(user, conversation),
+      this.redis.srem(this.keys.userLargeConversations(user), conversation),
+    ]);
+  }
+
+  /** Every membership read; the small ones written to a fresh index; the list served from them. */
+  private async rebuildIndex(
+    user: string,
+    large: ReadonlySet<string>,
+    limit: number,
+  ): Promise<Membership[]> {
+    const { keys } = this;
+    const all = (await this.memberships(user)).sort(byActivity);
+    const entries = all
+      .filter((m) => !large.has(m.conversation))
+      .flatMap((m) => [m.conversation, m.maxSeq, m.lastTs]);
+    await this.run.rebuildActivity(
+      [keys.userActivity(user), keys.userActivitySeqs(user)],
+      [this.listIndexSize, ...entries],
+    );
+    return all.slice(0, limit);
   }
 
   /** Appends a `marks` event for each user (one call per pool), then forgets they were owed. */

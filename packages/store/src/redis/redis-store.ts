@@ -1,3 +1,4 @@
+import { DEFAULT_LARGE_GROUP, DEFAULT_LIST_INDEX_SIZE } from '../conversation-order.js';
 import { BubbleError, poolOf } from '@bubble/protocol';
 import type {
   BadgeFields,
@@ -51,6 +52,10 @@ export interface RedisStoreOptions extends RedisTarget {
   /** Bounds of the change logs (Redis stream MAXLEN ~). */
   maxPostEvents?: number;
   maxPoolEvents?: number;
+  /** BUBBLE_LARGE_GROUP: above it a message is not written to each member's activity index. */
+  largeGroup?: number;
+  /** Entries each user's activity index keeps (at least the list's 100). */
+  listIndexSize?: number;
   /** Use this client instead of connecting; the store then does not close it. */
   client?: RedisClient;
 }
@@ -108,7 +113,12 @@ export class RedisStore implements BubbleStore {
     this.notices = new RedisNoticeBoard({ ...shared, log: this.changes });
     this.reddots = new RedisRedDots({ ...shared, log: this.changes });
     this.marks = new RedisUserMarks({ ...shared, log: this.changes });
-    this.conversations = new RedisConversations({ ...shared, log: this.changes });
+    this.conversations = new RedisConversations({
+      ...shared,
+      log: this.changes,
+      largeGroup: options.largeGroup ?? DEFAULT_LARGE_GROUP,
+      listIndexSize: options.listIndexSize ?? DEFAULT_LIST_INDEX_SIZE,
+    });
     this.counters = new RedisCounters(client, this.keys);
     const clockKey = [this.keys.nodesAlive()] as const;
     this.clock = new StoreClock({ read: () => run.readClock(clockKey, []) });

@@ -198,7 +198,16 @@ export const SCRIPTS = {
     string[]
   >(3),
   followAuthor: script<[follows: string], [author: string, cap: number], number>(1),
-  ingestMessages: script<[meta: string, members: string], string[], number | string[]>(2),
+  indexActivity: script<
+    [activity: string, seqs: string],
+    [size: number, ...idSeqTs: Arg[]],
+    number
+  >(2),
+  ingestMessages: script<
+    [meta: string, members: string],
+    [largeGroup: number, ...messages: string[]],
+    number | [maxSeq: string, lastTs: string, members: string[] | 0, ...senders: string[]]
+  >(2),
   ingestPostBatch: script<
     string[],
     [minTs: number, maxLen: number, windows: number, ...topicsThenPostsByAuthor: Arg[]],
@@ -217,7 +226,15 @@ export const SCRIPTS = {
   joinConversation: script<
     [meta: string, members: string, unlogged: string],
     [mode: 'add' | 'replace', ...users: string[]],
-    [added: string[], removed: string[], owed: string[]]
+    [
+      added: string[],
+      removed: string[],
+      owed: string[],
+      countBefore: number,
+      countAfter: number,
+      maxSeq: string,
+      lastTs: string,
+    ]
   >(3),
   listNodes: script<[nodesAlive: string, nodesInfo: string], [], (string | null)[]>(2),
   listOnline: script<[online: string], [], string[]>(1),
@@ -247,7 +264,12 @@ export const SCRIPTS = {
   removeMember: script<
     [members: string, unlogged: string],
     [user: string],
-    [removed: number, owed: number]
+    [removed: number, owed: number, countAfter: number]
+  >(2),
+  rebuildActivity: script<
+    [activity: string, seqs: string],
+    [size: number, ...idSeqTs: Arg[]],
+    number
   >(2),
   retractCounter: script<
     [state: string, retracted: string, events: string],

@@ -1,0 +1,193 @@
+/**
+ * The `watch` frame (shared spec api.md "WebSocket"): after `{"type":"watch","what":"conversations"}`
+ * the connection gets `{"type":"conversations","items":[…]}` with the entries of
+ * GET /v1/conversations that changed — a join, a message, a read, a mute, a leave (an entry that
+ * left the list as `{"id","removed":true}`) — and only those; a bad `what` closes with 1008.
+ * An in-process gateway with a core, on memory and on a real redis-server; every wait has a
+ * deadline.
+ */
+import { BubbleClient, type ConversationChange } from '@bubble/client';
+import { waitFor } from '@bubble/test-utils';
+import { WebSocket } from 'ws';
+import { describe, expect, it } from 'vitest';
+import {
+  CLOSE,
+  ENGINES,
+  Client,
+  call,
+  connect,
+  platform,
+  tokenFor,
+  useEngine,
+  type LiveApp,
+} from './support.js';
+
+const DEADLINE_MS = 20_000;
+
+type Item = Record<string, unknown> & { id: string };
+
+function listFrames(client: Client): Item[][] {
+  return client.frames.flatMap((f) => (f.type === 'conversations' ? [f.items] : []));
+}
+
+/** Waits for a `conversations` frame after the first `from` whose items satisfy `predicate`. */
+async function waitItems(
+  client: Client,
+  from: number,
+  predicate: (items: Item[]) => boolean,
+  what: string,
+): Promise<Item[]> {
+  const found = await waitFor(() => listFrames(client).slice(from).find(predicate), {
+    timeoutMs: DEADLINE_MS,
+    message: `${what}: frames ${JSON.stringify(listFrames(client))}`,
+  });
+  return found!;
+}
+
+async function ok(reply: Promise<{ status: number; text: string }>, status: number) {
+  const done = await reply;
+  expect(done.status, done.text).toBe(status);
+}
+
+for (const engine of ENGINES) {
+  describe(`watch conversations [${engine}]`, () => {
+    const rig = useEngine(engine);
+
+    it('join, message, read, mute and leave each send the changed entry only', async () => {
+      const app: LiveApp = await rig.start();
+      await ok(
+        platform(app, 'PUT', '/v1/conversations/c2/members', { members: ['u1', 'u3'] }),
+        204,
+      );
+      const client = await connect(app, 'u1');
+      client.send({ type: 'watch', what: 'conversations' });
+      // The starting point: the whole list.
+      const first = await waitItems(client, 0, () => true, 'the first list');
+      expect(first.map((i) => i.id)).toEqual(['c2']);
+
+      let seen = listFrames(client).length;
+      await ok(
+        platform(app, 'PUT', '/v1/conversations/c1/members', { members: ['u1', 'u2'] }),
+        204,
+      );
+      let items = await waitItems(client, seen, (i) => i.some((e) => e.id === 'c1'), 'join');
+      expect(items).toEqual([
+        { id: 'c1', unread: 0, maxSeq: 0, lastTs: 0, preview: null, muted: false },
+      ]);
+
+      seen = listFrames(client).length;
+      await ok(
+        platform(app, 'POST', '/v1/conversations/c1/messages', {
+          seq: 1,
+          from: 'u2',
+          ts: Date.now() - 1000,
+          preview: { text: 'hi' },
+        }),
+        202,
+      );
+      items = await waitItems(
+        client,
+        seen,
+        (i) => i.some((e) => e.id === 'c1' && e.unread === 1),
+        'message',
+      );
+      expect(items.map((e) => e.id)).toEqual(['c1']);
+      expect(items[0]).toMatchObject({ maxSeq: 1, preview: { text: 'hi' }, muted: false });
+
+      seen = listFrames(client).length;
+      const token = await tokenFor('u1');
+      await ok(
+        call(app, 'POST', '/v1/badge/read', {
+          token,
+          body: { scope: 'conversation', id: 'c1' },
+        }),
+        200,
+      );
+      items = await waitItems(
+        client,
+        seen,
+        (i) => i.some((e) => e.id === 'c1' && e.unread === 0),
+        'read',
+      );
+      expect(items.map((e) => e.id)).toEqual(['c1']);
+
+      seen = listFrames(client).length;
+      await ok(
+        call(app, 'PUT', '/v1/conversations/c2/mute', { token, body: { muted: true } }),
+        204,
+      );
+      items = await waitItems(
+        client,
+        seen,
+        (i) => i.some((e) => e.id === 'c2' && e.muted === true),
+        'mute',
+      );
+      expect(items.map((e) => e.id)).toEqual(['c2']);
+
+      seen = listFrames(client).length;
+      await ok(platform(app, 'DELETE', '/v1/conversations/c1/members/u1'), 204);
+      items = await waitItems(client, seen, (i) => i.some((e) => e.id === 'c1'), 'leave');
+      expect(items).toEqual([{ id: 'c1', removed: true }]);
+
+      seen = listFrames(client).length;
+      await ok(platform(app, 'DELETE', '/v1/conversations/c2'), 204);
+      items = await waitItems(client, seen, (i) => i.some((e) => e.id === 'c2'), 'dissolve');
+      expect(items).toEqual([{ id: 'c2', removed: true }]);
+      // A connection that did not watch gets badges only.
+      const other = await connect(app, 'u1', 'not watching');
+      await other.roundTrip();
+      expect(listFrames(other)).toEqual([]);
+      expect(client.malformed).toEqual([]);
+      client.close();
+      other.close();
+    });
+
+    it('the SDK: watchConversations() emits `conversations` with the changes', async () => {
+      const app = await rig.start();
+      const sdk = new BubbleClient({
+        url: app.url,
+        token: await tokenFor('u5'),
+        WebSocket: WebSocket as never,
+      });
+      const changes: ConversationChange[][] = [];
+      sdk.on('conversations', (items) => changes.push(items));
+      try {
+        sdk.start();
+        sdk.watchConversations();
+        await waitFor(() => changes.length > 0, {
+          timeoutMs: DEADLINE_MS,
+          message: 'no first list',
+        });
+        await ok(
+          platform(app, 'PUT', '/v1/conversations/s1/members', { members: ['u5', 'u6'] }),
+          204,
+        );
+        await waitFor(() => sdk.conversationIds.includes('s1'), {
+          timeoutMs: DEADLINE_MS,
+          message: `no join: ${JSON.stringify(changes)}`,
+        });
+        await ok(platform(app, 'DELETE', '/v1/conversations/s1'), 204);
+        await waitFor(() => !sdk.conversationIds.includes('s1'), {
+          timeoutMs: DEADLINE_MS,
+          message: `no removal: ${JSON.stringify(changes)}`,
+        });
+        expect(changes.flat()).toContainEqual({ id: 's1', removed: true });
+      } finally {
+        sdk.close();
+      }
+    });
+
+    it('a watch of anything else closes with 1008', async () => {
+      const app = await rig.start({ core: false });
+      for (const frame of [
+        { type: 'watch', what: 'badges' },
+        { type: 'watch' },
+        { type: 'watch', what: 7 },
+      ]) {
+        const client = await connect(app, 'u9');
+        client.send(frame);
+        expect((await client.waitClose()).code, JSON.stringify(frame)).toBe(CLOSE.policy);
+      }
+    });
+  });
+}
