@@ -91,4 +91,6 @@ for (let i = 0; i < Number(pairsArg); i++) {
   console.log(JSON.stringify({ pair: i + 1, ...results[i] }));
 }
 const sum = (k: 'before' | 'after') => results.reduce((s, r) => s + r[k], 0);
-console.log(JSON.stringify({ rev, ratio: Math.round((sum('after') / sum('before')) * 1000) / 1000 }));
+console.log(
+  JSON.stringify({ rev, ratio: Math.round((sum('after') / sum('before')) * 1000) / 1000 }),
+);
