@@ -121,8 +121,13 @@ describe('the scripts of packages/store/lua', () => {
     for (const name of ['readEvents', 'saveBadges']) {
       expect(byName.get(name)!.lua).toContain(fragment('logTrimmedAfter'));
     }
+    // A fragment that includes another is in the text around that one's lines.
+    const parts = (name: string) => fragment(name).split(/^--- @include .*$/m);
     for (const name of ['ingestPosts', 'ingestPostBatch']) {
-      expect(byName.get(name)!.lua).toContain(fragment('ingestAuthorPosts'));
+      for (const part of parts('ingestAuthorPosts')) expect(byName.get(name)!.lua).toContain(part);
+    }
+    for (const name of ['ingestPosts', 'ingestPostBatch', 'deletePost', 'deletePostAndLog']) {
+      expect(byName.get(name)!.lua).toContain(fragment('trimAuthorTopics'));
     }
   });
 

@@ -3,7 +3,7 @@
  * FeedCounter of a git revision against the working tree's, alternated in one process on the
  * same workload, so that a machine shared with other work slows both alike.
  *
- *   npx tsx packages/bench/scripts/compute-ab.ts <rev> [pairs=3]
+ *   node --expose-gc --import tsx packages/bench/scripts/compute-ab.ts <rev> [pairs=3]
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -57,7 +57,13 @@ for (const post of workload.posts) {
   list.push({ id: post.id, ts: post.ts });
 }
 
+/** Collects the previous counter's heap first (run with node --expose-gc) so it slows neither. */
+function collect(): void {
+  (globalThis as { gc?: () => void }).gc?.();
+}
+
 function usersPerSec(Class: CounterClass): number {
+  collect();
   const counter = new Class({ lookbackMs: LOOKBACK });
   counter.advanceTo(NOW);
   for (let u = 0; u < workload.users.length; u++) {
@@ -85,10 +91,21 @@ function usersPerSec(Class: CounterClass): number {
 const Old = await oldCounterClass();
 const results: { before: number; after: number }[] = [];
 for (let i = 0; i < Number(pairsArg); i++) {
-  const before = usersPerSec(Old);
-  const after = usersPerSec(FeedCounter as unknown as CounterClass);
+  // ABBA: each side goes first as often, so neither pays more for the other's garbage.
+  const New = FeedCounter as unknown as CounterClass;
+  let before: number;
+  let after: number;
+  if (i % 2 === 0) {
+    before = usersPerSec(Old);
+    after = usersPerSec(New);
+  } else {
+    after = usersPerSec(New);
+    before = usersPerSec(Old);
+  }
   results.push({ before: Math.round(before), after: Math.round(after) });
   console.log(JSON.stringify({ pair: i + 1, ...results[i] }));
 }
 const sum = (k: 'before' | 'after') => results.reduce((s, r) => s + r[k], 0);
-console.log(JSON.stringify({ rev, ratio: Math.round((sum('after') / sum('before')) * 1000) / 1000 }));
+console.log(
+  JSON.stringify({ rev, ratio: Math.round((sum('after') / sum('before')) * 1000) / 1000 }),
+);
