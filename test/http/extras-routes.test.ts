@@ -1102,6 +1102,7 @@ for (const engine of ENGINES) {
             'notices',
             'conversations',
             'reddots',
+            'counters',
             'total',
             'display',
             'stored',
@@ -1117,9 +1118,13 @@ for (const engine of ENGINES) {
           total: 7,
           display: '7',
         });
-        expect(e.feed.contribution + e.notices.contribution + e.conversations.contribution).toBe(
-          e.total,
-        );
+        expect(e.counters).toEqual({ kinds: { mention: 0, comment: 0, like: 0 }, contribution: 0 });
+        expect(
+          e.feed.contribution +
+            e.notices.contribution +
+            e.conversations.contribution +
+            e.counters.contribution,
+        ).toBe(e.total);
         expect(e.conversations.list).toEqual([
           { id: 'c2', maxSeq: 5, readSeq: 0, unread: 5, muted: true, counted: false },
           { id: 'c1', maxSeq: 3, readSeq: 0, unread: 3, muted: false, counted: true },

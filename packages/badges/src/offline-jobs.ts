@@ -6,7 +6,7 @@ export type OfflineJob =
   | { kind: 'conversation'; conversation: string; maxSeq: number; senders: string[] }
   | { kind: 'notice'; id: number }
   | { kind: 'reddot'; name: string }
-  /** One user's own source (interaction counters, next issue): no caller yet. */
+  /** One user's own source: an interaction counter event or retraction (counters.ts). */
   | { kind: 'user'; user: string; source: 'counters' };
 
 /** Where the badges layer appends a job, after the write it stands for (also a retried one). */

@@ -171,8 +171,8 @@ export interface CounterCounts {
   /**
    * The watermark of these counts (ms on the store's clock): every event counted here is
    * stamped at or before it, every event not counted after it, so a read with `upTo` = asOf
-   * clears what was counted and nothing it missed. (Redis counts each kind atomically: an event
-   * of one kind arriving between the counts of two kinds may be left for the next read.) Null
+   * clears what was counted and nothing it missed. (Redis counts three kinds per atomic step:
+   * with more kinds, an event arriving between two steps may be left for the next read.) Null
    * for a user with no counter state (nothing was written for them).
    */
   asOf: number | null;

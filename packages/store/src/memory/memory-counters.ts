@@ -33,8 +33,11 @@ export class MemoryCounters implements InteractionCounters {
   ): Promise<{ accepted: number; ignored: number }> {
     const now = this.now();
     let accepted = 0;
+    // Trimmed once per user of the batch, not once per event.
+    const states = new Map<string, UserCounters>();
     for (const { user, kind, id } of events) {
-      const state = this.live(user, now, windowMs, true)!;
+      let state = states.get(user);
+      if (!state) states.set(user, (state = this.live(user, now, windowMs, true)!));
       const key = `${kind}:${id}`;
       const k = kindOf(state, kind);
       if (state.retracted.has(key) || k.events.has(id)) continue;

@@ -4,6 +4,8 @@ import type { RedisKeys } from './keys.js';
 import { scripts, type ScriptRunner } from './scripts.js';
 
 const LAST_STAMP_PREFIX = 'l:';
+/** Kinds counted per script call (countCounters-4): the default three in one round trip. */
+const KINDS_PER_COUNT = 3;
 
 /**
  * Interaction counters under each user's hash tag: every call is one script on one slot
@@ -70,18 +72,29 @@ export class RedisCounters implements InteractionCounters {
   async counts(user: string, kinds: readonly string[], windowMs: number): Promise<CounterCounts> {
     const { keys } = this;
     const state = keys.counterState(user);
+    const chunks: string[][] = [];
+    for (let i = 0; i < kinds.length; i += KINDS_PER_COUNT) {
+      chunks.push(kinds.slice(i, i + KINDS_PER_COUNT));
+    }
     const replies = await Promise.all(
-      kinds.map((kind) =>
-        this.run.countCounter([state, keys.counterEvents(user, kind)], [windowMs, kind]),
-      ),
+      chunks.map((chunk) => {
+        const events = chunk.map((kind) => keys.counterEvents(user, kind));
+        while (events.length < KINDS_PER_COUNT) events.push(events[events.length - 1]!);
+        return this.run.countCounters(
+          [state, events[0]!, events[1]!, events[2]!],
+          [windowMs, ...chunk],
+        );
+      }),
     );
     const counts: Record<string, number> = {};
-    // Each kind is counted atomically with its watermark; the lowest bounds every event missed.
+    // Each call counts its kinds atomically; the lowest watermark bounds every event missed.
     let asOf: number | null = null;
-    kinds.forEach((kind, i) => {
-      const [at, count] = replies[i]!;
-      if (count > 0) counts[kind] = count;
-      if (at !== -1) asOf = asOf === null ? at : Math.min(asOf, at);
+    chunks.forEach((chunk, c) => {
+      const [watermark, ...each] = replies[c]!;
+      chunk.forEach((kind, i) => {
+        if (each[i]! > 0) counts[kind] = each[i]!;
+      });
+      if (watermark !== -1) asOf = asOf === null ? watermark : Math.min(asOf, watermark);
     });
     return { counts, asOf };
   }

@@ -150,11 +150,11 @@ export const SCRIPTS = {
     string[]
   >(7),
   countOnline: script<[online: string], [], number>(1),
-  countCounter: script<
-    [state: string, events: string],
-    [windowMs: number, kind: string],
-    [asOf: number, count: number]
-  >(2),
+  countCounters: script<
+    [state: string, first: string, second: string, third: string],
+    [windowMs: number, ...kinds: string[]],
+    [watermark: number, ...counts: number[]]
+  >(4),
   countPosts: script<string[], [low: string, high: number], number>('n'),
   clearReddot: script<
     [marked: string, log: string],
