@@ -46,9 +46,12 @@ async function heldFor(store: BubbleStore, admin: Redis | undefined, user: strin
 function keptFor(store: BubbleStore, user: string, conversation: string): string[] {
   if (store instanceof MemoryStore) return ['follows', 'memberships'];
   const { keys } = store as RedisStore;
+  // The activity index orders the memberships kept: the conversation list of a returning user.
   return [
     keys.follows(user),
     keys.userConversations(user),
+    keys.userActivity(user),
+    keys.userActivitySeqs(user),
     `${keys.conversationMembers(conversation)}#${user}`,
   ].sort();
 }

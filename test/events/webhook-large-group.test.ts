@@ -43,7 +43,7 @@ function expectEachOnce(receiver: TestReceiver, offline: readonly string[]): voi
 }
 
 describe('a message to a 10,000-member group', () => {
-  it('is one job, the same commands as for 2 members, and reaches every offline member with their cold-start badge', async () => {
+  it('is one job, no more commands than for 2 members, and reaches every offline member with their cold-start badge', async () => {
     const { stack, receiver, offline } = await largeGroup();
     const { service, store, queue } = stack;
     await service.replaceMembers('small', ['s0', 's1']);
@@ -58,7 +58,9 @@ describe('a message to a 10,000-member group', () => {
     const jobsBefore = await store.redis.xlen(queue.jobsKey);
     const small = await costOf(() => service.ingestMessages('small', [{ seq: 2, from: 's0' }]));
     const large = await costOf(() => service.ingestMessages('large', [{ seq: 1, from: 'g0' }]));
-    expect(large).toBe(small);
+    // A small group also writes each member's activity index (per member only up to
+    // BUBBLE_LARGE_GROUP); the large group writes none of its 10,000.
+    expect(large).toBeLessThanOrEqual(small);
     expect(large).toBeLessThanOrEqual(6);
     expect((await store.redis.xlen(queue.jobsKey)) - jobsBefore).toBe(2);
 

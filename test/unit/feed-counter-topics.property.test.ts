@@ -223,7 +223,20 @@ describe('FeedCounter with topics', () => {
           }
         }
       }),
-      { numRuns: 500 },
+      {
+        numRuns: 500,
+        // Found by a run: replacing the one topic through which a post's record lived freed
+        // the record and with it the new topic's interned name, before its follow was added.
+        examples: [
+          [
+            [
+              { op: 'post', author: 'a0', id: 'p0', ts: 0, topics: ['t1', 't0'] },
+              { op: 'hold', user: 'u1', follows: [], topics: ['t1'], readAt: null },
+              { op: 'topics', user: 'u1', topics: ['t0'] },
+            ],
+          ],
+        ],
+      },
     );
   });
 

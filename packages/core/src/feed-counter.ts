@@ -302,15 +302,13 @@ export class FeedCounter {
       next.push(t);
     }
     const oldMark = this.nextMark();
-    for (const t of old ?? []) {
-      if (this.topicMark[t] === mark) this.topicMark[t] = oldMark;
-      else this.removeTopicFollower(t, u);
-    }
+    for (const t of old ?? []) if (this.topicMark[t] === mark) this.topicMark[t] = oldMark;
+    // New follows first: a dropped topic may free the last record naming a new one, which
+    // must not release it from the intern table meanwhile.
+    for (const t of next) if (this.topicMark[t] !== oldMark) this.addTopicFollower(t, u);
+    for (const t of old ?? []) if (this.topicMark[t] !== oldMark) this.removeTopicFollower(t, u);
     const toLoad: string[] = [];
-    for (const t of next) {
-      if (this.topicMark[t] !== oldMark) this.addTopicFollower(t, u);
-      if (this.topicTracked[t] !== 1) toLoad.push(this.topics.nameOf(t));
-    }
+    for (const t of next) if (this.topicTracked[t] !== 1) toLoad.push(this.topics.nameOf(t));
     this.userTopics[u] = next.length > 0 ? Int32Array.from(next) : undefined;
     return toLoad;
   }

@@ -21,6 +21,7 @@ export class StoredBeliefs {
    * never set from anything else, and is made unknown when a gateway wrote the user.
    */
   private readonly known: (KnownBadge | undefined)[] = [];
+  /** Each user's pool + 1, set by their load; 0 for a user whose load has not completed. */
   private poolById = new Int32Array(0);
 
   constructor(
@@ -33,8 +34,13 @@ export class StoredBeliefs {
     return this.known[id];
   }
 
+  /**
+   * The pool a held user's badge is written under. A user the counter knows whose load failed
+   * (a Redis timeout midway) has none recorded: their pool is computed, never taken as pool 0.
+   */
   poolAt(id: number): number {
-    return this.poolById[id]!;
+    const recorded = this.poolById[id] ?? 0;
+    return recorded > 0 ? recorded - 1 : poolOf(this.counter.users.nameOf(id), this.pools);
   }
 
   /**
@@ -43,7 +49,7 @@ export class StoredBeliefs {
    */
   loaded(id: number, user: string, stored: StoredBadge | null, writtenMeanwhile: boolean): void {
     this.poolById = growInt32(this.poolById, id + 1);
-    this.poolById[id] = poolOf(user, this.pools);
+    this.poolById[id] = poolOf(user, this.pools) + 1;
     if (writtenMeanwhile) {
       // The loaded badge may predate the gateway's write: decided by the store (version -1).
       this.forgetStored(id, user, { epoch: '', version: -1 });
