@@ -12,6 +12,9 @@
  *                  every event so far; one up to 0 none; a repeated or retracted id is ignored)
  *   total        = feed + notices + Σ unread over non-muted conversations + Σ counters
  *
+ * It runs twice: on ordinary ids, and on ids that are JavaScript's own property names
+ * (`__proto__`, `constructor`, `toString`, …) in every id space, which must be ordinary names.
+ *
  * After every command each user's badge (as a platform admin reads it, which never counts as
  * seeing the user) must equal the model; a version moves by one exactly when the badge does.
  */
@@ -22,555 +25,593 @@ import { expect, it } from 'vitest';
 import { badgeState, type BadgeState } from '../support/badges.js';
 import { describeEachEngine, manualService, type EngineName } from '../support/engines.js';
 
-const USERS = ['u0', 'u1', 'u2'] as const;
-/** Sends messages without being a member of anything. */
-const OUTSIDER = 'x9';
-const CONVERSATIONS = ['c1', 'c2'] as const;
-const REDDOTS = ['r1', 'r2'] as const;
-const AUTHOR = 'a1';
-const KINDS = ['mention', 'like'] as const;
-const EVENT_IDS = ['e1', 'e2', 'e3'] as const;
-const DISPLAY_CAP = 5;
-
-const RUNS: Record<EngineName, number> = { memory: 120, redis: 40 };
-
-// ------------------------------------------------------------------------------------- model
-
-interface Member {
-  readSeq: number;
-  muted: boolean;
+interface Names {
+  users: readonly [string, string, string];
+  /** Sends messages without being a member of anything. */
+  outsider: string;
+  conversations: readonly [string, string];
+  reddots: readonly [string, string];
+  author: string;
+  kinds: readonly [string, string];
+  eventIds: readonly [string, string, string];
 }
 
-interface Conversation {
-  maxSeq: number;
-  lastTs: number;
-  members: Map<string, Member>;
-}
+const ORDINARY: Names = {
+  users: ['u0', 'u1', 'u2'],
+  outsider: 'x9',
+  conversations: ['c1', 'c2'],
+  reddots: ['r1', 'r2'],
+  author: 'a1',
+  kinds: ['mention', 'like'],
+  eventIds: ['e1', 'e2', 'e3'],
+};
 
-class Model {
-  now: number;
-  readonly live = new Set<number>();
-  highest = 0;
-  readonly seen = new Map<string, number>();
-  readonly marked = new Map<string, number>();
-  readonly clicks = new Map<string, Map<string, number>>();
-  readonly conversations = new Map<string, Conversation>();
-  readonly posts: number[] = [];
-  readonly readAt = new Map<string, number>();
-  readonly last = new Map<string, { epoch: string; version: number; shown: string }>();
-  /** `user kind` → ids counted (stored, not retracted, not read) */
-  readonly counting = new Map<string, Set<string>>();
-  /** `user kind id` of every event ingested or retracted: a later ingest of it is ignored */
-  readonly eventsKnown = new Set<string>();
+/** Object.prototype's own names, as ids of every kind. */
+const JS_NAMES: Names = {
+  users: ['__proto__', 'constructor', 'toString'],
+  outsider: 'valueOf',
+  conversations: ['hasOwnProperty', '__proto__'],
+  reddots: ['hasOwnProperty', 'prototype'],
+  author: 'prototype',
+  kinds: ['constructor', '__proto__'],
+  eventIds: ['toString', '__proto__', 'valueOf'],
+};
 
-  constructor(now: number) {
-    this.now = now;
+allSourcesModel('', ORDINARY);
+allSourcesModel(' (ids named like Object.prototype)', JS_NAMES);
+
+function allSourcesModel(title: string, names: Names): void {
+  const {
+    users: USERS,
+    outsider: OUTSIDER,
+    conversations: CONVERSATIONS,
+    reddots: REDDOTS,
+  } = names;
+  const { author: AUTHOR, kinds: KINDS, eventIds: EVENT_IDS } = names;
+  const DISPLAY_CAP = 5;
+
+  const RUNS: Record<EngineName, number> = { memory: 120, redis: 40 };
+
+  // ------------------------------------------------------------------------------------- model
+
+  interface Member {
+    readSeq: number;
+    muted: boolean;
   }
 
-  see(user: string): void {
-    if (!this.seen.has(user)) this.seen.set(user, this.highest);
+  interface Conversation {
+    maxSeq: number;
+    lastTs: number;
+    members: Map<string, Member>;
   }
 
-  badge(user: string): BadgeState {
-    const readAt = this.readAt.get(user) ?? -Infinity;
-    const feed = this.posts.filter((ts) => ts > readAt && ts <= this.now).length;
-    const seen = this.seen.get(user);
-    const notices = seen === undefined ? 0 : [...this.live].filter((id) => id > seen).length;
-    const conversations: Record<string, number> = {};
-    let conversationsTotal = 0;
-    for (const [id, c] of this.conversations) {
-      const member = c.members.get(user);
-      if (!member) continue;
-      const unread = c.maxSeq - member.readSeq;
-      if (unread > 0) conversations[id] = unread;
-      if (!member.muted) conversationsTotal += unread;
+  class Model {
+    now: number;
+    readonly live = new Set<number>();
+    highest = 0;
+    readonly seen = new Map<string, number>();
+    readonly marked = new Map<string, number>();
+    readonly clicks = new Map<string, Map<string, number>>();
+    readonly conversations = new Map<string, Conversation>();
+    readonly posts: number[] = [];
+    readonly readAt = new Map<string, number>();
+    readonly last = new Map<string, { epoch: string; version: number; shown: string }>();
+    /** `user kind` → ids counted (stored, not retracted, not read) */
+    readonly counting = new Map<string, Set<string>>();
+    /** `user kind id` of every event ingested or retracted: a later ingest of it is ignored */
+    readonly eventsKnown = new Set<string>();
+
+    constructor(now: number) {
+      this.now = now;
     }
-    const clicks = this.clicks.get(user) ?? new Map<string, number>();
-    const reddots = [...this.marked]
-      .filter(([name, g]) => {
-        const clicked = clicks.get(name);
-        return clicked === undefined || clicked < g;
-      })
-      .map(([name]) => name)
-      .sort();
-    const counters: Record<string, number> = {};
-    let countersTotal = 0;
-    for (const kind of [...KINDS].sort()) {
-      const n = this.counting.get(`${user} ${kind}`)?.size ?? 0;
-      if (n > 0) counters[kind] = n;
-      countersTotal += n;
+
+    see(user: string): void {
+      if (!this.seen.has(user)) this.seen.set(user, this.highest);
     }
-    const total = feed + notices + conversationsTotal + countersTotal;
+
+    badge(user: string): BadgeState {
+      const readAt = this.readAt.get(user) ?? -Infinity;
+      const feed = this.posts.filter((ts) => ts > readAt && ts <= this.now).length;
+      const seen = this.seen.get(user);
+      const notices = seen === undefined ? 0 : [...this.live].filter((id) => id > seen).length;
+      const conversations: Record<string, number> = Object.create(null) as Record<string, number>;
+      let conversationsTotal = 0;
+      for (const [id, c] of this.conversations) {
+        const member = c.members.get(user);
+        if (!member) continue;
+        const unread = c.maxSeq - member.readSeq;
+        if (unread > 0) conversations[id] = unread;
+        if (!member.muted) conversationsTotal += unread;
+      }
+      const clicks = this.clicks.get(user) ?? new Map<string, number>();
+      const reddots = [...this.marked]
+        .filter(([name, g]) => {
+          const clicked = clicks.get(name);
+          return clicked === undefined || clicked < g;
+        })
+        .map(([name]) => name)
+        .sort();
+      const counters: Record<string, number> = Object.create(null) as Record<string, number>;
+      let countersTotal = 0;
+      for (const kind of [...KINDS].sort()) {
+        const n = this.counting.get(`${user} ${kind}`)?.size ?? 0;
+        if (n > 0) counters[kind] = n;
+        countersTotal += n;
+      }
+      const total = feed + notices + conversationsTotal + countersTotal;
+      return {
+        feed,
+        notices,
+        conversations,
+        conversationsTotal,
+        reddots,
+        ...(countersTotal > 0 && { counters }),
+        total,
+        display: total > DISPLAY_CAP ? `${DISPLAY_CAP}+` : String(total),
+      };
+    }
+
+    click(user: string, names: Iterable<string>): void {
+      let clicks = this.clicks.get(user);
+      if (!clicks) this.clicks.set(user, (clicks = new Map()));
+      for (const name of names) clicks.set(name, this.now);
+    }
+
+    join(id: string, users: readonly string[], replace: boolean): void {
+      let c = this.conversations.get(id);
+      if (!c) this.conversations.set(id, (c = { maxSeq: 0, lastTs: 0, members: new Map() }));
+      if (replace)
+        for (const user of [...c.members.keys()]) if (!users.includes(user)) c.members.delete(user);
+      for (const user of users)
+        if (!c.members.has(user)) c.members.set(user, { readSeq: c.maxSeq, muted: false });
+    }
+
+    describe(): string {
+      const conversations = [...this.conversations].map(
+        ([id, c]) =>
+          `${id}(max ${c.maxSeq}: ${[...c.members].map(([u, m]) => `${u}@${m.readSeq}${m.muted ? 'm' : ''}`).join(' ')})`,
+      );
+      return [
+        `notices live [${[...this.live].sort((a, b) => a - b).join(',')}] highest ${this.highest}`,
+        `seen ${[...this.seen].map(([u, s]) => `${u}=${s}`).join(' ')}`,
+        `reddots ${[...this.marked].map(([n, g]) => `${n}@${g}`).join(' ')}`,
+        `clicks ${[...this.clicks].map(([u, m]) => `${u}:${[...m].map(([n, t]) => `${n}@${t}`).join(',')}`).join(' ')}`,
+        `conversations ${conversations.join(' ')}`,
+        `counters ${[...this.counting].map(([k, ids]) => `${k}:[${[...ids].join(',')}]`).join(' ')}`,
+        `posts ${this.posts.join(',')} readAt ${[...this.readAt].map(([u, t]) => `${u}@${t}`).join(' ')} now ${this.now}`,
+      ].join('\n');
+    }
+  }
+
+  interface Real {
+    service: BadgeService;
+    clock: { now(): number; advance(ms: number): void };
+    /** computedAt of the last badge served per user: what a client reads up to. */
+    shownAt: Map<string, number>;
+  }
+
+  function checkBadge(model: Model, user: string, badge: Badge, context: string): void {
+    const where = `${context}, badge of ${user}\n${model.describe()}`;
+    const expected = model.badge(user);
+    expect(badgeState(badge), where).toEqual(expected);
+    const key = JSON.stringify(expected);
+    const previous = model.last.get(user);
+    if (previous) {
+      expect(badge.epoch, where).toBe(previous.epoch);
+      const moved = previous.shown !== key;
+      expect(badge.version, `${where}\nversion moves by one iff the badge changes`).toBe(
+        previous.version + (moved ? 1 : 0),
+      );
+    }
+    model.last.set(user, { epoch: badge.epoch, version: badge.version, shown: key });
+  }
+
+  async function checkAll(model: Model, real: Real, after: string): Promise<void> {
+    for (const user of USERS) {
+      const badge = await real.service.badge(user);
+      real.shownAt.set(user, badge.computedAt);
+      checkBadge(model, user, badge, `after ${after}`);
+    }
+  }
+
+  // ------------------------------------------------------------------------------------- commands
+
+  type Cmd = fc.AsyncCommand<Model, Real>;
+
+  /** A command: its effect on the model, the call on the service, the outcome the model expects. */
+  function command(
+    name: string,
+    apply: (model: Model) => string,
+    call: (real: Real) => Promise<unknown>,
+    answer?: (model: Model, value: unknown) => void,
+  ): Cmd {
     return {
-      feed,
-      notices,
-      conversations,
-      conversationsTotal,
-      reddots,
-      ...(countersTotal > 0 && { counters }),
-      total,
-      display: total > DISPLAY_CAP ? `${DISPLAY_CAP}+` : String(total),
+      check: () => true,
+      async run(model: Model, real: Real) {
+        const expected = apply(model);
+        let value: unknown;
+        let outcome = 'ok';
+        try {
+          value = await call(real);
+        } catch (error) {
+          if (!(error instanceof BubbleError)) throw error;
+          outcome = error.code;
+        }
+        expect(outcome, `${name}\n${model.describe()}`).toBe(expected);
+        if (outcome === 'ok' && answer) answer(model, value);
+        await checkAll(model, real, name);
+      },
+      toString: () => name,
     };
   }
 
-  click(user: string, names: Iterable<string>): void {
-    let clicks = this.clicks.get(user);
-    if (!clicks) this.clicks.set(user, (clicks = new Map()));
-    for (const name of names) clicks.set(name, this.now);
-  }
+  const user = fc.constantFrom(...USERS);
+  const anySender = fc.constantFrom(...USERS, OUTSIDER);
+  const conversation = fc.constantFrom(...CONVERSATIONS);
+  const reddot = fc.constantFrom(...REDDOTS);
+  const noticeId = fc.integer({ min: 1, max: 6 });
+  const seq = fc.integer({ min: 1, max: 8 });
 
-  join(id: string, users: readonly string[], replace: boolean): void {
-    let c = this.conversations.get(id);
-    if (!c) this.conversations.set(id, (c = { maxSeq: 0, lastTs: 0, members: new Map() }));
-    if (replace)
-      for (const user of [...c.members.keys()]) if (!users.includes(user)) c.members.delete(user);
-    for (const user of users)
-      if (!c.members.has(user)) c.members.set(user, { readSeq: c.maxSeq, muted: false });
-  }
-
-  describe(): string {
-    const conversations = [...this.conversations].map(
-      ([id, c]) =>
-        `${id}(max ${c.maxSeq}: ${[...c.members].map(([u, m]) => `${u}@${m.readSeq}${m.muted ? 'm' : ''}`).join(' ')})`,
-    );
-    return [
-      `notices live [${[...this.live].sort((a, b) => a - b).join(',')}] highest ${this.highest}`,
-      `seen ${[...this.seen].map(([u, s]) => `${u}=${s}`).join(' ')}`,
-      `reddots ${[...this.marked].map(([n, g]) => `${n}@${g}`).join(' ')}`,
-      `clicks ${[...this.clicks].map(([u, m]) => `${u}:${[...m].map(([n, t]) => `${n}@${t}`).join(',')}`).join(' ')}`,
-      `conversations ${conversations.join(' ')}`,
-      `counters ${[...this.counting].map(([k, ids]) => `${k}:[${[...ids].join(',')}]`).join(' ')}`,
-      `posts ${this.posts.join(',')} readAt ${[...this.readAt].map(([u, t]) => `${u}@${t}`).join(' ')} now ${this.now}`,
-    ].join('\n');
-  }
-}
-
-interface Real {
-  service: BadgeService;
-  clock: { now(): number; advance(ms: number): void };
-  /** computedAt of the last badge served per user: what a client reads up to. */
-  shownAt: Map<string, number>;
-}
-
-function checkBadge(model: Model, user: string, badge: Badge, context: string): void {
-  const where = `${context}, badge of ${user}\n${model.describe()}`;
-  const expected = model.badge(user);
-  expect(badgeState(badge), where).toEqual(expected);
-  const key = JSON.stringify(expected);
-  const previous = model.last.get(user);
-  if (previous) {
-    expect(badge.epoch, where).toBe(previous.epoch);
-    const moved = previous.shown !== key;
-    expect(badge.version, `${where}\nversion moves by one iff the badge changes`).toBe(
-      previous.version + (moved ? 1 : 0),
-    );
-  }
-  model.last.set(user, { epoch: badge.epoch, version: badge.version, shown: key });
-}
-
-async function checkAll(model: Model, real: Real, after: string): Promise<void> {
-  for (const user of USERS) {
-    const badge = await real.service.badge(user);
-    real.shownAt.set(user, badge.computedAt);
-    checkBadge(model, user, badge, `after ${after}`);
-  }
-}
-
-// ------------------------------------------------------------------------------------- commands
-
-type Cmd = fc.AsyncCommand<Model, Real>;
-
-/** A command: its effect on the model, the call on the service, the outcome the model expects. */
-function command(
-  name: string,
-  apply: (model: Model) => string,
-  call: (real: Real) => Promise<unknown>,
-  answer?: (model: Model, value: unknown) => void,
-): Cmd {
-  return {
-    check: () => true,
-    async run(model: Model, real: Real) {
-      const expected = apply(model);
-      let value: unknown;
-      let outcome = 'ok';
-      try {
-        value = await call(real);
-      } catch (error) {
-        if (!(error instanceof BubbleError)) throw error;
-        outcome = error.code;
-      }
-      expect(outcome, `${name}\n${model.describe()}`).toBe(expected);
-      if (outcome === 'ok' && answer) answer(model, value);
-      await checkAll(model, real, name);
-    },
-    toString: () => name,
-  };
-}
-
-const user = fc.constantFrom(...USERS);
-const anySender = fc.constantFrom(...USERS, OUTSIDER);
-const conversation = fc.constantFrom(...CONVERSATIONS);
-const reddot = fc.constantFrom(...REDDOTS);
-const noticeId = fc.integer({ min: 1, max: 6 });
-const seq = fc.integer({ min: 1, max: 8 });
-
-const publish = noticeId.map((id) =>
-  command(
-    `publish(${id})`,
-    (m) => {
-      m.live.add(id);
-      m.highest = Math.max(m.highest, id);
-      return 'ok';
-    },
-    (r) => r.service.publishNotice(id),
-  ),
-);
-
-const withdraw = noticeId.map((id) =>
-  command(
-    `withdraw(${id})`,
-    (m) => {
-      m.live.delete(id);
-      return 'ok';
-    },
-    (r) => r.service.withdrawNotice(id),
-  ),
-);
-
-const mark = fc.tuple(reddot, fc.constantFrom(-2000, 0, undefined)).map(([name, offset]) =>
-  command(
-    `mark(${name}, ts ${offset === undefined ? 'now' : `now${offset}`})`,
-    (m) => {
-      m.marked.set(name, m.now + (offset ?? 0));
-      return 'ok';
-    },
-    (r) => r.service.markReddot(name, offset === undefined ? undefined : r.clock.now() + offset),
-  ),
-);
-
-const clear = reddot.map((name) =>
-  command(
-    `clear(${name})`,
-    (m) => {
-      m.marked.delete(name);
-      return 'ok';
-    },
-    (r) => r.service.clearReddot(name),
-  ),
-);
-
-const join = fc
-  .tuple(conversation, fc.subarray([...USERS]), fc.boolean())
-  .map(([id, users, replace]) =>
+  const publish = noticeId.map((id) =>
     command(
-      `${replace ? 'replaceMembers' : 'addMembers'}(${id}, [${users.join(',')}])`,
+      `publish(${id})`,
       (m) => {
-        m.join(id, users, replace);
+        m.live.add(id);
+        m.highest = Math.max(m.highest, id);
         return 'ok';
       },
-      (r) => (replace ? r.service.replaceMembers(id, users) : r.service.addMembers(id, users)),
+      (r) => r.service.publishNotice(id),
     ),
   );
 
-const leave = fc.tuple(conversation, user).map(([id, u]) =>
-  command(
-    `removeMember(${id}, ${u})`,
-    (m) => {
-      m.conversations.get(id)?.members.delete(u);
-      return 'ok';
-    },
-    (r) => r.service.removeMember(id, u),
-  ),
-);
-
-const dissolve = conversation.map((id) =>
-  command(
-    `dissolve(${id})`,
-    (m) => {
-      m.conversations.delete(id);
-      return 'ok';
-    },
-    (r) => r.service.dissolve(id),
-  ),
-);
-
-const message = fc
-  .tuple(conversation, fc.array(fc.tuple(seq, anySender), { minLength: 1, maxLength: 3 }))
-  .map(([id, batch]) =>
+  const withdraw = noticeId.map((id) =>
     command(
-      `messages(${id}, ${batch.map(([s, from]) => `${s} from ${from}`).join('; ')})`,
+      `withdraw(${id})`,
       (m) => {
-        const c = m.conversations.get(id);
-        if (!c) return 'UB_ERR_NOT_FOUND';
-        for (const [s, from] of batch) {
-          if (s > c.maxSeq) {
-            c.maxSeq = s;
-            c.lastTs = m.now;
-          }
-          const member = c.members.get(from);
-          if (member) member.readSeq = Math.max(member.readSeq, s);
-        }
+        m.live.delete(id);
         return 'ok';
       },
-      (r) =>
-        r.service.ingestMessages(
-          id,
-          batch.map(([s, from]) => ({ seq: s, from })),
-        ),
+      (r) => r.service.withdrawNotice(id),
     ),
   );
 
-const mute = fc.tuple(user, conversation, fc.boolean()).map(([u, id, muted]) =>
-  command(
-    `mute(${u}, ${id}, ${muted})`,
-    (m) => {
-      const member = m.conversations.get(id)?.members.get(u);
-      if (!member) return 'UB_ERR_FORBIDDEN';
-      member.muted = muted;
-      return 'ok';
-    },
-    (r) => r.service.setMuted(u, id, muted),
-  ),
-);
-
-type ReadSpec =
-  | { scope: 'feed' }
-  | { scope: 'notices'; upTo?: number }
-  | { scope: 'conversation'; id: string; seq?: number }
-  | { scope: 'reddot'; name: string }
-  | { scope: 'all' };
-
-const readSpec: fc.Arbitrary<ReadSpec> = fc.oneof(
-  fc.constant<ReadSpec>({ scope: 'feed' }),
-  fc
-    .option(noticeId, { nil: undefined })
-    .map((upTo): ReadSpec =>
-      upTo === undefined ? { scope: 'notices' } : { scope: 'notices', upTo },
-    ),
-  fc
-    .tuple(conversation, fc.option(seq, { nil: undefined }))
-    .map(([id, s]): ReadSpec =>
-      s === undefined ? { scope: 'conversation', id } : { scope: 'conversation', id, seq: s },
-    ),
-  reddot.map((name): ReadSpec => ({ scope: 'reddot', name })),
-  fc.constant<ReadSpec>({ scope: 'all' }),
-);
-
-const read = fc.tuple(user, readSpec).map(([u, spec]) =>
-  command(
-    `read(${u}, ${JSON.stringify(spec)})`,
-    (m) => {
-      // Refused: no badge is returned, so the user is not seen either.
-      if (spec.scope === 'conversation' && !m.conversations.get(spec.id)?.members.has(u)) {
-        return 'UB_ERR_FORBIDDEN';
-      }
-      m.see(u);
-      switch (spec.scope) {
-        case 'feed':
-          m.readAt.set(u, Math.max(m.readAt.get(u) ?? -Infinity, m.now));
-          break;
-        case 'notices':
-          m.seen.set(u, Math.max(m.seen.get(u)!, spec.upTo ?? m.highest));
-          break;
-        case 'conversation': {
-          const c = m.conversations.get(spec.id)!;
-          const member = c.members.get(u)!;
-          member.readSeq = Math.max(member.readSeq, Math.min(spec.seq ?? c.maxSeq, c.maxSeq));
-          break;
-        }
-        case 'reddot':
-          m.click(u, [spec.name]);
-          break;
-        case 'all':
-          for (const kind of KINDS) m.counting.delete(`${u} ${kind}`);
-          m.readAt.set(u, Math.max(m.readAt.get(u) ?? -Infinity, m.now));
-          m.seen.set(u, Math.max(m.seen.get(u)!, m.highest));
-          m.click(u, m.marked.keys());
-          for (const c of m.conversations.values()) {
-            const member = c.members.get(u);
-            if (member) member.readSeq = c.maxSeq;
-          }
-          break;
-      }
-      return 'ok';
-    },
-    (r) => r.service.read(u, spec),
-    (m, badge) => checkBadge(m, u, badge as Badge, `the answer of read(${u})`),
-  ),
-);
-
-const counterEvent = fc.record({
-  user,
-  kind: fc.constantFrom(...KINDS),
-  id: fc.constantFrom(...EVENT_IDS),
-});
-
-const counterIngest = fc.array(counterEvent, { minLength: 1, maxLength: 3 }).map((events) => {
-  let expected = { accepted: 0, ignored: 0 };
-  return command(
-    `counters(${events.map((e) => `${e.user}/${e.kind}/${e.id}`).join('; ')})`,
-    (m) => {
-      expected = { accepted: 0, ignored: 0 };
-      for (const { user: u, kind, id } of events) {
-        const key = `${u} ${kind} ${id}`;
-        if (m.eventsKnown.has(key)) {
-          expected.ignored++;
-          continue;
-        }
-        m.eventsKnown.add(key);
-        let ids = m.counting.get(`${u} ${kind}`);
-        if (!ids) m.counting.set(`${u} ${kind}`, (ids = new Set()));
-        ids.add(id);
-        expected.accepted++;
-      }
-      return 'ok';
-    },
-    (r) => r.service.ingestCounterEvents(events),
-    (_, value) => expect(value).toEqual(expected),
-  );
-});
-
-const counterRetract = counterEvent.map(({ user: u, kind, id }) =>
-  command(
-    `retract(${u}/${kind}/${id})`,
-    (m) => {
-      m.eventsKnown.add(`${u} ${kind} ${id}`);
-      m.counting.get(`${u} ${kind}`)?.delete(id);
-      return 'ok';
-    },
-    (r) => r.service.retractCounterEvent(u, kind, id),
-  ),
-);
-
-const counterRead = fc
-  .tuple(user, fc.constantFrom(...KINDS), fc.constantFrom('none', 'shown', 'zero'))
-  .map(([u, kind, upTo]) =>
+  const mark = fc.tuple(reddot, fc.constantFrom(-2000, 0, undefined)).map(([name, offset]) =>
     command(
-      `read(${u}, counter ${kind}, upTo ${upTo})`,
+      `mark(${name}, ts ${offset === undefined ? 'now' : `now${offset}`})`,
       (m) => {
+        m.marked.set(name, m.now + (offset ?? 0));
+        return 'ok';
+      },
+      (r) => r.service.markReddot(name, offset === undefined ? undefined : r.clock.now() + offset),
+    ),
+  );
+
+  const clear = reddot.map((name) =>
+    command(
+      `clear(${name})`,
+      (m) => {
+        m.marked.delete(name);
+        return 'ok';
+      },
+      (r) => r.service.clearReddot(name),
+    ),
+  );
+
+  const join = fc
+    .tuple(conversation, fc.subarray([...USERS]), fc.boolean())
+    .map(([id, users, replace]) =>
+      command(
+        `${replace ? 'replaceMembers' : 'addMembers'}(${id}, [${users.join(',')}])`,
+        (m) => {
+          m.join(id, users, replace);
+          return 'ok';
+        },
+        (r) => (replace ? r.service.replaceMembers(id, users) : r.service.addMembers(id, users)),
+      ),
+    );
+
+  const leave = fc.tuple(conversation, user).map(([id, u]) =>
+    command(
+      `removeMember(${id}, ${u})`,
+      (m) => {
+        m.conversations.get(id)?.members.delete(u);
+        return 'ok';
+      },
+      (r) => r.service.removeMember(id, u),
+    ),
+  );
+
+  const dissolve = conversation.map((id) =>
+    command(
+      `dissolve(${id})`,
+      (m) => {
+        m.conversations.delete(id);
+        return 'ok';
+      },
+      (r) => r.service.dissolve(id),
+    ),
+  );
+
+  const message = fc
+    .tuple(conversation, fc.array(fc.tuple(seq, anySender), { minLength: 1, maxLength: 3 }))
+    .map(([id, batch]) =>
+      command(
+        `messages(${id}, ${batch.map(([s, from]) => `${s} from ${from}`).join('; ')})`,
+        (m) => {
+          const c = m.conversations.get(id);
+          if (!c) return 'UB_ERR_NOT_FOUND';
+          for (const [s, from] of batch) {
+            if (s > c.maxSeq) {
+              c.maxSeq = s;
+              c.lastTs = m.now;
+            }
+            const member = c.members.get(from);
+            if (member) member.readSeq = Math.max(member.readSeq, s);
+          }
+          return 'ok';
+        },
+        (r) =>
+          r.service.ingestMessages(
+            id,
+            batch.map(([s, from]) => ({ seq: s, from })),
+          ),
+      ),
+    );
+
+  const mute = fc.tuple(user, conversation, fc.boolean()).map(([u, id, muted]) =>
+    command(
+      `mute(${u}, ${id}, ${muted})`,
+      (m) => {
+        const member = m.conversations.get(id)?.members.get(u);
+        if (!member) return 'UB_ERR_FORBIDDEN';
+        member.muted = muted;
+        return 'ok';
+      },
+      (r) => r.service.setMuted(u, id, muted),
+    ),
+  );
+
+  type ReadSpec =
+    | { scope: 'feed' }
+    | { scope: 'notices'; upTo?: number }
+    | { scope: 'conversation'; id: string; seq?: number }
+    | { scope: 'reddot'; name: string }
+    | { scope: 'all' };
+
+  const readSpec: fc.Arbitrary<ReadSpec> = fc.oneof(
+    fc.constant<ReadSpec>({ scope: 'feed' }),
+    fc
+      .option(noticeId, { nil: undefined })
+      .map((upTo): ReadSpec =>
+        upTo === undefined ? { scope: 'notices' } : { scope: 'notices', upTo },
+      ),
+    fc
+      .tuple(conversation, fc.option(seq, { nil: undefined }))
+      .map(([id, s]): ReadSpec =>
+        s === undefined ? { scope: 'conversation', id } : { scope: 'conversation', id, seq: s },
+      ),
+    reddot.map((name): ReadSpec => ({ scope: 'reddot', name })),
+    fc.constant<ReadSpec>({ scope: 'all' }),
+  );
+
+  const read = fc.tuple(user, readSpec).map(([u, spec]) =>
+    command(
+      `read(${u}, ${JSON.stringify(spec)})`,
+      (m) => {
+        // Refused: no badge is returned, so the user is not seen either.
+        if (spec.scope === 'conversation' && !m.conversations.get(spec.id)?.members.has(u)) {
+          return 'UB_ERR_FORBIDDEN';
+        }
         m.see(u);
-        if (upTo !== 'zero') m.counting.delete(`${u} ${kind}`);
+        switch (spec.scope) {
+          case 'feed':
+            m.readAt.set(u, Math.max(m.readAt.get(u) ?? -Infinity, m.now));
+            break;
+          case 'notices':
+            m.seen.set(u, Math.max(m.seen.get(u)!, spec.upTo ?? m.highest));
+            break;
+          case 'conversation': {
+            const c = m.conversations.get(spec.id)!;
+            const member = c.members.get(u)!;
+            member.readSeq = Math.max(member.readSeq, Math.min(spec.seq ?? c.maxSeq, c.maxSeq));
+            break;
+          }
+          case 'reddot':
+            m.click(u, [spec.name]);
+            break;
+          case 'all':
+            for (const kind of KINDS) m.counting.delete(`${u} ${kind}`);
+            m.readAt.set(u, Math.max(m.readAt.get(u) ?? -Infinity, m.now));
+            m.seen.set(u, Math.max(m.seen.get(u)!, m.highest));
+            m.click(u, m.marked.keys());
+            for (const c of m.conversations.values()) {
+              const member = c.members.get(u);
+              if (member) member.readSeq = c.maxSeq;
+            }
+            break;
+        }
         return 'ok';
       },
-      (r) =>
-        r.service.read(
-          u,
-          upTo === 'none'
-            ? { scope: 'counter', kind }
-            : { scope: 'counter', kind, upTo: upTo === 'zero' ? 0 : r.shownAt.get(u)! },
-        ),
+      (r) => r.service.read(u, spec),
       (m, badge) => checkBadge(m, u, badge as Badge, `the answer of read(${u})`),
     ),
   );
 
-/** An end-user poll: the first one starts the user's notice cursor. */
-const see = user.map((u) =>
-  command(
-    `poll(${u})`,
-    (m) => {
-      m.see(u);
-      return 'ok';
-    },
-    (r) => r.service.badge(u, { seen: true }),
-    (m, badge) => checkBadge(m, u, badge as Badge, `the poll of ${u}`),
-  ),
-);
+  const counterEvent = fc.record({
+    user,
+    kind: fc.constantFrom(...KINDS),
+    id: fc.constantFrom(...EVENT_IDS),
+  });
 
-let postCounter = 0;
-const post = fc.constant(null).map(() => {
-  const id = `p${postCounter++}`;
-  return command(
-    `post(${AUTHOR}/${id})`,
-    (m) => {
-      m.posts.push(m.now);
-      return 'ok';
-    },
-    (r) => r.service.ingestPosts([{ author: AUTHOR, id, ts: r.clock.now() }]),
-  );
-});
-
-const advance = fc.integer({ min: 1, max: 3 }).map((k) =>
-  command(
-    `advance(${k}s)`,
-    (m) => {
-      m.now += k * 1000;
-      return 'ok';
-    },
-    async (r) => r.clock.advance(k * 1000),
-  ),
-);
-
-/** The conversation list: newest activity first, ties by the higher seq. */
-const list = user.map((u): Cmd => ({
-  check: () => true,
-  async run(model: Model, real: Real) {
-    const expected = [...model.conversations]
-      .filter(([, c]) => c.members.has(u))
-      .map(([id, c]) => ({
-        id,
-        unread: c.maxSeq - c.members.get(u)!.readSeq,
-        maxSeq: c.maxSeq,
-        lastTs: c.lastTs,
-        muted: c.members.get(u)!.muted,
-      }))
-      .sort((a, b) => b.lastTs - a.lastTs || b.maxSeq - a.maxSeq || (a.id < b.id ? -1 : 1));
-    const actual = (await real.service.conversationList(u, 100)).map(
-      ({ id, unread, maxSeq, lastTs, muted }) => ({ id, unread, maxSeq, lastTs, muted }),
-    );
-    expect(actual, `list(${u})\n${model.describe()}`).toEqual(expected);
-  },
-  toString: () => `list(${u})`,
-}));
-
-const commands = fc.commands<Model, Real, false>(
-  [
-    publish,
-    publish,
-    withdraw,
-    mark,
-    clear,
-    join,
-    join,
-    leave,
-    dissolve,
-    message,
-    message,
-    message,
-    mute,
-    read,
-    read,
-    read,
-    see,
-    see,
-    post,
-    advance,
-    list,
-    counterIngest,
-    counterIngest,
-    counterRetract,
-    counterRead,
-  ],
-  { maxCommands: 50, size: 'max' },
-);
-
-describeEachEngine('all sources model', (ctx, engine) => {
-  it('matches the definition after every command', async () => {
-    const { freshStore } = ctx();
-    await fc.assert(
-      fc.asyncProperty(commands, async (cmds) => {
-        const store = freshStore();
-        try {
-          const { service, clock } = manualService(store, { rules: { displayCap: DISPLAY_CAP } });
-          for (const u of USERS) await service.follow(u, AUTHOR);
-          const model = new Model(clock.now());
-          const shownAt = new Map<string, number>();
-          for (const u of USERS) shownAt.set(u, (await service.badge(u)).computedAt);
-          await fc.asyncModelRun(() => ({ model, real: { service, clock, shownAt } }), cmds);
-        } finally {
-          await store.close();
+  const counterIngest = fc.array(counterEvent, { minLength: 1, maxLength: 3 }).map((events) => {
+    let expected = { accepted: 0, ignored: 0 };
+    return command(
+      `counters(${events.map((e) => `${e.user}/${e.kind}/${e.id}`).join('; ')})`,
+      (m) => {
+        expected = { accepted: 0, ignored: 0 };
+        for (const { user: u, kind, id } of events) {
+          const key = `${u} ${kind} ${id}`;
+          if (m.eventsKnown.has(key)) {
+            expected.ignored++;
+            continue;
+          }
+          m.eventsKnown.add(key);
+          let ids = m.counting.get(`${u} ${kind}`);
+          if (!ids) m.counting.set(`${u} ${kind}`, (ids = new Set()));
+          ids.add(id);
+          expected.accepted++;
         }
-      }),
-      { numRuns: RUNS[engine], verbose: 1 },
+        return 'ok';
+      },
+      (r) => r.service.ingestCounterEvents(events),
+      (_, value) => expect(value).toEqual(expected),
     );
-  }, 180_000);
-});
+  });
+
+  const counterRetract = counterEvent.map(({ user: u, kind, id }) =>
+    command(
+      `retract(${u}/${kind}/${id})`,
+      (m) => {
+        m.eventsKnown.add(`${u} ${kind} ${id}`);
+        m.counting.get(`${u} ${kind}`)?.delete(id);
+        return 'ok';
+      },
+      (r) => r.service.retractCounterEvent(u, kind, id),
+    ),
+  );
+
+  const counterRead = fc
+    .tuple(user, fc.constantFrom(...KINDS), fc.constantFrom('none', 'shown', 'zero'))
+    .map(([u, kind, upTo]) =>
+      command(
+        `read(${u}, counter ${kind}, upTo ${upTo})`,
+        (m) => {
+          m.see(u);
+          if (upTo !== 'zero') m.counting.delete(`${u} ${kind}`);
+          return 'ok';
+        },
+        (r) =>
+          r.service.read(
+            u,
+            upTo === 'none'
+              ? { scope: 'counter', kind }
+              : { scope: 'counter', kind, upTo: upTo === 'zero' ? 0 : r.shownAt.get(u)! },
+          ),
+        (m, badge) => checkBadge(m, u, badge as Badge, `the answer of read(${u})`),
+      ),
+    );
+
+  /** An end-user poll: the first one starts the user's notice cursor. */
+  const see = user.map((u) =>
+    command(
+      `poll(${u})`,
+      (m) => {
+        m.see(u);
+        return 'ok';
+      },
+      (r) => r.service.badge(u, { seen: true }),
+      (m, badge) => checkBadge(m, u, badge as Badge, `the poll of ${u}`),
+    ),
+  );
+
+  let postCounter = 0;
+  const post = fc.constant(null).map(() => {
+    const id = `p${postCounter++}`;
+    return command(
+      `post(${AUTHOR}/${id})`,
+      (m) => {
+        m.posts.push(m.now);
+        return 'ok';
+      },
+      (r) => r.service.ingestPosts([{ author: AUTHOR, id, ts: r.clock.now() }]),
+    );
+  });
+
+  const advance = fc.integer({ min: 1, max: 3 }).map((k) =>
+    command(
+      `advance(${k}s)`,
+      (m) => {
+        m.now += k * 1000;
+        return 'ok';
+      },
+      async (r) => r.clock.advance(k * 1000),
+    ),
+  );
+
+  /** The conversation list: newest activity first, ties by the higher seq. */
+  const list = user.map((u): Cmd => ({
+    check: () => true,
+    async run(model: Model, real: Real) {
+      const expected = [...model.conversations]
+        .filter(([, c]) => c.members.has(u))
+        .map(([id, c]) => ({
+          id,
+          unread: c.maxSeq - c.members.get(u)!.readSeq,
+          maxSeq: c.maxSeq,
+          lastTs: c.lastTs,
+          muted: c.members.get(u)!.muted,
+        }))
+        .sort((a, b) => b.lastTs - a.lastTs || b.maxSeq - a.maxSeq || (a.id < b.id ? -1 : 1));
+      const actual = (await real.service.conversationList(u, 100)).map(
+        ({ id, unread, maxSeq, lastTs, muted }) => ({ id, unread, maxSeq, lastTs, muted }),
+      );
+      expect(actual, `list(${u})\n${model.describe()}`).toEqual(expected);
+    },
+    toString: () => `list(${u})`,
+  }));
+
+  const commands = fc.commands<Model, Real, false>(
+    [
+      publish,
+      publish,
+      withdraw,
+      mark,
+      clear,
+      join,
+      join,
+      leave,
+      dissolve,
+      message,
+      message,
+      message,
+      mute,
+      read,
+      read,
+      read,
+      see,
+      see,
+      post,
+      advance,
+      list,
+      counterIngest,
+      counterIngest,
+      counterRetract,
+      counterRead,
+    ],
+    { maxCommands: 50, size: 'max' },
+  );
+
+  describeEachEngine(`all sources model${title}`, (ctx, engine) => {
+    it('matches the definition after every command', async () => {
+      const { freshStore } = ctx();
+      await fc.assert(
+        fc.asyncProperty(commands, async (cmds) => {
+          const store = freshStore();
+          try {
+            const { service, clock } = manualService(store, {
+              rules: { displayCap: DISPLAY_CAP, counterKinds: [...KINDS] },
+            });
+            for (const u of USERS) await service.follow(u, AUTHOR);
+            const model = new Model(clock.now());
+            const shownAt = new Map<string, number>();
+            for (const u of USERS) shownAt.set(u, (await service.badge(u)).computedAt);
+            await fc.asyncModelRun(() => ({ model, real: { service, clock, shownAt } }), cmds);
+          } finally {
+            await store.close();
+          }
+        }),
+        { numRuns: RUNS[engine], verbose: 1 },
+      );
+    }, 180_000);
+  });
+}

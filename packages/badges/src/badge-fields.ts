@@ -1,4 +1,4 @@
-import type { BadgeCounts } from '@bubble/protocol';
+import { idRecord, ownValue, type BadgeCounts } from '@bubble/protocol';
 import type { MembershipSeqs } from '@bubble/store';
 
 /**
@@ -33,7 +33,7 @@ export const NO_EXTRAS: Readonly<ExtraCounts> = Object.freeze({
 });
 
 export function encodeFields(feed: number, extras: Readonly<ExtraCounts>): Record<string, number> {
-  const fields: Record<string, number> = {};
+  const fields = idRecord<number>();
   if (feed > 0) fields[FEED_FIELD] = feed;
   addExtraFields(fields, extras);
   return fields;
@@ -48,7 +48,7 @@ export function addExtraFields(
     if (unread > 0) fields[(muted ? MUTED : CONVERSATION) + id] = unread;
   }
   for (const name of extras.reddots) fields[REDDOT + name] = 1;
-  for (const kind in extras.counters) {
+  for (const kind of Object.keys(extras.counters)) {
     const count = extras.counters[kind]!;
     if (count > 0) fields[COUNTER + kind] = count;
   }
@@ -56,17 +56,17 @@ export function addExtraFields(
 
 /** The fields beside the feed, as stored: what a core compares its extras against. */
 export function extraFieldsOf(fields: Readonly<Record<string, number>>): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const name in fields) if (name !== FEED_FIELD) out[name] = fields[name]!;
+  const out = idRecord<number>();
+  for (const name of Object.keys(fields)) if (name !== FEED_FIELD) out[name] = fields[name]!;
   return out;
 }
 
 export function decodeFields(fields: Readonly<Record<string, number>>): BadgeCounts {
-  const conversations: Record<string, number> = {};
+  const conversations = idRecord<number>();
   const reddots: string[] = [];
-  const counters: Record<string, number> = {};
+  const counters = idRecord<number>();
   let conversationsTotal = 0;
-  for (const name in fields) {
+  for (const name of Object.keys(fields)) {
     const value = fields[name]!;
     if (name.startsWith(CONVERSATION)) {
       conversations[name.slice(CONVERSATION.length)] = value;
@@ -81,8 +81,8 @@ export function decodeFields(fields: Readonly<Record<string, number>>): BadgeCou
   }
   reddots.sort();
   return {
-    feed: fields[FEED_FIELD] ?? 0,
-    notices: fields[NOTICES_FIELD] ?? 0,
+    feed: ownValue(fields, FEED_FIELD) ?? 0,
+    notices: ownValue(fields, NOTICES_FIELD) ?? 0,
     conversations: sortKeys(conversations),
     conversationsTotal,
     reddots,
@@ -109,8 +109,8 @@ export function shownReddots(
   clicks: Readonly<Record<string, number>>,
 ): string[] {
   const shown: string[] = [];
-  for (const name in marked) {
-    const clicked = clicks[name];
+  for (const name of Object.keys(marked)) {
+    const clicked = ownValue(clicks, name);
     if (clicked === undefined || clicked < marked[name]!) shown.push(name);
   }
   return shown;
@@ -125,7 +125,7 @@ export function unreadOf(memberships: readonly MembershipSeqs[]): ExtraCounts['c
 }
 
 function sortKeys(record: Record<string, number>): Record<string, number> {
-  const out: Record<string, number> = {};
+  const out = idRecord<number>();
   for (const key of Object.keys(record).sort()) out[key] = record[key]!;
   return out;
 }

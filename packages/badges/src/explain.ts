@@ -1,4 +1,4 @@
-import { assertId, displayTotal, type BadgeCounts } from '@bubble/protocol';
+import { assertId, displayTotal, type BadgeCounts, idRecord } from '@bubble/protocol';
 import type { StoredBadge } from '@bubble/store';
 import { decodeFields, shownReddots } from './badge-fields.js';
 import type { BadgeContext } from './context.js';
@@ -86,7 +86,7 @@ export class Explainer {
         shown: shown.has(name),
       }));
     const conversationsTotal = conversations.reduce((sum, c) => sum + (c.muted ? 0 : c.unread), 0);
-    const kinds: Record<string, number> = {};
+    const kinds = idRecord<number>();
     let countersTotal = 0;
     for (const kind of this.ctx.counters.kinds) {
       kinds[kind] = counted.counts[kind] ?? 0;

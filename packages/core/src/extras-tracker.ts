@@ -1,3 +1,4 @@
+import { idRecord } from '@bubble/protocol';
 import {
   encodeCounts,
   type MembershipSeqs,
@@ -40,7 +41,7 @@ interface HeldUser {
  */
 export class ExtrasTracker {
   private liveIds: number[] = [];
-  private marked: Record<string, number> = {};
+  private marked: Record<string, number> = idRecord<number>();
   /** Keys of `marked`, kept so that the per-user fast path never enumerates it. */
   private markedCount = 0;
   private readonly users = new Map<string, HeldUser>();
@@ -61,7 +62,7 @@ export class ExtrasTracker {
   /** The shared sources, loaded whole (at start, or after the shared log was trimmed past us). */
   setShared(liveIds: readonly number[], marked: Readonly<Record<string, number>>): void {
     this.liveIds = [...liveIds].sort((a, b) => a - b);
-    this.marked = { ...marked };
+    this.marked = Object.assign(idRecord<number>(), marked);
     this.markedCount = Object.keys(this.marked).length;
     for (const user of this.users.keys()) this.dirty.add(user);
   }
@@ -79,7 +80,10 @@ export class ExtrasTracker {
     }
     const held: HeldUser = {
       seen: marks.seen,
-      clicks: Object.keys(marks.clicks).length > 0 ? { ...marks.clicks } : NO_CLICKS,
+      clicks:
+        Object.keys(marks.clicks).length > 0
+          ? Object.assign(idRecord<number>(), marks.clicks)
+          : NO_CLICKS,
       conversations: memberships.length > 0 ? new Map() : null,
       counters: heldCounters(counters),
       reported: previous?.reported ?? null,
@@ -203,7 +207,7 @@ export class ExtrasTracker {
    * equal keys are equal stored states (a zero field is stored as absent).
    */
   heldKey(user: string): string {
-    const fields: Record<string, number> = {};
+    const fields = idRecord<number>();
     this.addFieldsOf(user, fields);
     return encodeCounts(fields);
   }
@@ -244,7 +248,8 @@ export class ExtrasTracker {
 function heldCounters(
   counters: Readonly<Record<string, number>>,
 ): Readonly<Record<string, number>> {
-  for (const kind in counters) if (counters[kind]! > 0) return { ...counters };
+  for (const kind in counters)
+    if (counters[kind]! > 0) return Object.assign(idRecord<number>(), counters);
   return NO_COUNTERS;
 }
 

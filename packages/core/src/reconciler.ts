@@ -1,3 +1,4 @@
+import { idRecord } from '@bubble/protocol';
 import { addExtraFields, readStoredExtras, type CounterScope } from '@bubble/badges';
 import { encodeCounts, type BubbleStore } from '@bubble/store';
 import type { Logger } from 'pino';
@@ -160,7 +161,7 @@ export class Reconciler {
   private async storedExtras(user: string, marked: Record<string, number>) {
     const { store, counterScope } = this.options;
     const stored = await readStoredExtras(store, user, counterScope, marked);
-    const fields: Record<string, number> = {};
+    const fields = idRecord<number>();
     addExtraFields(fields, stored.extras);
     return { ...stored, key: encodeCounts(fields) };
   }

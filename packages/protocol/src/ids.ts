@@ -16,3 +16,16 @@ export function assertId(value: unknown, what: string): string {
   }
   return value;
 }
+
+/**
+ * A record keyed by ids: no prototype, so `__proto__`, `constructor` or `hasOwnProperty` are
+ * ordinary keys (an id may be any of them). Every object whose keys are ids is made with this.
+ */
+export function idRecord<T>(): Record<string, T> {
+  return Object.create(null) as Record<string, T>;
+}
+
+/** `record[key]` when the record has it as its own key (never an inherited property). */
+export function ownValue<T>(record: Readonly<Record<string, T>>, key: string): T | undefined {
+  return Object.hasOwn(record, key) ? record[key] : undefined;
+}

@@ -1,3 +1,4 @@
+import { idRecord } from '@bubble/protocol';
 import {
   MAX_NUMBER_LENGTH,
   MAX_UTF8_BYTES_PER_UNIT,
@@ -38,7 +39,7 @@ export function encodeCounts(fields: BadgeFields): string {
 }
 
 export function decodeCounts(text: string): Record<string, number> {
-  const fields: Record<string, number> = {};
+  const fields = idRecord<number>();
   if (text === NO_COUNTS) return fields;
   for (const pair of text.split(',')) {
     const at = pair.indexOf('=');

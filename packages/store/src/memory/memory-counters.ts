@@ -1,3 +1,4 @@
+import { idRecord } from '@bubble/protocol';
 import type { CounterCounts, CounterEvent, InteractionCounters } from '../extras-types.js';
 
 interface KindState {
@@ -76,7 +77,7 @@ export class MemoryCounters implements InteractionCounters {
   async counts(user: string, kinds: readonly string[], windowMs: number): Promise<CounterCounts> {
     const now = this.now();
     const state = this.live(user, now, windowMs, false);
-    const counts: Record<string, number> = {};
+    const counts = idRecord<number>();
     if (!state) return { counts, asOf: null };
     state.countedAt = Math.max(state.countedAt, now);
     for (const kind of kinds) {

@@ -1,3 +1,4 @@
+import { idRecord } from '@bubble/protocol';
 import type {
   ConversationMessage,
   Conversations,
@@ -228,7 +229,7 @@ export class MemoryConversations implements Conversations {
   ): Promise<MessageIngest | null> {
     const c = this.byId.get(conversation);
     if (!c) return null;
-    const senders: Record<string, number> = {};
+    const senders = idRecord<number>();
     for (const { seq, from, ts, preview } of messages) {
       if (seq > c.maxSeq) {
         c.maxSeq = seq;

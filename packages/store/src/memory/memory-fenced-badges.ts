@@ -1,4 +1,4 @@
-import { poolOf } from '@bubble/protocol';
+import { poolOf, idRecord } from '@bubble/protocol';
 import { sameCounts } from '../badge-state.js';
 import type {
   BadgeChange,
@@ -238,7 +238,7 @@ export function saveBadgeState(
   /** A core's unchanged counts keep the time they were stored at (as saveBadges-8.lua). */
   touchUnchanged = true,
 ): BadgeStamp {
-  const nonZero: Record<string, number> = {};
+  const nonZero = idRecord<number>();
   for (const [name, value] of Object.entries(fields)) if (value !== 0) nonZero[name] = value;
   const stored = badges.get(user);
   if (!stored) {

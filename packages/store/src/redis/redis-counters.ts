@@ -1,3 +1,4 @@
+import { idRecord } from '@bubble/protocol';
 import type { CounterCounts, CounterEvent, InteractionCounters } from '../extras-types.js';
 import type { RedisClient } from './connect.js';
 import type { RedisKeys } from './keys.js';
@@ -86,7 +87,7 @@ export class RedisCounters implements InteractionCounters {
         );
       }),
     );
-    const counts: Record<string, number> = {};
+    const counts = idRecord<number>();
     // Each call counts its kinds atomically; the lowest watermark bounds every event missed.
     let asOf: number | null = null;
     chunks.forEach((chunk, c) => {

@@ -10,7 +10,7 @@ import type {
   UserMarks,
   UserMarksState,
 } from '../extras-types.js';
-import { poolOf, usersByPool } from '@bubble/protocol';
+import { poolOf, usersByPool, idRecord } from '@bubble/protocol';
 import { byActivity } from '../conversation-order.js';
 import { marksEventsByPool } from '../marks-events.js';
 import type { RedisClient } from './connect.js';
@@ -114,7 +114,7 @@ export class RedisRedDots implements RedDots {
 
   async all(): Promise<Record<string, number>> {
     const raw = await this.shared.client.hgetall(this.shared.keys.reddots());
-    const out: Record<string, number> = {};
+    const out = idRecord<number>();
     for (const [name, ts] of Object.entries(raw)) out[name] = Number(ts);
     return out;
   }
@@ -223,7 +223,7 @@ export class RedisUserMarks implements UserMarks {
 }
 
 export function decodeMarks(raw: Record<string, string>): UserMarksState {
-  const clicks: Record<string, number> = {};
+  const clicks = idRecord<number>();
   for (const [field, value] of Object.entries(raw)) {
     if (field.startsWith(CLICK_PREFIX)) clicks[field.slice(CLICK_PREFIX.length)] = Number(value);
   }
@@ -319,7 +319,7 @@ export class RedisConversations implements Conversations {
     if (members !== 0) {
       await Promise.all(members.map((user) => this.index(user, [conversation, maxSeq, lastTs])));
     }
-    const senders: Record<string, number> = {};
+    const senders = idRecord<number>();
     for (let i = 3; i < result.length; i += 2) {
       senders[result[i] as string] = Number(result[i + 1]);
     }
