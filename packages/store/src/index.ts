@@ -5,7 +5,12 @@ export { MemoryPoolLocks } from './memory/memory-pool-locks.js';
 export { RedisStore, type RedisStoreOptions } from './redis/redis-store.js';
 export { RedlockPoolLocks, type RedlockPoolLocksOptions } from './redis/redlock-pool-locks.js';
 export { RedisKeys, KEY_PREFIX_PATTERN } from './redis/keys.js';
-export { connectRedis, type RedisClient, type RedisTarget } from './redis/connect.js';
+export {
+  connectRedis,
+  type ConnectOptions,
+  type RedisClient,
+  type RedisTarget,
+} from './redis/connect.js';
 export { loadScripts } from './redis/scripts.js';
 export {
   INGEST_GROUP,

@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import {
+  connectRedis,
   MemoryPoolLocks,
   RedlockPoolLocks,
   RedisKeys,
@@ -39,14 +40,31 @@ export function createLocks(config: Config, store: BubbleStore, logger: Logger):
   const urls = config.BUBBLE_LOCK_REDIS_URLS ?? (config.REDIS_URL ? [config.REDIS_URL] : []);
   const keys = new RedisKeys(config.BUBBLE_KEY_PREFIX, config.BUBBLE_POOLS);
   if (urls.length === 0) {
-    // Redis Cluster without a separate quorum: the cluster client routes each lock key itself.
+    // Redis Cluster without a separate quorum: a cluster client of the locks' own routes each
+    // lock key itself. Not the store's: its auto-pipelined batches would delay an extension
+    // behind a sweep's, and after a failover hand it MOVED until the slot map is reread, which
+    // under load outlasted short leases.
+    const lockClient = connectRedis(
+      { clusterNodes: config.REDIS_CLUSTER_NODES },
+      'bubble-lock',
+      () => {},
+      { autoPipelining: false },
+    );
     const locks = new RedlockPoolLocks({
-      clients: [store.redis as unknown as Redis],
+      clients: [lockClient as unknown as Redis],
       keys,
       logger: logger.child({ module: 'pool-locks' }),
     });
     // The store's own ping covers the cluster these locks live on.
-    return { locks, quorumClients: [], reachable: async () => {}, close: () => locks.close() };
+    return {
+      locks,
+      quorumClients: [],
+      reachable: async () => {},
+      async close() {
+        await locks.close();
+        lockClient.disconnect();
+      },
+    };
   }
   const clients = urls.map((url) => {
     const client = new Redis(url, {

@@ -50,6 +50,14 @@ export interface RedisTarget {
   clusterNodes?: string[];
 }
 
+export interface ConnectOptions {
+  /**
+   * Batch the commands of one event-loop turn (default). Off for a client whose few commands
+   * must neither wait behind a sweep's batch nor share its fate when a failover moves slots.
+   */
+  autoPipelining?: boolean;
+}
+
 /**
  * One client per process. Auto-pipelining turns the many independent commands of one tick
  * (a cold start's per-followee counts) into one write per node.
@@ -58,14 +66,15 @@ export function connectRedis(
   target: RedisTarget,
   name = 'bubble',
   onError: (err: Error) => void = () => {},
+  options: ConnectOptions = {},
 ): RedisClient {
-  const client = open(target, name);
+  const client = open(target, name, options.autoPipelining ?? true);
   // Without a listener ioredis prints every failed reconnect; callers see the failures anyway.
   client.on('error', onError);
   return client;
 }
 
-function open(target: RedisTarget, name: string): RedisClient {
+function open(target: RedisTarget, name: string, autoPipelining: boolean): RedisClient {
   if (target.clusterNodes && target.clusterNodes.length > 0) {
     return new Cluster(
       target.clusterNodes.map((node) => {
@@ -73,7 +82,7 @@ function open(target: RedisTarget, name: string): RedisClient {
         return { host, port };
       }),
       {
-        enableAutoPipelining: true,
+        enableAutoPipelining: autoPipelining,
         ...CLUSTER_FAILOVER,
         redisOptions: {
           connectionName: name,
@@ -87,7 +96,7 @@ function open(target: RedisTarget, name: string): RedisClient {
   }
   if (!target.url) throw new Error('a Redis URL or cluster nodes are required');
   return new Redis(target.url, {
-    enableAutoPipelining: true,
+    enableAutoPipelining: autoPipelining,
     connectionName: name,
     maxRetriesPerRequest: 2,
     commandTimeout: COMMAND_TIMEOUT_MS,
