@@ -195,6 +195,8 @@ describe('bubble CLI processes', () => {
     ['BUBBLE_TRUSTED_PROXIES', 'proxy.internal'],
     ['BUBBLE_WS_CONNECT_RATE', '0'],
     ['BUBBLE_WS_CONNECT_BURST', '0.5'],
+    ['BUBBLE_CLIENT_USER_RATE', '0'],
+    ['BUBBLE_CLIENT_ADDRESS_BURST', 'many'],
     ['BUBBLE_DEV', 'yes'],
   ])('a bad %s stops bubble all with a message naming it', async (name, value) => {
     const port = await freePort();

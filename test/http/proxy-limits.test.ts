@@ -4,7 +4,8 @@
  * With BUBBLE_TRUSTED_PROXIES naming loopback (the tests connect from it), clients with
  * different X-Forwarded-For get separate buckets; with a list that does not name loopback the
  * header is ignored and everyone shares loopback's bucket. A disallowed Origin is answered 403
- * at the upgrade, never 101.
+ * at the upgrade, never 101. The client routes' per-user and per-address limits come from
+ * BUBBLE_CLIENT_USER_RATE/BURST and BUBBLE_CLIENT_ADDRESS_RATE/BURST.
  */
 import type { RoleProcess } from '@bubble/test-utils';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -79,6 +80,43 @@ describe('a bubble gateway behind a proxy', () => {
     expect(statuses).toEqual([101, 101, 101]);
     expectRateLimited(await upgrade(gateway, { ...auth, 'x-forwarded-for': '198.51.100.99' }));
     expectRateLimited(await upgrade(gateway, auth));
+  });
+
+  it('the client-route limits come from BUBBLE_CLIENT_USER_* and BUBBLE_CLIENT_ADDRESS_*, counted on /metrics', async () => {
+    const gateway = await deployment.spawn('gateway', {
+      BUBBLE_CLIENT_USER_RATE: '0.01',
+      BUBBLE_CLIENT_USER_BURST: '2',
+      BUBBLE_CLIENT_ADDRESS_RATE: '0.01',
+      BUBBLE_CLIENT_ADDRESS_BURST: '4',
+      BUBBLE_TRUSTED_PROXIES: '127.0.0.1/32',
+    });
+    const poll = async (user: string, address: string) => {
+      const res = await fetch(`${gateway.url}/v1/badge`, {
+        headers: {
+          authorization: `Bearer ${await deployment.token(user)}`,
+          'x-forwarded-for': address,
+        },
+      });
+      const body = await res.text();
+      return { status: res.status, body, retryAfter: res.headers.get('retry-after') };
+    };
+    const expectRefused = (reply: Awaited<ReturnType<typeof poll>>) => {
+      expect(reply.status, reply.body).toBe(429);
+      expect(JSON.parse(reply.body)).toMatchObject({ error: { code: 'UB_ERR_RATE_LIMITED' } });
+      const seconds = Number(reply.retryAfter);
+      expect(Number.isInteger(seconds) && seconds >= 1 && seconds <= 100).toBe(true);
+    };
+    // Per user: two polls, then refused, from whichever address.
+    expect((await poll('uma', '198.51.100.1')).status).toBe(200);
+    expect((await poll('uma', '198.51.100.2')).status).toBe(200);
+    expectRefused(await poll('uma', '198.51.100.3'));
+    // Per address: four calls of different users, then refused for a fifth user.
+    for (const user of ['vic', 'wes', 'xia', 'yan'])
+      expect((await poll(user, '203.0.113.5')).status).toBe(200);
+    expectRefused(await poll('zed', '203.0.113.5'));
+    const metrics = await (await fetch(`${gateway.url}/metrics`)).text();
+    expect(metrics).toMatch(/^bubble_http_rate_limited_total\{limit="user"\} 1$/m);
+    expect(metrics).toMatch(/^bubble_http_rate_limited_total\{limit="address"\} 1$/m);
   });
 
   it('an Origin outside BUBBLE_ALLOWED_ORIGINS is refused 403 at the upgrade, never 101', async () => {

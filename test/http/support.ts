@@ -38,7 +38,9 @@ export interface App {
 export interface AppOptions {
   rules?: Partial<BadgeRules>;
   jwtAudience?: string;
-  gateway?: Partial<Pick<GatewayOptions, 'drainTimeoutMs' | 'basePollSeconds'>>;
+  gateway?: Partial<
+    Pick<GatewayOptions, 'drainTimeoutMs' | 'basePollSeconds' | 'clientLimits' | 'trustedProxies'>
+  >;
 }
 
 /** A gateway on 127.0.0.1:<ephemeral> over `store`, its clock seeded at the real now. */

@@ -76,6 +76,12 @@ export async function startGateway(options: {
       ...roleEnv(options.redisUrl, options.pools),
       BUBBLE_API_KEY: options.secrets.apiKey,
       BUBBLE_JWT_SECRET: options.secrets.jwtSecret,
+      // The drivers are one address polling far above any user's interval: that load is the
+      // point, so the client-route limits are out of its way.
+      BUBBLE_CLIENT_USER_RATE: '1000000',
+      BUBBLE_CLIENT_USER_BURST: '1000000',
+      BUBBLE_CLIENT_ADDRESS_RATE: '1000000',
+      BUBBLE_CLIENT_ADDRESS_BURST: '10000000',
       ...options.env,
     },
     nodeArgs: options.nodeArgs ?? [],

@@ -16,6 +16,9 @@ export type WebhookSource = (typeof WEBHOOK_SOURCES)[number];
 
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 
+/** Requests per second: positive, fractions allowed (0.5 is one every 2 s). */
+const rate = (fallback: number) => z.coerce.number().positive().max(1_000_000).default(fallback);
+
 const DURATION_UNITS = { s: 1, m: 60, h: 3600, d: 86_400 } as const;
 
 /** Seconds, written as a number of seconds or 30s, 15m, 12h, 7d. */
@@ -178,6 +181,23 @@ export const configSchema = z.object({
   BUBBLE_WS_CONNECT_BURST: int(1, 1_000_000)
     .default(50)
     .describe('burst of new WebSocket connections per client address'),
+  BUBBLE_CLIENT_USER_RATE: rate(5).describe(
+    'client-route requests (polls, reads, conversation list, mutes) per second per user',
+  ),
+  BUBBLE_CLIENT_USER_BURST: int(1, 1_000_000)
+    .default(40)
+    .describe('burst of client-route requests per user'),
+  BUBBLE_CLIENT_ADDRESS_RATE: rate(200).describe(
+    'client-route requests per second per client address (many users may share a NAT)',
+  ),
+  BUBBLE_CLIENT_ADDRESS_BURST: int(1, 10_000_000)
+    .default(1000)
+    .describe('burst of client-route requests per client address'),
+  BUBBLE_CLIENT_LIMIT_TRACKED: int(1000, 10_000_000)
+    .default(100_000)
+    .describe(
+      'most users, and most addresses, whose client-route limits are tracked at once; past it the least recently seen are forgotten',
+    ),
   BUBBLE_DEV: z
     .enum(['0', '1'])
     .default('0')

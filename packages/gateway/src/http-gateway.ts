@@ -22,6 +22,12 @@ import type { ClusterReads } from './dashboard/history.js';
 import { trackLiveGauges } from './dashboard/live-gauges.js';
 import { addDemoRoutes, type DemoOptions } from './demo/demo-routes.js';
 import { ClientAddressResolver, type Cidr } from './http/client-address.js';
+import {
+  ClientLimits,
+  DEFAULT_CLIENT_LIMITS,
+  RateLimitedError,
+  type ClientLimitOptions,
+} from './http/client-limits.js';
 import { sendError } from './http/respond.js';
 import { Router } from './http/router.js';
 import { LoadMonitor } from './load-monitor.js';
@@ -75,6 +81,13 @@ export interface GatewayOptions {
     /** Proxies whose X-Forwarded-For names the client (BUBBLE_TRUSTED_PROXIES). */
     trustedProxies?: readonly Cidr[];
   };
+  /**
+   * Per-user and per-address limits of the client routes (default DEFAULT_CLIENT_LIMITS); the
+   * addresses are resolved through `trustedProxies`.
+   */
+  clientLimits?: ClientLimitOptions;
+  /** Proxies whose X-Forwarded-For names the client (BUBBLE_TRUSTED_PROXIES); else `live`'s. */
+  trustedProxies?: readonly Cidr[];
   /** Which route groups this server answers; default all. */
   serves?: readonly RouteGroup[];
   /** The demo page at /demo, served with the client routes. */
@@ -95,6 +108,8 @@ export class HttpGateway {
   private readonly logger: Logger;
   private draining = false;
   readonly liveUsers: LiveUsers | undefined;
+  /** The client routes' per-user and per-address limits, when this server answers them. */
+  readonly clientLimits: ClientLimits | undefined;
   private wsGateway: WsGateway | undefined;
   private createWs: (() => WsGateway) | undefined;
   /** Until start(), only the probes and /metrics answer (and /readyz says 503 'starting'). */
@@ -161,11 +176,17 @@ export class HttpGateway {
       });
     }
     if (serves.has('client')) {
+      const limits = (this.clientLimits = new ClientLimits(
+        options.clientLimits ?? DEFAULT_CLIENT_LIMITS,
+        new ClientAddressResolver(options.trustedProxies ?? live?.trustedProxies ?? []),
+        (limit) => this.metrics.rateLimited.inc({ limit }),
+      ));
       addClientRoutes(this.router, {
         service,
         auth,
         load: this.load,
         metrics: this.metrics,
+        limits,
         live: this.liveUsers,
       });
       if (options.demo && options.auth)
@@ -333,7 +354,13 @@ export class HttpGateway {
       res.destroy();
       return;
     }
-    sendError(res, error, error.code === 'UB_ERR_TOO_LARGE' ? { connection: 'close' } : {});
+    const headers: Record<string, string> =
+      error instanceof RateLimitedError
+        ? { 'retry-after': String(error.retryAfterSeconds) }
+        : error.code === 'UB_ERR_TOO_LARGE'
+          ? { connection: 'close' }
+          : {};
+    sendError(res, error, headers);
   }
 }
 

@@ -17,6 +17,12 @@ export class GatewayMetrics {
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
     registers: [this.registry],
   });
+  readonly rateLimited = new Counter({
+    name: 'bubble_http_rate_limited_total',
+    help: 'Client-route requests refused with 429 before any store access, by the limit that refused them (user, address)',
+    labelNames: ['limit'] as const,
+    registers: [this.registry],
+  });
   readonly coldStarts = new Histogram({
     name: 'bubble_cold_start_seconds',
     help: 'Time to compute one badge on demand from the stored sources',

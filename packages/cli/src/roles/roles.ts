@@ -160,6 +160,18 @@ export async function startRole(
           },
           trustedProxies: config.BUBBLE_TRUSTED_PROXIES,
         },
+        clientLimits: {
+          perUser: {
+            perSecond: config.BUBBLE_CLIENT_USER_RATE,
+            burst: config.BUBBLE_CLIENT_USER_BURST,
+          },
+          perAddress: {
+            perSecond: config.BUBBLE_CLIENT_ADDRESS_RATE,
+            burst: config.BUBBLE_CLIENT_ADDRESS_BURST,
+          },
+          maxTracked: config.BUBBLE_CLIENT_LIMIT_TRACKED,
+        },
+        trustedProxies: config.BUBBLE_TRUSTED_PROXIES,
         // Minting tokens for anyone only with a generated (never a configured) JWT secret.
         demo: { devTokens: secrets.generated && config.BUBBLE_JWT_SECRET === undefined },
       });

@@ -11,6 +11,7 @@ import {
 import type { BadgeService } from '@bubble/badges';
 import type { Authenticator } from '../auth.js';
 import { readBody } from '../http/body.js';
+import type { ClientLimits } from '../http/client-limits.js';
 import { sendEmpty, sendJson } from '../http/respond.js';
 import type { Router } from '../http/router.js';
 import type { LiveUsers } from '../live/live-users.js';
@@ -22,6 +23,8 @@ export interface ClientDeps {
   auth: Authenticator;
   load: LoadMonitor;
   metrics: GatewayMetrics;
+  /** Every client route is admitted by these first: before any store access or body read. */
+  limits: ClientLimits;
   /** When present, polls are answered from the users held here (no Redis when nothing changed). */
   live?: LiveUsers | undefined;
 }
@@ -29,11 +32,11 @@ export interface ClientDeps {
 /** End-user calls, authenticated by a JWT; the user is always the token's subject. */
 export function addClientRoutes(
   router: Router,
-  { service, auth, load, metrics, live }: ClientDeps,
+  { service, auth, load, metrics, limits, live }: ClientDeps,
 ): void {
   router
     .add('GET', '/v1/badge', async ({ req, res }) => {
-      const user = await auth.requireUser(req);
+      const user = await limits.admit(req, auth);
       if (load.overloaded()) {
         throw new BubbleError('UB_ERR_UNAVAILABLE', 'the gateway is overloaded; poll again later');
       }
@@ -64,14 +67,14 @@ export function addClientRoutes(
       sendJson(res, 200, badge, headers);
     })
     .add('POST', '/v1/badge/read', async ({ req, res }) => {
-      const user = await auth.requireUser(req);
+      const user = await limits.admit(req, auth);
       const body = await readBody(req, readRequestSchema);
       const badge = await service.read(user, body);
       live?.publishLocal(badge);
       sendJson(res, 200, badge, { etag: badgeEtag(badge) });
     })
     .add('GET', '/v1/conversations', async ({ req, res }) => {
-      const user = await auth.requireUser(req);
+      const user = await limits.admit(req, auth);
       const query = new URL(req.url ?? '/', 'http://localhost').searchParams;
       const limit = parseLimit(query.get('limit'));
       const list = await service.conversationList(user, limit);
@@ -86,7 +89,7 @@ export function addClientRoutes(
       sendJson(res, 200, list, headers);
     })
     .add('PUT', '/v1/conversations/:id/mute', async ({ req, res, params }) => {
-      const user = await auth.requireUser(req);
+      const user = await limits.admit(req, auth);
       const conversation = assertId(params['id'], 'conversation');
       const body = await readBody(req, muteSchema);
       await service.setMuted(user, conversation, body.muted);
