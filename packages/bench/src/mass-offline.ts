@@ -1,0 +1,155 @@
+import { ExtrasTracker, FeedCounter, StoredBeliefs } from '@bubble/core';
+import { mulberry32 } from '@bubble/protocol';
+import { buildScenarioWorkload, percentile, ZipfSampler, type Workload } from './workload.js';
+
+export interface MassOfflineOptions {
+  users: number;
+  authors: number;
+  windowPosts: number;
+  followMedian: number;
+  followCap: number;
+  /** Users of the core that go offline at once (a gateway's share dying). */
+  offline: number;
+  /** A tenth as many, to show how the cost grows with the number gone. */
+  smallOffline: number;
+  /** Times each figure is measured (the users come back online between two). */
+  rounds: number;
+  /** The run with topics: each user follows this many of `topicPool`, drawn by a power law. */
+  topicsPerUser: number;
+  topicPool: number;
+  seed: number;
+  log: (line: string) => void;
+}
+
+export const MASS_OFFLINE_DEFAULTS: MassOfflineOptions = {
+  users: 100_000,
+  authors: 50_000,
+  windowPosts: 400_000,
+  followMedian: 150,
+  followCap: 2000,
+  offline: 50_000,
+  smallOffline: 5_000,
+  rounds: 3,
+  topicsPerUser: 5,
+  topicPool: 1000,
+  seed: 42,
+  log: () => {},
+};
+
+/** The sweep's budget: the default tick, and the latency tick. */
+const TICK_MS = 1000;
+const FAST_TICK_MS = 100;
+const POOLS = 100;
+
+/**
+ * A gateway holding `offline` of one core's 100k users dies: their presences lapse together and
+ * one sweep lets them all go (pool-tenures expirePresence → StoredBeliefs.release → the counter
+ * and the extras forget them), then takes the changed counts. In process, single thread, the
+ * sweep's workload (power-law follows, median 150, capped at 2000); once without topics, once
+ * with every user following 5 topics of 1,000 drawn by a power law (popular topics have tens of
+ * thousands of followers).
+ */
+export async function benchMassOffline(partial: Partial<MassOfflineOptions> = {}) {
+  const options = { ...MASS_OFFLINE_DEFAULTS, ...partial };
+  const workload = buildScenarioWorkload('mass-offline', options, { now: NOW });
+  const plain = measure(workload, options, false);
+  const topics = measure(workload, options, true);
+  const ms = plain.bigMs;
+  return {
+    scenario: 'mass-offline',
+    users: options.users,
+    offline: options.offline,
+    meanFollows: round2(
+      workload.follows.reduce((sum, f) => sum + f.length, 0) / workload.follows.length,
+    ),
+    tickMs: TICK_MS,
+    [`massOfflineMs_${label(options.offline)}`]: ms,
+    [`massOfflineMs_${label(options.smallOffline)}`]: plain.smallMs,
+    [`massOfflineMs_${label(options.offline)}_topics`]: topics.bigMs,
+    [`massOfflineMs_${label(options.smallOffline)}_topics`]: topics.smallMs,
+    usPerUserOffline: round2((ms * 1000) / options.offline),
+    // 1 when letting users go costs the same per user however many go at once.
+    growthRatio: round2(ms / options.offline / (plain.smallMs / options.smallOffline)),
+    growthRatio_topics: round2(
+      topics.bigMs / options.offline / (topics.smallMs / options.smallOffline),
+    ),
+    shareOfTick: round2(Math.max(ms, topics.bigMs) / TICK_MS),
+    shareOfFastTick: round2(Math.max(ms, topics.bigMs) / FAST_TICK_MS),
+  };
+}
+
+const NOW = Date.UTC(2026, 10, 30);
+
+function label(n: number): string {
+  return n % 1000 === 0 ? `${n / 1000}k` : String(n);
+}
+
+function measure(workload: Workload, options: MassOfflineOptions, withTopics: boolean) {
+  const what = withTopics ? 'with topics' : 'without topics';
+  options.log(`mass-offline: loading ${options.users} users ${what}`);
+  const counter = new FeedCounter({ lookbackMs: 7 * 24 * 3600 * 1000 });
+  const extras = new ExtrasTracker();
+  const beliefs = new StoredBeliefs(counter, extras, POOLS);
+  counter.advanceTo(NOW);
+  const postsByAuthor = new Map<number, { id: string; ts: number }[]>();
+  for (const post of workload.posts) {
+    let list = postsByAuthor.get(post.author);
+    if (!list) postsByAuthor.set(post.author, (list = []));
+    list.push({ id: post.id, ts: post.ts });
+  }
+  const topicRank = new ZipfSampler(options.topicPool, 1, mulberry32(options.seed + 7));
+  const topicsOf = workload.users.map(() => {
+    if (!withTopics) return [];
+    const chosen = new Set<string>();
+    while (chosen.size < options.topicsPerUser) chosen.add(`t${topicRank.next()}`);
+    return [...chosen];
+  });
+  const online = (u: number) => {
+    const user = workload.users[u]!;
+    const names = Array.from(workload.follows[u]!, (a) => workload.authors[a]!);
+    for (const author of counter.setUser(user, names, workload.readAt[u]!)) {
+      counter.loadAuthor(author, postsByAuthor.get(Number(author.slice(1))) ?? []);
+    }
+    for (const topic of counter.setTopics(user, topicsOf[u]!)) counter.loadTopic(topic, []);
+    extras.setUser(user, { seen: null, clicks: {} }, []);
+    counter.recompute(user);
+    beliefs.loaded(counter.users.idOf(user)!, user, null, false);
+  };
+  for (let u = 0; u < workload.users.length; u++) online(u);
+  counter.takeChanged();
+
+  // The users of one gateway: every user of an even index (spread over every pool and author).
+  const random = mulberry32(options.seed + 11);
+  const order = Int32Array.from({ length: workload.users.length }, (_, i) => i);
+  for (let i = order.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [order[i], order[j]] = [order[j]!, order[i]!];
+  }
+  const offlineOnce = (count: number): number => {
+    const gone = order.subarray(0, count);
+    const started = performance.now();
+    for (const u of gone) beliefs.release(workload.users[u]!);
+    counter.takeChanged();
+    const ms = performance.now() - started;
+    for (const u of gone) online(u);
+    counter.takeChanged();
+    return ms;
+  };
+  const big: number[] = [];
+  const small: number[] = [];
+  for (let round = 0; round < options.rounds; round++) {
+    small.push(offlineOnce(options.smallOffline));
+    big.push(offlineOnce(options.offline));
+    options.log(
+      `mass-offline ${what}: ${options.offline} users offline in ${round2(big.at(-1)!)} ms, ` +
+        `${options.smallOffline} in ${round2(small.at(-1)!)} ms`,
+    );
+  }
+  big.sort((a, b) => a - b);
+  small.sort((a, b) => a - b);
+  return { bigMs: round2(percentile(big, 50)), smallMs: round2(percentile(small, 50)) };
+}
+
+function round2(x: number): number {
+  return Math.round(x * 100) / 100;
+}
