@@ -1,5 +1,5 @@
 import { ExtrasTracker, FeedCounter, StoredBeliefs } from '@bubble/core';
-import { mulberry32 } from '@bubble/protocol';
+import { DAY_MS, mulberry32 } from '@bubble/protocol';
 import { buildScenarioWorkload, percentile, ZipfSampler, type Workload } from './workload.js';
 
 export interface MassOfflineOptions {
@@ -36,6 +36,8 @@ export const MASS_OFFLINE_DEFAULTS: MassOfflineOptions = {
   log: () => {},
 };
 
+export const MASS_OFFLINE_NOW = Date.UTC(2026, 10, 30);
+
 /** The sweep's budget: the default tick, and the latency tick. */
 const TICK_MS = 1000;
 const FAST_TICK_MS = 100;
@@ -51,9 +53,9 @@ const POOLS = 100;
  */
 export async function benchMassOffline(partial: Partial<MassOfflineOptions> = {}) {
   const options = { ...MASS_OFFLINE_DEFAULTS, ...partial };
-  const workload = buildScenarioWorkload('mass-offline', options, { now: NOW });
-  const plain = measure(workload, options, false);
-  const topics = measure(workload, options, true);
+  const workload = buildScenarioWorkload('mass-offline', options, { now: MASS_OFFLINE_NOW });
+  const plain = measureMassOffline(workload, options, false);
+  const topics = measureMassOffline(workload, options, true);
   const ms = plain.bigMs;
   return {
     scenario: 'mass-offline',
@@ -78,19 +80,26 @@ export async function benchMassOffline(partial: Partial<MassOfflineOptions> = {}
   };
 }
 
-const NOW = Date.UTC(2026, 10, 30);
-
 function label(n: number): string {
   return n % 1000 === 0 ? `${n / 1000}k` : String(n);
 }
 
-function measure(workload: Workload, options: MassOfflineOptions, withTopics: boolean) {
+/** The counter's class: the A/B script (scripts/mass-offline-ab.ts) passes a revision's. */
+export type CounterClass = new (options: { lookbackMs: number }) => FeedCounter;
+
+/** Median times (ms) of letting `offline` and `smallOffline` users go, over `rounds`. */
+export function measureMassOffline(
+  workload: Workload,
+  options: MassOfflineOptions,
+  withTopics: boolean,
+  Counter: CounterClass = FeedCounter,
+): { bigMs: number; smallMs: number } {
   const what = withTopics ? 'with topics' : 'without topics';
   options.log(`mass-offline: loading ${options.users} users ${what}`);
-  const counter = new FeedCounter({ lookbackMs: 7 * 24 * 3600 * 1000 });
+  const counter = new Counter({ lookbackMs: 7 * DAY_MS });
   const extras = new ExtrasTracker();
   const beliefs = new StoredBeliefs(counter, extras, POOLS);
-  counter.advanceTo(NOW);
+  counter.advanceTo(MASS_OFFLINE_NOW);
   const postsByAuthor = new Map<number, { id: string; ts: number }[]>();
   for (const post of workload.posts) {
     let list = postsByAuthor.get(post.author);
