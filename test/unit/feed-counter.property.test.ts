@@ -256,7 +256,8 @@ describe('FeedCounter', () => {
       readAt: fc.option(fc.integer({ min: 9400, max: 9900 }), { nil: null }),
     });
     type MassStep =
-      | { kind: 'offline'; gone: string[] }
+      | { kind: 'offline'; gone: string[]; deferred: boolean }
+      | { kind: 'reclaim'; budget: number }
       | { kind: 'online'; back: [string, Profile][] }
       | { kind: 'post'; author: string };
     const step: fc.Arbitrary<MassStep> = fc.oneof(
@@ -264,7 +265,10 @@ describe('FeedCounter', () => {
       fc.record({
         kind: fc.constant('offline' as const),
         gone: fc.uniqueArray(fc.constantFrom(...users), { minLength: 1, maxLength: 40 }),
+        // As a sweep lets them go (releaseUser, reclaimed later), or removeUser at once.
+        deferred: fc.boolean(),
       }),
+      fc.record({ kind: fc.constant('reclaim' as const), budget: fc.integer({ min: 0, max: 60 }) }),
       fc.record({
         kind: fc.constant('online' as const),
         back: fc.array(fc.tuple(fc.constantFrom(...users), profile), { maxLength: 20 }),
@@ -301,8 +305,11 @@ describe('FeedCounter', () => {
         if (s.kind === 'offline') {
           for (const user of s.gone) {
             held.delete(user);
-            counter.removeUser(user);
+            if (s.deferred) counter.releaseUser(user);
+            else counter.removeUser(user);
           }
+        } else if (s.kind === 'reclaim') {
+          counter.reclaim(s.budget);
         } else if (s.kind === 'online') {
           for (const [user, p] of s.back) hold(user, p);
         } else {
@@ -334,6 +341,21 @@ describe('FeedCounter', () => {
             wrong.push([user, counter.countOf(user), expected]);
         }
         expect(wrong).toEqual([]);
+        expect(counter.heldUsers().sort()).toEqual([...held.keys()].sort());
+        expect(counter.userCount).toBe(held.size);
+      }
+      counter.reclaim(Infinity);
+      expect(counter.unreclaimedFollows).toBe(0);
+      for (const [user, p] of held) {
+        const after = Math.max(p.readAt ?? -Infinity, now - L);
+        counter.recompute(user);
+        const reaching = live.filter(
+          (x) =>
+            (p.follows.includes(x.author) || x.topics.some((t) => p.topics.includes(t))) &&
+            x.ts > after &&
+            x.ts <= now,
+        ).length;
+        expect([user, counter.countOf(user)]).toEqual([user, reaching]);
       }
     };
     fc.assert(

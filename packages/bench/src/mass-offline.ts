@@ -46,7 +46,8 @@ const POOLS = 100;
 /**
  * A gateway holding `offline` of one core's 100k users dies: their presences lapse together and
  * one sweep lets them all go (pool-tenures expirePresence → StoredBeliefs.release → the counter
- * and the extras forget them), then takes the changed counts. In process, single thread, the
+ * and the extras forget them), then takes the changed counts; the follower lists let them go over
+ * the next sweeps (FeedCounter.reclaim, timed per sweep). In process, single thread, the
  * sweep's workload (power-law follows, median 150, capped at 2000); once without topics, once
  * with every user following 5 topics of 1,000 drawn by a power law (popular topics have tens of
  * thousands of followers).
@@ -75,6 +76,12 @@ export async function benchMassOffline(partial: Partial<MassOfflineOptions> = {}
     growthRatio_topics: round2(
       topics.bigMs / options.offline / (topics.smallMs / options.smallOffline),
     ),
+    [`reclaimSweeps_${label(options.offline)}`]: plain.reclaimSweeps,
+    [`reclaimMaxMsPerSweep_${label(options.offline)}`]: plain.reclaimMaxMs,
+    [`reclaimTotalMs_${label(options.offline)}`]: plain.reclaimTotalMs,
+    [`reclaimSweeps_${label(options.offline)}_topics`]: topics.reclaimSweeps,
+    [`reclaimMaxMsPerSweep_${label(options.offline)}_topics`]: topics.reclaimMaxMs,
+    [`reclaimTotalMs_${label(options.offline)}_topics`]: topics.reclaimTotalMs,
     shareOfTick: round2(Math.max(ms, topics.bigMs) / TICK_MS),
     shareOfFastTick: round2(Math.max(ms, topics.bigMs) / FAST_TICK_MS),
   };
@@ -93,7 +100,7 @@ export function measureMassOffline(
   options: MassOfflineOptions,
   withTopics: boolean,
   Counter: CounterClass = FeedCounter,
-): { bigMs: number; smallMs: number } {
+) {
   const what = withTopics ? 'with topics' : 'without topics';
   options.log(`mass-offline: loading ${options.users} users ${what}`);
   const counter = new Counter({ lookbackMs: 7 * DAY_MS });
@@ -134,12 +141,27 @@ export function measureMassOffline(
     const j = Math.floor(random() * (i + 1));
     [order[i], order[j]] = [order[j]!, order[i]!];
   }
-  const offlineOnce = (count: number): number => {
+  // A revision from before the deferred release (the A/B script) takes users out at once.
+  const deferred = typeof (counter as Partial<FeedCounter>).reclaim === 'function';
+  const release = deferred
+    ? (user: string) => beliefs.release(user)
+    : (user: string) => {
+        counter.removeUser(user);
+        extras.removeUser(user);
+      };
+  const reclaims: number[] = [];
+  const offlineOnce = (count: number, keepReclaims: boolean): number => {
     const gone = order.subarray(0, count);
     const started = performance.now();
-    for (const u of gone) beliefs.release(workload.users[u]!);
+    for (const u of gone) release(workload.users[u]!);
     counter.takeChanged();
     const ms = performance.now() - started;
+    // The next sweeps' share (core-node.ts): FeedCounter.reclaim with its default budget.
+    while (deferred && counter.unreclaimedFollows > 0) {
+      const reclaimStarted = performance.now();
+      counter.reclaim();
+      if (keepReclaims) reclaims.push(performance.now() - reclaimStarted);
+    }
     for (const u of gone) online(u);
     counter.takeChanged();
     return ms;
@@ -147,8 +169,8 @@ export function measureMassOffline(
   const big: number[] = [];
   const small: number[] = [];
   for (let round = 0; round < options.rounds; round++) {
-    small.push(offlineOnce(options.smallOffline));
-    big.push(offlineOnce(options.offline));
+    small.push(offlineOnce(options.smallOffline, false));
+    big.push(offlineOnce(options.offline, round === 0));
     options.log(
       `mass-offline ${what}: ${options.offline} users offline in ${round2(big.at(-1)!)} ms, ` +
         `${options.smallOffline} in ${round2(small.at(-1)!)} ms`,
@@ -156,7 +178,18 @@ export function measureMassOffline(
   }
   big.sort((a, b) => a - b);
   small.sort((a, b) => a - b);
-  return { bigMs: round2(percentile(big, 50)), smallMs: round2(percentile(small, 50)) };
+  options.log(
+    `mass-offline ${what}: reclaimed in ${reclaims.length} sweeps of ` +
+      reclaims.map((ms) => round2(ms)).join(', ') +
+      ' ms',
+  );
+  return {
+    bigMs: round2(percentile(big, 50)),
+    smallMs: round2(percentile(small, 50)),
+    reclaimSweeps: reclaims.length,
+    reclaimMaxMs: round2(Math.max(0, ...reclaims)),
+    reclaimTotalMs: round2(reclaims.reduce((sum, ms) => sum + ms, 0)),
+  };
 }
 
 function round2(x: number): number {
