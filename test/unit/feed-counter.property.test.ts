@@ -241,4 +241,130 @@ describe('FeedCounter', () => {
       });
     }
   });
+
+  it('after random mass removals (a gateway dying) every held user equals the definition', () => {
+    const users = Array.from({ length: 40 }, (_, u) => `u${u}`);
+    const authors = Array.from({ length: 8 }, (_, a) => `a${a}`);
+    interface Profile {
+      follows: string[];
+      topics: string[];
+      readAt: number | null;
+    }
+    const profile: fc.Arbitrary<Profile> = fc.record({
+      follows: fc.uniqueArray(fc.constantFrom(...authors), { maxLength: 6 }),
+      topics: fc.uniqueArray(fc.constantFrom('t0', 't1', 't2'), { maxLength: 2 }),
+      readAt: fc.option(fc.integer({ min: 9400, max: 9900 }), { nil: null }),
+    });
+    type MassStep =
+      | { kind: 'offline'; gone: string[]; deferred: boolean }
+      | { kind: 'reclaim'; budget: number }
+      | { kind: 'online'; back: [string, Profile][] }
+      | { kind: 'post'; author: string };
+    const step: fc.Arbitrary<MassStep> = fc.oneof(
+      // Users let go at once: a random subset of everyone, as a dying gateway's share.
+      fc.record({
+        kind: fc.constant('offline' as const),
+        gone: fc.uniqueArray(fc.constantFrom(...users), { minLength: 1, maxLength: 40 }),
+        // As a sweep lets them go (releaseUser, reclaimed later), or removeUser at once.
+        deferred: fc.boolean(),
+      }),
+      fc.record({ kind: fc.constant('reclaim' as const), budget: fc.integer({ min: 0, max: 60 }) }),
+      fc.record({
+        kind: fc.constant('online' as const),
+        back: fc.array(fc.tuple(fc.constantFrom(...users), profile), { maxLength: 20 }),
+      }),
+      fc.record({ kind: fc.constant('post' as const), author: fc.constantFrom(...authors) }),
+    );
+    const now = 10_000;
+    const run = (initial: Profile[], steps: MassStep[]) => {
+      const counter = new FeedCounter({ lookbackMs: L });
+      counter.advanceTo(now);
+      const live = authors.flatMap((a, i) => [
+        { author: a, id: `p${i}`, ts: 9500 + i, topics: i % 3 === 0 ? [`t${i % 2}`] : [] },
+        { author: a, id: `q${i}`, ts: 9800 + i, topics: i % 4 === 1 ? ['t2', 't1'] : [] },
+      ]);
+      const held = new Map<string, Profile>();
+      const hold = (user: string, p: Profile) => {
+        held.set(user, p);
+        for (const a of counter.setUser(user, p.follows, p.readAt)) {
+          counter.loadAuthor(
+            a,
+            live.filter((x) => x.author === a),
+          );
+        }
+        for (const t of counter.setTopics(user, p.topics)) {
+          counter.loadTopic(
+            t,
+            live.filter((x) => x.topics.includes(t)),
+          );
+        }
+        counter.recompute(user);
+      };
+      users.forEach((user, u) => hold(user, initial[u]!));
+      for (const s of steps) {
+        if (s.kind === 'offline') {
+          for (const user of s.gone) {
+            held.delete(user);
+            if (s.deferred) counter.releaseUser(user);
+            else counter.removeUser(user);
+          }
+        } else if (s.kind === 'reclaim') {
+          counter.reclaim(s.budget);
+        } else if (s.kind === 'online') {
+          for (const [user, p] of s.back) hold(user, p);
+        } else {
+          const n = live.length;
+          const post = {
+            author: s.author,
+            id: `n${n}`,
+            ts: now - 50 + n,
+            topics: n % 2 ? ['t1'] : [],
+          };
+          live.push(post);
+          counter.addPost(post.author, post.id, post.ts, post.topics);
+        }
+        const wrong: unknown[] = [];
+        for (const user of users) {
+          const p = held.get(user);
+          if (!p) {
+            if (counter.hasUser(user)) wrong.push([user, 'still held']);
+            continue;
+          }
+          const after = Math.max(p.readAt ?? -Infinity, now - L);
+          const expected = live.filter(
+            (x) =>
+              (p.follows.includes(x.author) || x.topics.some((t) => p.topics.includes(t))) &&
+              x.ts > after &&
+              x.ts <= now,
+          ).length;
+          if (counter.countOf(user) !== expected)
+            wrong.push([user, counter.countOf(user), expected]);
+        }
+        expect(wrong).toEqual([]);
+        expect(counter.heldUsers().sort()).toEqual([...held.keys()].sort());
+        expect(counter.userCount).toBe(held.size);
+      }
+      counter.reclaim(Infinity);
+      expect(counter.unreclaimedFollows).toBe(0);
+      for (const [user, p] of held) {
+        const after = Math.max(p.readAt ?? -Infinity, now - L);
+        counter.recompute(user);
+        const reaching = live.filter(
+          (x) =>
+            (p.follows.includes(x.author) || x.topics.some((t) => p.topics.includes(t))) &&
+            x.ts > after &&
+            x.ts <= now,
+        ).length;
+        expect([user, counter.countOf(user)]).toEqual([user, reaching]);
+      }
+    };
+    fc.assert(
+      fc.property(
+        fc.array(profile, { minLength: 40, maxLength: 40 }),
+        fc.array(step, { maxLength: 12 }),
+        run,
+      ),
+      { numRuns: 150 },
+    );
+  }, 60_000);
 });

@@ -1,5 +1,6 @@
 import { FeedCounter, type TopicWindowPost } from '@bubble/core';
 import { DAY_MS } from '@bubble/protocol';
+import { loadScripts } from '@bubble/store';
 import { startRedisServer } from '@bubble/test-utils';
 import { Redis } from 'ioredis';
 import { buildWorkload, percentile, postBatch, type Workload } from './workload.js';
@@ -9,7 +10,7 @@ export interface ComputeOptions {
   authors: number;
   windowPosts: number;
   rounds: number;
-  /** Upper bound on the time the naive baseline may run. */
+  /** Upper bound on the time the naive baseline may run; the same for the script baseline. */
   naiveSeconds: number;
   /** Only the 200-follow figures, without the naive baseline (a quick before/after of ours). */
   quick: boolean;
@@ -75,6 +76,9 @@ export async function benchCompute(partial: Partial<ComputeOptions> = {}) {
       roundMedianMs_2000: round2(figures2000.ours.medianMs),
       naiveUsersPerSec_200: Math.round(figures200.naive!),
       ratio_200: Math.round(figures200.ours.usersPerSec / figures200.naive!),
+      scriptUsersPerSec_200: Math.round(figures200.script!.usersPerSec),
+      scriptRatio_200: Math.round(figures200.ours.usersPerSec / figures200.script!.usersPerSec),
+      scriptUsersMeasured_200: figures200.script!.users,
       ...withTopics,
     };
   } finally {
@@ -106,13 +110,19 @@ async function measure(
     `compute: ours at ${follows} follows${what}: ${Math.round(ours.usersPerSec)} users/s`,
   );
   let naive: number | undefined;
+  let script: ScriptFigures | undefined;
   if (withNaive) {
     await client.flushall();
     await loadPosts(client, workload);
     naive = await measureNaive(client, workload, options);
     options.log(`compute: naive at ${follows} follows: ${Math.round(naive)} users/s`);
+    script = await measureScript(client, workload, options);
+    options.log(
+      `compute: script at ${follows} follows: ${Math.round(script.usersPerSec)} users/s ` +
+        `(${script.users} users)`,
+    );
   }
-  return { ours, naive };
+  return { ours, naive, script };
 }
 
 /** The topics run: every user follows 5 of 10,000 topics; half the posts carry 1 or 2 topics. */
@@ -249,6 +259,61 @@ async function measureNaive(
   }
   if (sink < 0) throw new Error('unreachable');
   return done / ((performance.now() - started) / 1000);
+}
+
+interface ScriptFigures {
+  usersPerSec: number;
+  users: number;
+}
+
+/** Script calls sent per pipeline, and pipelines kept in flight so Redis never waits on us. */
+const SCRIPT_USERS_PER_PIPELINE = 100;
+const SCRIPT_PIPELINES_IN_FLIGHT = 4;
+
+/**
+ * The pull design at its best, as a cold start does it on one server: each user's count summed
+ * inside Redis by one EVALSHA of the store's countPosts script (a ZCOUNT per followee in Lua),
+ * the calls pipelined with several pipelines in flight. Follows are already in memory, as for
+ * the naive baseline; runs over as many users as fit in the time bound.
+ */
+async function measureScript(
+  client: Redis,
+  workload: Workload,
+  options: ComputeOptions,
+): Promise<ScriptFigures> {
+  const countPosts = loadScripts().find((s) => s.name === 'countPosts')!;
+  const sha = (await client.script('LOAD', countPosts.lua)) as string;
+  const T = NOW + 1000;
+  const deadline = performance.now() + options.naiveSeconds * 1000;
+  const started = performance.now();
+  let next = 0;
+  let done = 0;
+  let sink = 0;
+  const sendOne = async (): Promise<void> => {
+    while (next < workload.users.length && performance.now() < deadline) {
+      const pipeline = client.pipeline();
+      const end = Math.min(next + SCRIPT_USERS_PER_PIPELINE, workload.users.length);
+      for (let u = next; u < end; u++) {
+        const keys = Array.from(
+          workload.follows[u]!,
+          (a) => `naive:{a:${workload.authors[a]}}:posts`,
+        );
+        const after = `(${Math.max(workload.readAt[u] ?? -Infinity, T - LOOKBACK)}`;
+        pipeline.evalsha(sha, keys.length, ...keys, after, T);
+      }
+      const count = end - next;
+      next = end;
+      const results = await pipeline.exec();
+      for (const [err, reply] of results ?? []) {
+        if (err) throw err;
+        sink += reply as number;
+      }
+      done += count;
+    }
+  };
+  await Promise.all(Array.from({ length: SCRIPT_PIPELINES_IN_FLIGHT }, sendOne));
+  if (sink < 0) throw new Error('unreachable');
+  return { usersPerSec: done / ((performance.now() - started) / 1000), users: done };
 }
 
 function round2(x: number): number {

@@ -22,3 +22,8 @@ export {
   CONVERSATIONS_DEFAULTS,
   type ConversationsOptions,
 } from './conversations.js';
+export {
+  benchMassOffline,
+  MASS_OFFLINE_DEFAULTS,
+  type MassOfflineOptions,
+} from './mass-offline.js';

@@ -16,6 +16,7 @@ export const SCENARIOS: Record<string, Scenario> = {
   compute: (bench) => bench.benchCompute({ log }),
   'cold-start': (bench) => bench.benchColdStart({ log }),
   sweep: (bench) => bench.benchSweep({ log }),
+  'mass-offline': (bench) => bench.benchMassOffline({ log }),
   fanout: (bench) => bench.benchFanout({ log }),
   conversations: (bench) => bench.benchConversations({ log }),
   latency: (bench) =>

@@ -330,6 +330,8 @@ export class CoreNode {
     const reconcileStarted = performance.now();
     await this.reconcile(now, read.behind);
     const reconcileMs = performance.now() - reconcileStarted;
+    // After the badges are written: the users let go this sweep leave the follower lists.
+    if (this.counter.unreclaimedFollows > 0) this.counter.reclaim();
 
     this.totals.sweeps++;
     const report: SweepReport = {

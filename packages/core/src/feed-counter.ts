@@ -70,6 +70,12 @@ export class FeedCounter {
   private changedCounts = new Int32Array(0);
 
   private followers: (Int32Array<ArrayBuffer> | undefined)[] = [];
+  /**
+   * Beside each follower of an author, where that author stands in the follower's follow list
+   * (an offset from followStart, which compaction of the arena leaves alone): removing a
+   * follower moves the last one into its place and fixes that one's followPos in O(1).
+   */
+  private followerOffset: (Int32Array<ArrayBuffer> | undefined)[] = [];
   private followerCount = new Int32Array(0);
   /** 1 once an author's stored posts have been loaded into its window. */
   private tracked = new Uint8Array(0);
@@ -83,16 +89,26 @@ export class FeedCounter {
   private scratchPos = new Int32Array(0);
   private scratchStamp = 0;
 
+  /** Users released (releaseUser) but still in follower lists, and their follows. */
+  private readonly releasing: number[] = [];
+  private releasingFollows = 0;
+
   private readonly expiries = new TimeHeap();
   private readonly arrivals = new TimeHeap();
 
   /** Per user, the topic ids followed (undefined for none). */
   private userTopics: (Int32Array | undefined)[] = [];
+  /** Beside each of a user's topics, where the user stands in that topic's follower list. */
+  private userTopicPos: (Int32Array | undefined)[] = [];
   /** Per user, the stamp of the last record walk that counted them (counted once per walk). */
   private walkMark = new Int32Array(0);
   private walkStamp = 0;
   private topicFollowers: (Int32Array<ArrayBuffer> | undefined)[] = [];
   private topicFollowerCount = new Int32Array(0);
+  /** Beside each follower of a topic, where the topic stands in the follower's userTopics. */
+  private topicFollowerOffset: (Int32Array<ArrayBuffer> | undefined)[] = [];
+  /** Per topic, scratch: where the user being set stood in its list (setTopics). */
+  private topicScratchPos = new Int32Array(0);
   /** 1 once a topic's stored posts have been loaded into its window. */
   private topicTracked = new Uint8Array(0);
   /** Per topic: record ids ordered by ts in [winStart, winEnd), their ts beside them. */
@@ -289,7 +305,10 @@ export class FeedCounter {
    */
   setTopics(user: string, topics: readonly string[]): string[] {
     const u = this.users.idOf(user);
-    if (u === undefined) return [];
+    return u === undefined ? [] : this.setTopicsOf(u, topics);
+  }
+
+  private setTopicsOf(u: number, topics: readonly string[]): string[] {
     const old = this.userTopics[u];
     if (!old && topics.length === 0) return [];
     const mark = this.nextMark();
@@ -302,14 +321,30 @@ export class FeedCounter {
       next.push(t);
     }
     const oldMark = this.nextMark();
-    for (const t of old ?? []) if (this.topicMark[t] === mark) this.topicMark[t] = oldMark;
+    const oldPos = this.userTopicPos[u];
+    for (let j = 0; old && j < old.length; j++) {
+      const t = old[j]!;
+      if (this.topicMark[t] !== mark) continue;
+      this.topicMark[t] = oldMark;
+      this.topicScratchPos[t] = oldPos![j]!;
+    }
     // New follows first: a dropped topic may free the last record naming a new one, which
     // must not release it from the intern table meanwhile.
-    for (const t of next) if (this.topicMark[t] !== oldMark) this.addTopicFollower(t, u);
-    for (const t of old ?? []) if (this.topicMark[t] !== oldMark) this.removeTopicFollower(t, u);
+    const nextPos = new Int32Array(next.length);
+    next.forEach((t, k) => {
+      if (this.topicMark[t] !== oldMark) nextPos[k] = this.addTopicFollower(t, u, k);
+      else {
+        nextPos[k] = this.topicScratchPos[t]!;
+        this.topicFollowerOffset[t]![nextPos[k]] = k;
+      }
+    });
+    for (let j = 0; old && j < old.length; j++) {
+      if (this.topicMark[old[j]!] !== oldMark) this.removeTopicFollower(old[j]!, oldPos![j]!);
+    }
     const toLoad: string[] = [];
     for (const t of next) if (this.topicTracked[t] !== 1) toLoad.push(this.topics.nameOf(t));
     this.userTopics[u] = next.length > 0 ? Int32Array.from(next) : undefined;
+    this.userTopicPos[u] = next.length > 0 ? nextPos : undefined;
     return toLoad;
   }
 
@@ -381,10 +416,52 @@ export class FeedCounter {
     return t !== undefined && this.topicTracked[t] === 1;
   }
 
+  /** Removes a user at once: O(their follows + topics). */
   removeUser(user: string): void {
     const u = this.users.idOf(user);
+    if (u !== undefined) this.dropId(u);
+  }
+
+  /**
+   * Lets a user go in O(1), as a sweep does for every user gone offline: the name is free at
+   * once (a user coming back gets a new id) and the user is no longer held, counted or reported,
+   * but the id stays in the follower lists until reclaim() takes it out, a bounded number of
+   * follows per sweep. Taking 50k users of a dead gateway out of 12M follower entries at once
+   * was seconds of random memory writes in one sweep.
+   */
+  releaseUser(user: string): void {
+    const u = this.users.idOf(user);
     if (u === undefined) return;
-    this.setTopics(user, []);
+    this.held[u] = 0;
+    this.users.detach(u);
+    this.releasing.push(u);
+    this.releasingFollows += Math.max(0, this.followLen[u]!) + (this.userTopics[u]?.length ?? 0);
+  }
+
+  /** Follows (and topic follows) of released users still in follower lists. */
+  get unreclaimedFollows(): number {
+    return this.releasingFollows;
+  }
+
+  /**
+   * Takes released users out of the follower lists until about `budget` follows are removed;
+   * their ids become free. Returns the follows still to reclaim. A sweep's default: at least
+   * RECLAIM_PER_SWEEP, or a 64th of those pending, so even a mass offline is gone in 64.
+   */
+  reclaim(budget = Math.max(RECLAIM_PER_SWEEP, this.releasingFollows / 64)): number {
+    let removed = 0;
+    while (removed < budget && this.releasing.length > 0) {
+      const u = this.releasing.pop()!;
+      const follows = Math.max(0, this.followLen[u]!) + (this.userTopics[u]?.length ?? 0);
+      this.dropId(u);
+      removed += follows;
+      this.releasingFollows -= follows;
+    }
+    return this.releasingFollows;
+  }
+
+  private dropId(u: number): void {
+    this.setTopicsOf(u, []);
     const start = this.followStart[u]!;
     const length = this.followLen[u]!;
     for (let k = start; k < start + length; k++) {
@@ -571,7 +648,7 @@ export class FeedCounter {
   heldUsers(): string[] {
     const out: string[] = [];
     for (let u = 0; u < this.users.capacity; u++) {
-      if (this.followLen[u]! >= 0 || this.count[u] !== 0) out.push(this.users.nameOf(u));
+      if (this.held[u] === 1) out.push(this.users.nameOf(u));
     }
     return out;
   }
@@ -610,14 +687,19 @@ export class FeedCounter {
       for (let k = 0; k < n; k++) {
         const a = next[k]!;
         authors[at + k] = a;
-        positions[at + k] =
-          this.scratch[a] === wasFollowed ? this.scratchPos[a]! : this.addFollower(a, u);
+        if (this.scratch[a] === wasFollowed) {
+          const position = this.scratchPos[a]!;
+          positions[at + k] = position;
+          this.followerOffset[a]![position] = k;
+        } else {
+          positions[at + k] = this.addFollower(a, u, k);
+        }
       }
       this.arenaLive -= oldLength;
     } else {
       for (let k = 0; k < n; k++) {
         authors[at + k] = next[k]!;
-        positions[at + k] = this.addFollower(next[k]!, u);
+        positions[at + k] = this.addFollower(next[k]!, u, k);
       }
     }
     this.followStart[u] = at;
@@ -885,23 +967,34 @@ export class FeedCounter {
     }
   }
 
-  private addTopicFollower(t: number, u: number): void {
+  /** Appends u (t standing at `offset` in u's topics) to t's followers; returns where u stands. */
+  private addTopicFollower(t: number, u: number, offset: number): number {
     const n = this.topicFollowerCount[t]!;
     let list = this.topicFollowers[t];
-    if (!list || list.length === n) {
+    let offsets = this.topicFollowerOffset[t];
+    if (!list || !offsets || list.length === n) {
       list = this.topicFollowers[t] = growInt32(list ?? new Int32Array(0), n + 1);
+      offsets = this.topicFollowerOffset[t] = resized(offsets, list.length);
     }
     list[n] = u;
+    offsets[n] = offset;
     this.topicFollowerCount[t] = n + 1;
+    return n;
   }
 
-  private removeTopicFollower(t: number, u: number): void {
+  /** As removeFollower: the last follower moves into `at`, its position fixed in O(1). */
+  private removeTopicFollower(t: number, at: number): void {
     const list = this.topicFollowers[t];
-    if (!list) return;
+    const offsets = this.topicFollowerOffset[t];
+    if (!list || !offsets) return;
     const last = this.topicFollowerCount[t]! - 1;
-    const at = list.subarray(0, last + 1).indexOf(u);
-    if (at < 0) return;
-    list[at] = list[last]!;
+    if (at !== last) {
+      const moved = list[last]!;
+      const offset = offsets[last]!;
+      list[at] = moved;
+      offsets[at] = offset;
+      this.userTopicPos[moved]![offset] = at;
+    }
     this.topicFollowerCount[t] = last;
     if (last === 0) this.untrackTopic(t);
   }
@@ -924,6 +1017,7 @@ export class FeedCounter {
     this.winStart[t] = 0;
     this.winEnd[t] = 0;
     this.topicFollowers[t] = undefined;
+    this.topicFollowerOffset[t] = undefined;
     if (this.topicRecRefs[t] === 0) this.topics.release(t);
   }
 
@@ -934,6 +1028,7 @@ export class FeedCounter {
     this.winStart = growInt32(this.winStart, size);
     this.winEnd = growInt32(this.winEnd, size);
     this.topicMark = growInt32(this.topicMark, size);
+    this.topicScratchPos = growInt32(this.topicScratchPos, size);
     this.topicRecRefs = growInt32(this.topicRecRefs, size);
     const tracked = new Uint8Array(size);
     tracked.set(this.topicTracked);
@@ -1039,37 +1134,37 @@ export class FeedCounter {
     return upperBound(tsArr, start, end, until) - upperBound(tsArr, start, end, after);
   }
 
-  /** Appends u to a's followers; returns where it stands. */
-  private addFollower(a: number, u: number): number {
+  /** Appends u (a standing at `offset` in u's follows) to a's followers; returns where u stands. */
+  private addFollower(a: number, u: number, offset: number): number {
     const n = this.followerCount[a]!;
     let list = this.followers[a];
-    if (!list || list.length === n) {
+    let offsets = this.followerOffset[a];
+    if (!list || !offsets || list.length === n) {
       list = this.followers[a] = growInt32(list ?? new Int32Array(0), n + 1);
+      offsets = this.followerOffset[a] = resized(offsets, list.length);
     }
     list[n] = u;
+    offsets[n] = offset;
     this.followerCount[a] = n + 1;
     return n;
   }
 
   /**
-   * Removes the follower standing at `at` in a's list: the last one moves there, and its own
-   * position for a is found among its follows (O(its follows), never O(a's followers)).
+   * Removes the follower standing at `at` in a's list: the last one moves there, and its
+   * position for a is fixed through its offset, O(1) (a mass offline of 50k users used to scan
+   * each moved follower's follows: O(follows²) a user).
    */
   private removeFollower(a: number, at: number): void {
     const list = this.followers[a];
-    if (!list) return;
+    const offsets = this.followerOffset[a];
+    if (!list || !offsets) return;
     const last = this.followerCount[a]! - 1;
     if (at !== last) {
       const moved = list[last]!;
+      const offset = offsets[last]!;
       list[at] = moved;
-      const start = this.followStart[moved]!;
-      const end = start + this.followLen[moved]!;
-      for (let k = start; k < end; k++) {
-        if (this.followAuthor[k] === a) {
-          this.followPos[k] = at;
-          break;
-        }
-      }
+      offsets[at] = offset;
+      this.followPos[this.followStart[moved]! + offset] = at;
     }
     this.followerCount[a] = last;
     if (last === 0) this.untrack(a);
@@ -1083,6 +1178,7 @@ export class FeedCounter {
     this.postStart[a] = 0;
     this.postEnd[a] = 0;
     this.followers[a] = undefined;
+    this.followerOffset[a] = undefined;
     if (this.authorRecRefs[a] === 0) this.authors.release(a);
   }
 
@@ -1113,6 +1209,16 @@ export class FeedCounter {
 }
 
 const NO_TOPICS = new Int32Array(0);
+
+/** Follows of released users reclaim() takes out of the follower lists per sweep, at least. */
+const RECLAIM_PER_SWEEP = 100_000;
+
+/** A copy of `array` (or zeros) exactly `length` long: kept beside a list grown by growInt32. */
+function resized(array: Int32Array | undefined, length: number): Int32Array<ArrayBuffer> {
+  const next = new Int32Array(length);
+  if (array) next.set(array.subarray(0, Math.min(array.length, length)));
+  return next;
+}
 
 function recordKey(author: string, ts: number, hash: number): string {
   return `${author}\n${ts}\n${hash}`;

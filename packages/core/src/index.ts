@@ -2,3 +2,5 @@ export { FeedCounter, type TopicWindowPost, type WindowPost } from './feed-count
 export { InternTable, idHash } from './intern-table.js';
 export { CoreNode, type CoreNodeOptions } from './core-node.js';
 export { CoreMetrics } from './core-metrics.js';
+export { ExtrasTracker } from './extras-tracker.js';
+export { StoredBeliefs } from './stored-beliefs.js';

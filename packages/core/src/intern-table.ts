@@ -6,6 +6,8 @@ export class InternTable {
   private readonly ids = new Map<string, number>();
   private readonly names: (string | undefined)[] = [];
   private readonly free: number[] = [];
+  /** Ids detached from their names, not free until released. */
+  private readonly detached = new Set<number>();
 
   get size(): number {
     return this.ids.size;
@@ -37,11 +39,27 @@ export class InternTable {
   }
 
   release(id: number): void {
+    if (this.detached.delete(id)) {
+      this.free.push(id);
+      return;
+    }
     const name = this.names[id];
     if (name === undefined) return;
     this.ids.delete(name);
     this.names[id] = undefined;
     this.free.push(id);
+  }
+
+  /**
+   * Frees the name now and the id only at release(id): arrays indexed by the id may still hold
+   * it meanwhile. The name interned again gets another id.
+   */
+  detach(id: number): void {
+    const name = this.names[id];
+    if (name === undefined) return;
+    this.ids.delete(name);
+    this.names[id] = undefined;
+    this.detached.add(id);
   }
 }
 

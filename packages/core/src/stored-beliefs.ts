@@ -79,11 +79,14 @@ export class StoredBeliefs {
     }
   }
 
-  /** The user is no longer held: nothing of theirs is kept. */
+  /**
+   * The user is no longer held: nothing of theirs is kept (the counter's follower lists let
+   * them go over the next sweeps, FeedCounter.reclaim).
+   */
   release(user: string): void {
     const id = this.counter.users.idOf(user);
     if (id !== undefined) this.known[id] = undefined;
-    this.counter.removeUser(user);
+    this.counter.releaseUser(user);
     this.extras.removeUser(user);
   }
 }
