@@ -21,7 +21,7 @@ function writes(): BadgeStateWrite[] {
   const users = Array.from({ length: 40 }, (_, i) => `g${i}`);
   const list: BadgeStateWrite[] = users.map((user, i) => ({
     user,
-    fields: i % 3 === 0 ? {} : { c: i },
+    fields: (i % 3 === 0 ? {} : { c: i }) as Record<string, number>,
     computedAt: T + (i % 2),
   }));
   // Again with the same counts (version kept), then with new ones (version + 1).
