@@ -75,13 +75,15 @@ export class ColdStart {
       Promise.all(users.map((user) => this.computeFeed(user, now))),
       readStoredExtrasOfMany(store, users, this.ctx.counters),
     ]);
-    return Promise.all(
-      users.map(async (user, i) => {
-        const fields = encodeFields(feeds[i]!, extras[i]!);
-        const computedAt = extras[i]!.countersAsOf ?? now;
-        const stamp = await store.badges.save(user, fields, computedAt);
-        return makeBadge(user, decodeFields(fields), stamp, computedAt, rules.displayCap);
-      }),
+    const writes = users.map((user, i) => ({
+      user,
+      fields: encodeFields(feeds[i]!, extras[i]!),
+      computedAt: extras[i]!.countersAsOf ?? now,
+    }));
+    // One save call per pool, not per user: the same saves, each decided by the store.
+    const stamps = await store.badges.saveMany(writes);
+    return writes.map(({ user, fields, computedAt }, i) =>
+      makeBadge(user, decodeFields(fields), stamps[i]!, computedAt, rules.displayCap),
     );
   }
 

@@ -111,6 +111,13 @@ export interface BadgeStamp {
   changed: boolean;
 }
 
+/** One save() of saveMany. */
+export interface BadgeStateWrite {
+  user: string;
+  fields: BadgeFields;
+  computedAt: number;
+}
+
 export interface StoredBadge {
   epoch: string;
   version: number;
@@ -125,6 +132,11 @@ export interface BadgeStates {
    * moves to the next one; a user with no stored state gets a fresh epoch.
    */
   save(user: string, fields: BadgeFields, computedAt: number): Promise<BadgeStamp>;
+  /**
+   * save() of every write, stamps in input order, in one call per pool and computedAt instead
+   * of one per user (offline delivery's batches). A user written twice is saved in order.
+   */
+  saveMany(writes: readonly BadgeStateWrite[]): Promise<BadgeStamp[]>;
   /**
    * Deletes the stored states of users offline since `before` or earlier (docs/semantics.md,
    * Lifecycle: after BUBBLE_LOOKBACK_DAYS), looking at most `limit` users per pool: a user

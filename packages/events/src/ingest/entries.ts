@@ -54,6 +54,10 @@ export function parseIngestEntry(fields: readonly string[]): ParsedPlatformOp {
       `the body is larger than ${LIMITS.maxBodyBytes} bytes`,
     );
   }
+  if (op === 'post') {
+    const post = onePostText(body);
+    if (post) return { kind: 'posts', op: 'post', posts: [post] };
+  }
   let json: unknown;
   try {
     json = JSON.parse(body) as unknown;
@@ -77,6 +81,23 @@ function singlePost(json: unknown): ParsedPlatformOp | undefined {
   if (typeof id !== 'string' || !ID_PATTERN.test(id)) return undefined;
   if (typeof ts !== 'number' || !Number.isSafeInteger(ts) || ts < 0) return undefined;
   return { kind: 'posts', op: 'post', posts: [{ author, id, ts }] };
+}
+
+/**
+ * A body written exactly as `JSON.stringify({author, id, ts})` writes a valid post, read
+ * without JSON.parse (one parse per entry was the largest cost of a read after its decoding):
+ * an id of ID_PATTERN has nothing to unescape, so the captures are what JSON.parse would give.
+ * Any other text (spaces, another key order, escapes) goes to JSON.parse and singlePost.
+ */
+const ONE_POST_TEXT =
+  /^\{"author":"([A-Za-z0-9_.:@-]{1,64})","id":"([A-Za-z0-9_.:@-]{1,64})","ts":(0|[1-9][0-9]{0,15})\}$/;
+
+function onePostText(body: string): PostInput | undefined {
+  const match = ONE_POST_TEXT.exec(body);
+  if (match === null) return undefined;
+  const ts = Number(match[3]);
+  if (!Number.isSafeInteger(ts)) return undefined;
+  return { author: match[1]!, id: match[2]!, ts };
 }
 
 const KNOWN_OPS: ReadonlySet<string> = new Set<string>(PLATFORM_OP_NAMES);

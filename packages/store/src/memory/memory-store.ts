@@ -2,6 +2,7 @@ import { BubbleError, type Clock } from '@bubble/protocol';
 import type {
   BadgeFields,
   BadgeStamp,
+  BadgeStateWrite,
   BadgeStates,
   BubbleStore,
   FeedInputs,
@@ -416,5 +417,13 @@ class MemoryBadgeStates implements BadgeStates {
       this.offlineSince.set(user, computedAt);
     }
     return stamp;
+  }
+
+  async saveMany(writes: readonly BadgeStateWrite[]): Promise<BadgeStamp[]> {
+    const stamps: BadgeStamp[] = [];
+    for (const { user, fields, computedAt } of writes) {
+      stamps.push(await this.save(user, fields, computedAt));
+    }
+    return stamps;
   }
 }

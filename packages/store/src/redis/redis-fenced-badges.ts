@@ -92,6 +92,16 @@ export class RedisFencedBadges implements FencedBadges {
     return stamps![0]!;
   }
 
+  /** Cold-start states of users of one pool in one call, stamps in input order. */
+  async saveUnfencedMany(
+    pool: number,
+    writes: readonly { user: string; fields: BadgeFields }[],
+    computedAt: number,
+  ): Promise<BadgeStamp[]> {
+    const { stamps } = await this.save(pool, '-', writes, computedAt, '', true);
+    return stamps!;
+  }
+
   /**
    * A write whose writer believes it knows the stored state goes in blind (the script stores its
    * proposal unless another writer touched the user since); the others go first, in the segment

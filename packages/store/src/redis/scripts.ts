@@ -186,6 +186,11 @@ export const SCRIPTS = {
     [user: string, computedAt: number],
     number
   >(2),
+  ageBadgeStates: script<
+    [offline: string, online: string],
+    [computedAt: number, ...users: string[]],
+    number
+  >(2),
   dropInactiveUser: script<string[], [cutoff: number], number>('n'),
   expireBadgeStates: script<
     [offline: string, online: string, badges: string],
