@@ -140,7 +140,7 @@ export class RedisKeys {
    * conversation lists may have changed (signalLists-1.lua); a gateway's is this plus its id.
    */
   listChannelPrefix(pool: number): string {
-    return `${this.prefix}:{p:${pool}}:lists:`;
+    return `${this.prefix}:{p:${pool}}:ls:`;
   }
 
   /**
