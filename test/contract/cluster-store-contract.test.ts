@@ -175,6 +175,40 @@ describeEachEngine('cluster store contract', (ctx) => {
     for (const stop of stops) await stop();
   });
 
+  it('list signals reach the gateways holding each user, across pools, and no other', async () => {
+    const { badges } = partsOf(ctx());
+    const [u, v] = usersOf(2, 2);
+    const [w] = usersOf(5, 1);
+    const heard = new Map<string, string[]>([
+      ['g1', []],
+      ['g2', []],
+    ]);
+    const stops = await Promise.all(
+      [...heard.keys()].map((gateway) =>
+        badges.subscribeListSignals(gateway, (users) => heard.get(gateway)!.push(...users)),
+      ),
+    );
+    await badges.route('g1', [u!, w!], 60_000);
+    await badges.route('g2', [u!], 60_000);
+    await badges.signalLists([u!, v!, w!, 'never-routed']);
+    await waitFor(() => heard.get('g1')!.length === 2 && heard.get('g2')!.length === 1);
+    expect(heard.get('g1')!.sort()).toEqual([u, w].sort());
+    expect(heard.get('g2')).toEqual([u]);
+    // A lapsed route is not signalled: once it lapsed, the next signal reaches g2 only.
+    await badges.route('g1', [u!], 200);
+    await waitFor(
+      async () => {
+        heard.set('g1', []);
+        heard.set('g2', []);
+        await badges.signalLists([u!]);
+        await waitFor(() => heard.get('g2')!.length === 1);
+        return heard.get('g1')!.length === 0;
+      },
+      { timeoutMs: 10_000 },
+    );
+    for (const stop of stops) await stop();
+  });
+
   it('setOnline answers in input order across pools; a repeat within a call is a renewal', async () => {
     const { presence, log } = partsOf(ctx());
     const [a, b] = usersOf(3, 2);
@@ -1084,6 +1118,20 @@ describe('cluster store on a 3-master Redis Cluster', () => {
       client!.nodes('master').map(async (node) => (await node.dbsize()) > 0),
     );
     expect(mastersWithKeys.filter(Boolean).length).toBeGreaterThanOrEqual(2);
+  });
+
+  it('list signals reach the gateway holding each user, over sharded pub/sub on every shard', async () => {
+    const keys = new RedisKeys(uniquePrefix('cluster-lists'), POOLS);
+    const badges = new RedisFencedBadges({ client: client!, keys, sharded: true });
+    const pools = Array.from({ length: POOLS }, (_, pool) => pool);
+    const firsts = pools.map((pool) => usersOf(pool, 1, POOLS)[0]!);
+    const heard: string[] = [];
+    const stop = await badges.subscribeListSignals('g1', (users) => heard.push(...users));
+    await badges.route('g1', firsts, 10_000);
+    await badges.signalLists([...firsts, ...pools.map((pool) => usersOf(pool, 1, POOLS, 'x')[0]!)]);
+    await waitFor(() => heard.length === POOLS, { message: 'g1 heard of its user in every pool' });
+    expect(heard.sort()).toEqual([...firsts].sort());
+    await stop();
   });
 
   it('routes changes to the gateway holding each user, over sharded pub/sub on every shard', async () => {

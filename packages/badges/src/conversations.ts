@@ -28,23 +28,29 @@ export class Conversations {
 
   async replaceMembers(conversation: string, members: readonly string[]): Promise<void> {
     assertId(conversation, 'conversation');
-    await this.ctx.store.conversations.replaceMembers(conversation, uniqueIds(members, 'member'));
+    const ids = uniqueIds(members, 'member');
+    const { added, removed } = await this.ctx.store.conversations.replaceMembers(conversation, ids);
+    await this.listsChanged([...added, ...removed]);
   }
 
   async addMembers(conversation: string, members: readonly string[]): Promise<void> {
     assertId(conversation, 'conversation');
-    await this.ctx.store.conversations.addMembers(conversation, uniqueIds(members, 'member'));
+    const ids = uniqueIds(members, 'member');
+    const { added } = await this.ctx.store.conversations.addMembers(conversation, ids);
+    await this.listsChanged(added);
   }
 
   async removeMember(conversation: string, user: string): Promise<void> {
     assertId(conversation, 'conversation');
     assertId(user, 'member');
-    await this.ctx.store.conversations.removeMember(conversation, user);
+    if (await this.ctx.store.conversations.removeMember(conversation, user)) {
+      await this.listsChanged([user]);
+    }
   }
 
   async dissolve(conversation: string): Promise<void> {
     assertId(conversation, 'conversation');
-    await this.ctx.store.conversations.dissolve(conversation);
+    await this.listsChanged(await this.ctx.store.conversations.dissolve(conversation));
   }
 
   /** 404 for a conversation never created or dissolved; the batch is all-or-nothing. */
@@ -60,8 +66,12 @@ export class Conversations {
     if (!result) {
       throw new BubbleError('UB_ERR_NOT_FOUND', `conversation ${conversation} does not exist`);
     }
-    await store.changes.appendSharedEvents([
-      { kind: 'messages', conversation, maxSeq: result.maxSeq, senders: result.senders },
+    await Promise.all([
+      store.changes.appendSharedEvents([
+        { kind: 'messages', conversation, maxSeq: result.maxSeq, senders: result.senders },
+      ]),
+      // The other members' lists moved with their unread count, which their badge carries.
+      this.listsChanged(Object.keys(result.senders)),
     ]);
     // After the write, also when it was a retry that changed nothing (the job may be what failed).
     await this.ctx.offlineJobs?.append({
@@ -79,7 +89,7 @@ export class Conversations {
     if (!(await this.ctx.store.conversations.setMuted(conversation, user, muted))) {
       throw notMember(conversation);
     }
-    await marksChanged(this.ctx, [user]);
+    await Promise.all([marksChanged(this.ctx, [user]), this.listsChanged([user])]);
   }
 
   /** Newest activity first, ties by the higher seq; at most `limit` (≤ 100). */
@@ -98,6 +108,14 @@ export class Conversations {
       preview: m.preview,
       muted: m.muted,
     }));
+  }
+
+  /**
+   * Tells the gateways holding `users` that their lists changed in a way their badge may not
+   * show (docs/architecture.md, "Watched lists"): the watchers among them read their list again.
+   */
+  private async listsChanged(users: readonly string[]): Promise<void> {
+    if (users.length > 0) await this.ctx.store.fencedBadges.signalLists(users);
   }
 }
 

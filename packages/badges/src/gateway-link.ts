@@ -16,6 +16,15 @@ export interface GatewayLink {
     onChanges: (changes: BadgeChange[]) => void,
     missed?: MissedMessages,
   ): Promise<() => Promise<void>>;
+  /**
+   * Receives the held users whose conversation lists may have changed, routed to `gatewayId`
+   * like their badge changes; `onLost` when signals may have been lost (a reconnection).
+   */
+  subscribeLists(
+    gatewayId: string,
+    onUsers: (users: string[]) => void,
+    onLost?: () => void,
+  ): Promise<() => Promise<void>>;
   /** The stored badge states of those of `users` that have one (one read per pool). */
   storedStates(users: readonly string[]): Promise<BadgeChange[]>;
   /** The number of pools users are hashed into (poolOf). */
@@ -35,6 +44,8 @@ export function storeGatewayLink(store: BubbleStore): GatewayLink {
   return {
     subscribe: (gatewayId, onChanges, missed) =>
       store.fencedBadges.subscribeGateway(gatewayId, onChanges, missed),
+    subscribeLists: (gatewayId, onUsers, onLost) =>
+      store.fencedBadges.subscribeListSignals(gatewayId, onUsers, onLost),
     storedStates: (users) => store.fencedBadges.storedStates(users),
     pools: store.pools,
     async hold(gatewayId, users, ttlMs) {

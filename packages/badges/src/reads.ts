@@ -74,7 +74,14 @@ export class Reads {
         break;
       }
     }
-    await appendUserEvents(this.ctx, user, events);
+    await Promise.all([
+      appendUserEvents(this.ctx, user, events),
+      // The user's watched lists elsewhere: a read racing a message can leave the counts as
+      // they were while the entry moved on.
+      request.scope === 'conversation' || request.scope === 'all'
+        ? store.fencedBadges.signalLists([user])
+        : undefined,
+    ]);
     return this.coldStart.badge(user);
   }
 

@@ -225,6 +225,8 @@ export class HttpGateway {
           pongTimeoutMs: live.pongTimeoutMs,
           connectLimit: live.connectLimit,
           clientAddresses: new ClientAddressResolver(live.trustedProxies ?? []),
+          gatewayId: live.gatewayId,
+          onListRead: () => this.metrics.watchListReads.inc(),
         });
     }
     if (liveUsers)
@@ -270,6 +272,7 @@ export class HttpGateway {
       await this.liveUsers?.start();
       if (this.closing) return;
       this.wsGateway = this.createWs?.();
+      await this.wsGateway?.start();
       this.started = true;
     })();
     return this.starting;

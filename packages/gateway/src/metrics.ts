@@ -46,6 +46,11 @@ export class GatewayMetrics {
     help: 'Held users whose cached badge a re-read after lost pub/sub messages replaced: badges that were stale',
     registers: [this.registry],
   });
+  readonly watchListReads = new Counter({
+    name: 'bubble_watch_list_reads_total',
+    help: 'Conversation lists read again for connections that sent watch (a list signal, moved counts, a read, the safety refresh)',
+    registers: [this.registry],
+  });
   readonly postsIngested = new Counter({
     name: 'bubble_posts_ingested_total',
     help: 'Posts received by POST /v1/posts, by outcome',

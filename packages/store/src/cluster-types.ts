@@ -272,6 +272,21 @@ export interface FencedBadges {
     handler: (changes: BadgeChange[]) => void,
     missed?: MissedMessages,
   ): Promise<() => Promise<void>>;
+  /**
+   * Tells the gateways holding each of `users` that the user's conversation list may have
+   * changed (ListSignals): one call per pool touched, nothing for users no gateway holds.
+   */
+  signalLists(users: readonly string[]): Promise<void>;
+  /**
+   * Receives the users routed to `gateway` whose lists may have changed. Signals are not
+   * numbered: `onLost` is told when the subscription came back after its connection dropped
+   * (what was signalled meanwhile is lost; the memory engine loses none).
+   */
+  subscribeListSignals(
+    gateway: string,
+    handler: (users: string[]) => void,
+    onLost?: () => void,
+  ): Promise<() => Promise<void>>;
   /** The stored states of those of `users` that have one: one read per pool. */
   storedStates(users: readonly string[]): Promise<BadgeChange[]>;
   /**

@@ -42,11 +42,23 @@ export interface WsGatewayOptions {
   /** Who a request comes from (trusted proxies and X-Forwarded-For); default the socket peer. */
   clientAddresses?: ClientAddressResolver;
   /**
-   * A watching connection's list is re-read on every badge change and local read of its user,
-   * and at least this often (joins, leaves and mutes that leave the badge as it was).
+   * The gateway's node id: with it, the list signals routed here (GatewayLink.subscribeLists)
+   * re-read the lists of the watching connections of the users they name.
+   */
+  gatewayId?: string;
+  /**
+   * A watching connection's list is re-read when a list signal or a badge whose conversation
+   * counts moved names its user, on a local read, and as a safety net this often (default
+   * WATCH_SAFETY_REFRESH_MS; 0 never): pub/sub is at most once, and a Cluster's sharded
+   * subscriber does not tell of its reconnection.
    */
   watchRefreshMs?: number;
+  /** Told of every re-read of a watched list (bubble_watch_list_reads_total). */
+  onListRead?: () => void;
 }
+
+/** The watched lists' safety refresh: a signal lost on the way is made good within it. */
+export const WATCH_SAFETY_REFRESH_MS = 60_000;
 
 /** The heartbeat's defaults (docs/security.md): ping every 25 s, a pong due within 8 s. */
 export const HEARTBEAT_MS = 25_000;
@@ -85,10 +97,12 @@ class Peer extends WebSocket implements BadgeListener {
   listAgain = false;
   /** The first list after `watch` is sent even when empty: the client's starting point. */
   listPrimed = false;
+  /** The conversation counts of the last badge seen while watching (JSON): a change re-reads. */
+  listedCounts: string | null = null;
 
   onBadge(badge: Badge): void {
     this.gateway?.send(this, badge);
-    if (this.watched) this.gateway?.refreshList(this);
+    if (this.watched) this.gateway?.badgeWhileWatching(this, badge);
   }
 }
 
@@ -105,8 +119,9 @@ export class WsGateway {
   private heartbeat: NodeJS.Timeout | undefined;
   private pongDeadline: NodeJS.Timeout | undefined;
   private watchTimer: NodeJS.Timeout | undefined;
-  /** Connections that sent `watch`. */
-  private readonly watchers = new Set<Peer>();
+  /** Connections that sent `watch`, by user (list signals name users). */
+  private readonly watchers = new Map<string, Set<Peer>>();
+  private stopListSignals: (() => Promise<void>) | undefined;
   private draining = false;
   /** The last badge sent and its frame (badges are never changed once made). */
   private framedBadge: Badge | null = null;
@@ -134,10 +149,22 @@ export class WsGateway {
     // within the timeout. A peer that vanished (no FIN) is gone within interval + timeout.
     this.heartbeat = setInterval(() => this.ping(), options.heartbeatMs ?? HEARTBEAT_MS);
     this.heartbeat.unref();
-    this.watchTimer = setInterval(() => {
-      for (const ws of this.watchers) this.refreshList(ws);
-    }, options.watchRefreshMs ?? 2_000);
-    this.watchTimer.unref();
+    const refreshMs = options.watchRefreshMs ?? WATCH_SAFETY_REFRESH_MS;
+    if (refreshMs > 0) {
+      this.watchTimer = setInterval(() => this.refreshEveryList(), refreshMs);
+      this.watchTimer.unref();
+    }
+  }
+
+  /** Subscribes to the list signals routed to this gateway (before any socket is taken). */
+  async start(): Promise<void> {
+    const { gatewayId, service } = this.options;
+    if (!gatewayId || this.stopListSignals) return;
+    this.stopListSignals = await service.gatewayLink.subscribeLists(
+      gatewayId,
+      (users) => this.listsChanged(users),
+      () => this.refreshEveryList(),
+    );
   }
 
   get connections(): number {
@@ -150,6 +177,7 @@ export class WsGateway {
     clearInterval(this.heartbeat);
     clearTimeout(this.pongDeadline);
     clearInterval(this.watchTimer);
+    await this.stopListSignals?.().catch(() => undefined);
     for (const ws of this.peers) ws.close(CLOSE.goingAway, 'draining');
     const deadline = Date.now() + 2000;
     while (this.peers.size > 0 && Date.now() < deadline)
@@ -250,7 +278,7 @@ export class WsGateway {
 
   private closed(ws: Peer): void {
     this.peers.delete(ws);
-    this.watchers.delete(ws);
+    if (ws.watched && ws.user) this.unwatch(ws, ws.user);
     ws.watched = null;
     if (ws.authTimer) clearTimeout(ws.authTimer);
     ws.authTimer = null;
@@ -327,7 +355,9 @@ export class WsGateway {
       }
       if (!ws.watched) {
         ws.watched = new Map();
-        this.watchers.add(ws);
+        let set = this.watchers.get(ws.user);
+        if (!set) this.watchers.set(ws.user, (set = new Set()));
+        set.add(ws);
       }
       this.refreshList(ws);
       return;
@@ -370,6 +400,36 @@ export class WsGateway {
     this.sendText(ws, this.frame);
   }
 
+  /** A list signal: the watchers of these users read their lists again. */
+  private listsChanged(users: readonly string[]): void {
+    for (const user of users) {
+      const set = this.watchers.get(user);
+      if (set) for (const ws of set) this.refreshList(ws);
+    }
+  }
+
+  private refreshEveryList(): void {
+    for (const set of this.watchers.values()) for (const ws of set) this.refreshList(ws);
+  }
+
+  private unwatch(ws: Peer, user: string): void {
+    const set = this.watchers.get(user);
+    set?.delete(ws);
+    if (set?.size === 0) this.watchers.delete(user);
+  }
+
+  /**
+   * A badge of a watching connection's user: the list is read again only when its conversation
+   * counts moved (a message or a read of another member, or on another device). Joins, leaves,
+   * mutes and the user's own messages, which may leave them as they were, come as list signals.
+   */
+  badgeWhileWatching(ws: Peer, badge: Badge): void {
+    const counts = JSON.stringify(badge.conversations);
+    if (counts === ws.listedCounts) return;
+    ws.listedCounts = counts;
+    this.refreshList(ws);
+  }
+
   /**
    * Re-reads a watching connection's list and sends the entries that changed since the last
    * frame (`{"id","removed":true}` for those that left it). Calls while one runs are conflated
@@ -382,6 +442,7 @@ export class WsGateway {
       return;
     }
     ws.listing = true;
+    this.options.onListRead?.();
     void this.options.service
       .conversationList(ws.user, LIMITS.maxConversationList)
       .then((list) => this.sendListChanges(ws, list))

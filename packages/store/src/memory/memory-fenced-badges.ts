@@ -42,6 +42,7 @@ export class MemoryFencedBadges implements FencedBadges {
   /** user → gateway → route expiry */
   private readonly routes = new Map<string, Map<string, number>>();
   private readonly gatewayHandlers = new Map<string, Set<(changes: BadgeChange[]) => void>>();
+  private readonly listHandlers = new Map<string, Set<(users: string[]) => void>>();
 
   constructor(options: MemoryFencedBadgesOptions) {
     if (!Number.isInteger(options.pools) || options.pools < 1) {
@@ -179,6 +180,38 @@ export class MemoryFencedBadges implements FencedBadges {
     set.add(handler);
     return async () => {
       this.gatewayHandlers.get(gateway)?.delete(handler);
+    };
+  }
+
+  async signalLists(users: readonly string[]): Promise<void> {
+    const now = this.now();
+    const byGateway = new Map<string, string[]>();
+    for (const user of users) {
+      for (const [gateway, expiry] of this.routes.get(user) ?? []) {
+        if (expiry <= now) continue;
+        let list = byGateway.get(gateway);
+        if (!list) byGateway.set(gateway, (list = []));
+        list.push(user);
+      }
+    }
+    for (const [gateway, list] of byGateway) {
+      for (const handler of this.listHandlers.get(gateway) ?? []) {
+        queueMicrotask(() => {
+          if (this.listHandlers.get(gateway)?.has(handler)) handler([...list]);
+        });
+      }
+    }
+  }
+
+  async subscribeListSignals(
+    gateway: string,
+    handler: (users: string[]) => void,
+  ): Promise<() => Promise<void>> {
+    let set = this.listHandlers.get(gateway);
+    if (!set) this.listHandlers.set(gateway, (set = new Set()));
+    set.add(handler);
+    return async () => {
+      this.listHandlers.get(gateway)?.delete(handler);
     };
   }
 

@@ -136,6 +136,14 @@ export class RedisKeys {
   }
 
   /**
+   * Pub/sub channels of a pool's list signals: the pool's users held by a gateway whose
+   * conversation lists may have changed (signalLists-1.lua); a gateway's is this plus its id.
+   */
+  listChannelPrefix(pool: number): string {
+    return `${this.prefix}:{p:${pool}}:ls:`;
+  }
+
+  /**
    * HASH gateway → the number of messages published on the gateway's channel of the pool: what
    * a gateway compares with the numbers it heard to find a lost message.
    */

@@ -35,7 +35,7 @@ import {
   writeLengthPrefix,
 } from './resp-writer.js';
 import { readSaveReply } from './save-reply.js';
-import { scriptSource } from './scripts.js';
+import { scriptSource, scripts, type ScriptRunner } from './scripts.js';
 
 export interface RedisFencedBadgesOptions {
   client: RedisClient;
@@ -64,6 +64,7 @@ export class RedisFencedBadges implements FencedBadges {
   private readonly sharded: boolean;
   private readonly commands: CommandCounter | undefined;
   private readonly routes: RedisBadgeRoutes;
+  private readonly run: ScriptRunner;
   private readonly slab = new EncodingSlab();
   private readonly state = new PackedStateWriter();
 
@@ -73,6 +74,7 @@ export class RedisFencedBadges implements FencedBadges {
     this.sharded = options.sharded;
     this.commands = options.commands;
     this.routes = new RedisBadgeRoutes(options.client, options.keys);
+    this.run = scripts(options.client);
   }
 
   saveFenced(
@@ -238,6 +240,54 @@ export class RedisFencedBadges implements FencedBadges {
       onChanges: handler,
       missed,
     }).start();
+  }
+
+  async signalLists(users: readonly string[]): Promise<void> {
+    const { keys } = this;
+    const publish = this.sharded ? 'SPUBLISH' : 'PUBLISH';
+    await Promise.all(
+      [...usersByPool(users, keys.pools)].map(([pool, list]) =>
+        this.run.signalLists([keys.routes(pool)], [keys.listChannelPrefix(pool), publish, ...list]),
+      ),
+    );
+  }
+
+  async subscribeListSignals(
+    gateway: string,
+    handler: (users: string[]) => void,
+    onLost?: () => void,
+  ): Promise<() => Promise<void>> {
+    const { keys } = this;
+    const channels = Array.from(
+      { length: keys.pools },
+      (_, pool) => `${keys.listChannelPrefix(pool)}${gateway}`,
+    );
+    const subscriber = subscriberConnection(this.redis, this.sharded, `bubble-lists:${gateway}`);
+    // A plain connection says when it is back (ioredis subscribes again by itself); a Cluster's
+    // sharded subscribers do not, and the gateway's slow refresh covers what they lose.
+    let dropped = false;
+    const onClose = () => {
+      dropped = true;
+    };
+    const onReady = () => {
+      if (!dropped) return;
+      dropped = false;
+      onLost?.();
+    };
+    subscriber.on('close', onClose);
+    subscriber.on('ready', onReady);
+    const stop = await listen({
+      subscriber,
+      channels,
+      sharded: this.sharded,
+      onMessage: (_channel, message) => handler(message.split('\n')),
+      commands: this.commands,
+    });
+    return async () => {
+      subscriber.off('close', onClose);
+      subscriber.off('ready', onReady);
+      await stop();
+    };
   }
 
   async forgetGateways(live: ReadonlySet<string>): Promise<number> {

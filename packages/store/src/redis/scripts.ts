@@ -317,6 +317,11 @@ export const SCRIPTS = {
     Arg[],
     -1 | string
   >(8),
+  signalLists: script<
+    [routes: string],
+    [channelPrefix: string, publish: string, ...users: string[]],
+    number
+  >(1),
   seeUser: script<
     [marks: string],
     [now: number, highest: string, throttleMs: number],
