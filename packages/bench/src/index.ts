@@ -22,3 +22,5 @@ export {
   CONVERSATIONS_DEFAULTS,
   type ConversationsOptions,
 } from './conversations.js';
+export { SdkFleet, histogramQuantile, perSecond } from './sdk-fleet.js';
+export { processRssBytes } from './children.js';
