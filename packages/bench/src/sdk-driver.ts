@@ -36,10 +36,23 @@ export interface SdkWindow {
   backs: Float64Array;
   /** Refused upgrades by HTTP status, since the mark. */
   refused: Record<string, number>;
-  /** Sockets closed before their first badge, by close code, since the mark. */
+  /**
+   * Sockets closed before their first badge, by close code, since the mark (1005 and 1006 are
+   * the client's own: its connect timeout, or a connection lost before any close frame).
+   */
   closedEarly: Record<string, number>;
   /** Other socket errors since the mark (by message). */
   errors: Record<string, number>;
+}
+
+export interface SdkProgress {
+  open: number;
+  /** Open clients per gateway (index in the urls). */
+  onGateway: number[];
+  /** Clients that lost their open socket since the mark. */
+  lost: number;
+  /** Of those, the ones open again. */
+  back: number;
 }
 
 export interface SdkBadges {
@@ -60,6 +73,8 @@ export interface SdkLatency {
 
 const HISTOGRAM_BUCKETS = 60_001;
 const OVERDUE_MS = 30_000;
+/** Clients started per 100 ms. */
+const START_BATCH = 100;
 
 let args: SdkStartArgs;
 let clients: BubbleClient[] = [];
@@ -73,6 +88,12 @@ let baseFeed = new Int32Array(0);
 let announcedSinceOpen = new Int32Array(0);
 let followersOf = new Map<number, number[]>();
 
+/** Per client: when it last got back to `open` since the mark (0: not yet). */
+let backAt = new Float64Array(0);
+/** Per client: lost its open socket since the mark. */
+let lost = new Uint8Array(0);
+/** Per client: the gateway (index in args.urls) of its latest socket. */
+let gatewayOf = new Uint8Array(0);
 let attempts: number[] = [];
 let backs: number[] = [];
 let refused: Record<string, number> = {};
@@ -88,7 +109,7 @@ const bump = (counts: Record<string, number>, key: string) => {
 serveDriver({
   start: (a: SdkStartArgs) => start(a),
   mark: () => mark(),
-  openCount: () => openNow.reduce((n, o) => n + o, 0),
+  progress: () => progress(),
   window: () => window(),
   badges: () => badges(),
   post: (a: { author: number; answerAt: number }) => announce(a.author, a.answerAt),
@@ -106,6 +127,10 @@ function socketClass(i: number) {
     constructor(url: string) {
       super(url, { localAddress, perMessageDeflate: false, handshakeTimeout: 30_000 });
       attempts.push(wallNow());
+      gatewayOf[i] = Math.max(
+        0,
+        args.urls.findIndex((base) => url.startsWith(base.replace(/^http/, 'ws'))),
+      );
       this.on('message', () => (this.badged = true));
       this.on('error', (err: Error) => {
         const status = /Unexpected server response: (\d+)/.exec(err.message)?.[1];
@@ -113,7 +138,7 @@ function socketClass(i: number) {
         else bump(errors, err.message.slice(0, 60));
       });
       this.on('close', (code: number) => {
-        if (!this.badged && code !== 1006) bump(closedEarly, String(code));
+        if (!this.badged) bump(closedEarly, String(code));
       });
     }
   };
@@ -133,7 +158,7 @@ function startClient(i: number): void {
   client.on('state', (state) => {
     const open = state === 'open';
     if (open && !openNow[i]) {
-      backs.push(wallNow());
+      backs.push((backAt[i] = wallNow()));
       waiting[i] = [];
       announcedSinceOpen[i] = 0;
       // 'open' comes just before the socket's first badge is taken (same tick): count from it.
@@ -142,6 +167,7 @@ function startClient(i: number): void {
         feeds[i] = baseFeed[i]!;
       });
     }
+    if (!open && openNow[i]) lost[i] = 1;
     openNow[i] = open ? 1 : 0;
   });
   client.on('badge', (badge: Badge) => onBadge(i, badge));
@@ -151,12 +177,15 @@ function startClient(i: number): void {
   client.start();
 }
 
-function start(a: SdkStartArgs): number {
+async function start(a: SdkStartArgs): Promise<number> {
   args = a;
   const n = a.users.length;
   clients = new Array<BubbleClient>(n);
   running = new Uint8Array(n);
   openNow = new Uint8Array(n);
+  backAt = new Float64Array(n);
+  lost = new Uint8Array(n);
+  gatewayOf = new Uint8Array(n);
   feeds = new Int32Array(n);
   baseFeed = new Int32Array(n);
   announcedSinceOpen = new Int32Array(n);
@@ -169,7 +198,11 @@ function start(a: SdkStartArgs): number {
       else followersOf.set(author, [c]);
     });
   }
-  for (let i = 0; i < n; i++) startClient(i);
+  // Apps open over time, not in one instant (the storms are what the scenarios make).
+  for (let i = 0; i < n; i++) {
+    startClient(i);
+    if (i % START_BATCH === START_BATCH - 1) await new Promise((r) => setTimeout(r, 100));
+  }
   return n;
 }
 
@@ -210,7 +243,25 @@ function latency(): SdkLatency {
   return result;
 }
 
+/** Clients open now (in all, per gateway), lost since the mark, and of those back. */
+function progress(): SdkProgress {
+  const onGateway = new Array<number>(args.urls.length).fill(0);
+  let open = 0;
+  let lostCount = 0;
+  let back = 0;
+  for (let i = 0; i < openNow.length; i++) {
+    if (lost[i]) lostCount++;
+    if (!openNow[i]) continue;
+    open++;
+    onGateway[gatewayOf[i]!]!++;
+    if (lost[i] && backAt[i]! > 0) back++;
+  }
+  return { open, onGateway, lost: lostCount, back };
+}
+
 function mark(): void {
+  backAt.fill(0);
+  lost.fill(0);
   attempts = [];
   backs = [];
   refused = {};

@@ -1,5 +1,5 @@
 import { forkDriver, type DriverHandle } from './driver-process.js';
-import type { SdkBadges, SdkLatency, SdkStartArgs, SdkWindow } from './sdk-driver.js';
+import type { SdkBadges, SdkLatency, SdkProgress, SdkStartArgs, SdkWindow } from './sdk-driver.js';
 
 /** The built driver, also when this module runs from its TS source (the tests import it so). */
 const DRIVER_MODULE = import.meta.url.endsWith('.ts')
@@ -116,9 +116,15 @@ export class SdkFleet {
     };
   }
 
-  async openCount(): Promise<number> {
-    const counts = await Promise.all(this.drivers.map((d) => d.call<number>('openCount')));
-    return counts.reduce((a, b) => a + b, 0);
+  /** Clients open now (in all, per gateway), lost since the mark, and of those back. */
+  async progress(): Promise<SdkProgress> {
+    const parts = await Promise.all(this.drivers.map((d) => d.call<SdkProgress>('progress')));
+    return {
+      open: parts.reduce((n, p) => n + p.open, 0),
+      onGateway: parts[0]!.onGateway.map((_, g) => parts.reduce((n, p) => n + p.onGateway[g]!, 0)),
+      lost: parts.reduce((n, p) => n + p.lost, 0),
+      back: parts.reduce((n, p) => n + p.back, 0),
+    };
   }
 
   /** A post of `author` was answered at `answerAt` (wall clock). */
