@@ -24,3 +24,4 @@ export {
 } from './conversations.js';
 export { SdkFleet, histogramQuantile, perSecond } from './sdk-fleet.js';
 export { processRssBytes } from './children.js';
+export { benchSoak, SOAK_DEFAULTS, type SoakOptions } from './soak.js';

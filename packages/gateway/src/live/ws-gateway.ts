@@ -555,5 +555,12 @@ function onError(this: WebSocket): void {
 
 function onAuthTimeout(ws: Peer): void {
   ws.authTimer = null;
-  if (!ws.user) ws.close(CLOSE.authFailed, 'no authentication within 5 s');
+  // Timers run before the event loop reads sockets: behind a backlog (a reconnect storm) the
+  // auth frame may have arrived in time and not be read yet. Decide after this loop's reads.
+  setImmediate(closeUnauthenticated, ws);
+}
+
+function closeUnauthenticated(ws: Peer): void {
+  // A frame being handled (ws.queue) is the auth frame, or closes the socket itself.
+  if (!ws.user && ws.queue === null) ws.close(CLOSE.authFailed, 'no authentication within 5 s');
 }
