@@ -144,10 +144,14 @@ function socketClass(i: number) {
   };
 }
 
+let tokens = 0;
+
 function startClient(i: number): void {
   const client = new BubbleClient({
     url: args.urls,
-    token: mintJwt(args.jwtSecret, args.users[i]!, 6 * 3600),
+    // As an app does: a fresh token for every connection (an auth timeout under load closes
+    // with 4401, after which the SDK wants a token other than the refused one).
+    getToken: async () => mintJwt(args.jwtSecret, args.users[i]!, 6 * 3600 + tokens++),
     WebSocket: socketClass(i),
     // No HTTP: a client must come back over its socket (polling would hide a failed storm).
     fetch: undefined,
