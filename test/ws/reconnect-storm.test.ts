@@ -194,16 +194,19 @@ describe('reconnect storm: 10k SDK clients', () => {
       }
       const w = await clients.window();
       const recoveryMs = w.backs[w.backs.length - 1]! - droppedAt;
-      const backs = perSecond(w.backs, droppedAt);
-      const attempts = perSecond(w.attempts, droppedAt);
-      // Over the recovery: from the drop to the last client back.
-      const meanPerSecond = w.backs.length / (recoveryMs / 1000);
+      // Reconnects = the SDK's reconnection attempts (what its jitter spreads), per second of
+      // the clients' clocks, over the recovery: from the first attempt to the last client back.
+      const firstAttempt = w.attempts[0] ?? droppedAt;
+      const attempts = perSecond(w.attempts, firstAttempt);
+      const backs = perSecond(w.backs, firstAttempt);
+      const recoverySeconds = Math.max(1, (w.backs[w.backs.length - 1]! - firstAttempt) / 1000);
+      const meanPerSecond = w.attempts.length / recoverySeconds;
       const figures: StormFigures = {
         dropped: onDropped,
         recoveryMs: Math.round(recoveryMs),
         reconnects: w.backs.length,
         attempts: w.attempts.length,
-        peakPerSecond: Math.max(...backs),
+        peakPerSecond: Math.max(...attempts),
         meanPerSecond: Math.round(meanPerSecond),
         attemptsPerSecond: attempts,
         backsPerSecond: backs,
