@@ -72,9 +72,10 @@ describe('BubbleClient over a WebSocket', () => {
     await next(c, 'state', (s) => s === 'connecting');
     await next(c, 'state', (s) => s === 'open');
     expect(rig.gw.upgrades).toBe(5); // the first, three refused, the one that authenticated
-    // A drop after authenticating: bound 0.5 s. Then 1 s, 2 s, 4 s after 1, 2, 3 failures.
+    // A drop after authenticating: spread over reconnectSpreadMs (5 s). Then the backoff: 1 s,
+    // 2 s, 4 s after 1, 2, 3 failures.
     expect(draws.backoffs()).toEqual([
-      { value: 0.5, delay: 250 },
+      { value: 0.5, delay: 2500 },
       { value: 0.25, delay: 250 },
       { value: 0.75, delay: 1500 },
       { value: 0.999, delay: 3996 },
@@ -82,7 +83,7 @@ describe('BubbleClient over a WebSocket', () => {
 
     rig.gw.open[0]?.ws.terminate();
     await next(c, 'state', (s) => s === 'open');
-    expect(draws.backoffs()[4]).toEqual({ value: 0.999, delay: 499.5 }); // reset: bound 0.5 s again
+    expect(draws.backoffs()[4]).toEqual({ value: 0.999, delay: 4995 }); // reset: the spread again
     expect(events.errors).toEqual([]);
     expect(events.states).toEqual([
       'connecting',
@@ -110,9 +111,9 @@ describe('BubbleClient over a WebSocket', () => {
     });
   });
 
-  it('reconnects at once when a gateway drains (1001), with backoff on 1013', async () => {
+  it('spreads the reconnection when a gateway drains (1001), and on 1013', async () => {
     const timers = new TestTimers(0.01);
-    const draws = drawing(timers, [0.5]);
+    const draws = drawing(timers, [0.5, 0.5]);
     const c = connect(timers, { random: draws.random });
     c.start();
     await next(c, 'state', (s) => s === 'open');
@@ -121,12 +122,16 @@ describe('BubbleClient over a WebSocket', () => {
     rig.gw.open[0]?.ws.close(CLOSE.goingAway);
     await next(c, 'state', (s) => s === 'connecting');
     await next(c, 'state', (s) => s === 'open');
-    expect(draws.draws).toHaveLength(0);
-    expect(timers.delays.slice(delaysBefore)).toEqual([0, 600_000]); // reconnect, connect timeout
+    // Every client of the drained gateway got its 1001 at once: the first retry is spread.
+    expect(timers.delays.slice(delaysBefore)).toEqual([2500, 600_000]); // reconnect, connect timeout
 
     rig.gw.open[0]?.ws.close(CLOSE.overloaded);
     await next(c, 'state', (s) => s === 'open');
-    expect(draws.backoffs()).toEqual([{ value: 0.5, delay: 250 }]);
+    // A 1013 on the open socket is a lost open socket too: spread as well.
+    expect(draws.backoffs()).toEqual([
+      { value: 0.5, delay: 2500 },
+      { value: 0.5, delay: 2500 },
+    ]);
     expect(rig.gw.upgrades).toBe(3);
   });
 

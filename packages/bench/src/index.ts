@@ -27,3 +27,6 @@ export {
   MASS_OFFLINE_DEFAULTS,
   type MassOfflineOptions,
 } from './mass-offline.js';
+export { SdkFleet, histogramQuantile, perSecond } from './sdk-fleet.js';
+export { processRssBytes } from './children.js';
+export { benchSoak, SOAK_DEFAULTS, type SoakOptions } from './soak.js';

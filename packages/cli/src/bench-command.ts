@@ -36,7 +36,23 @@ export const SCENARIOS: Record<string, Scenario> = {
   'ws-ceiling': (bench) => bench.benchWsCeiling({ log }),
   memory: (bench) => bench.benchMemory({ log }),
   scale: (bench) => bench.benchScale({ log }),
+  soak: (bench) =>
+    bench.benchSoak({
+      log,
+      ...soakNumber('BUBBLE_BENCH_SOAK_MINUTES', 'minutes'),
+      ...soakNumber('BUBBLE_BENCH_SOAK_SOCKETS', 'sockets'),
+      ...soakNumber('BUBBLE_BENCH_SOAK_POSTS', 'postsPerSecond'),
+    }),
 };
+
+/** `bench soak`'s length and size: BUBBLE_BENCH_SOAK_MINUTES, _SOCKETS, _POSTS (per second). */
+function soakNumber(variable: string, option: string): Record<string, number> {
+  const text = process.env[variable];
+  if (text === undefined || text === '') return {};
+  const value = Number(text);
+  if (!(value > 0)) throw new Error(`${variable} must be a positive number (got ${text})`);
+  return { [option]: value };
+}
 
 export async function runBench(names: string[]): Promise<void> {
   const unknown = names.filter((name) => !(name in SCENARIOS));

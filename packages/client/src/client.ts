@@ -385,8 +385,12 @@ export class BubbleClient extends Emitter<ClientEvents> {
         }),
       );
     }
-    // A draining gateway (1001) is left at once; anything else waits out the backoff.
-    this.retry(wasOpen, wasOpen && code === CLOSE.goingAway ? 0 : undefined);
+    // A socket that was open (a drain's 1001, a dead gateway's 1006): every client of that gateway
+    // lost it in the same instant, so the first retry is spread (full jitter) over a window.
+    this.retry(
+      wasOpen,
+      wasOpen ? this.random() * (this.options.reconnectSpreadMs ?? 5000) : undefined,
+    );
   }
 
   private retry(wasOpen: boolean, delay?: number): void {

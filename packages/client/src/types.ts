@@ -106,6 +106,12 @@ export interface BubbleClientOptions {
   timers?: Timers;
   /** Backoff: the delay before a retry is `random() × min(backoffMaxMs, backoffBaseMs × 2^failures)`. Default 500. */
   backoffBaseMs?: number;
+  /**
+   * After the loss of an authenticated socket (a drain's 1001, a dead gateway's 1006, …) the first
+   * reconnection waits `random() × reconnectSpreadMs`: the clients of one gateway come back spread
+   * over this window, not all in the same instant. Default 5000.
+   */
+  reconnectSpreadMs?: number;
   /** Default 20 000. */
   backoffMaxMs?: number;
   /** Consecutive failed socket attempts before polling starts. Default 3. */

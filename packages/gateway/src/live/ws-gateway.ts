@@ -18,6 +18,14 @@ import type { LoadMonitor } from '../load-monitor.js';
 import { IpRateLimiter } from './ip-rate-limiter.js';
 import type { BadgeListener, LiveUsers } from './live-users.js';
 
+/**
+ * New connections being admitted at once (upgraded, not yet sent their first badge): past it an
+ * upgrade is refused with 503 + Retry-After before it costs a handshake, a token check or a
+ * badge. A reconnect storm then queues in the clients' backoff, not in the gateway's memory and
+ * Redis round trips (docs/security.md "Reconnect storm").
+ */
+export const DEFAULT_MAX_ADMITTING = 256;
+
 /** The per-address limit of new connections (BUBBLE_WS_CONNECT_RATE and _BURST). */
 export const DEFAULT_CONNECT_LIMIT = { perSecond: 20, burst: 50 } as const;
 
@@ -30,6 +38,8 @@ export interface WsGatewayOptions {
   maxPayload: number;
   allowedOrigins?: readonly string[];
   maxConnections?: number;
+  /** Connections admitted at once (default DEFAULT_MAX_ADMITTING), else 503 at the upgrade. */
+  maxAdmitting?: number;
   /** A connection whose unsent pushes exceed this is closed (slow consumer). */
   maxBufferedBytes?: number;
   authTimeoutMs?: number;
@@ -99,6 +109,8 @@ class Peer extends WebSocket implements BadgeListener {
   listPrimed = false;
   /** The conversation counts of the last badge seen while watching (JSON): a change re-reads. */
   listedCounts: string | null = null;
+  /** The raw socket while this connection counts as being admitted (until its first badge). */
+  admission: AdmittedSocket | null = null;
 
   onBadge(badge: Badge): void {
     this.gateway?.send(this, badge);
@@ -123,6 +135,8 @@ export class WsGateway {
   private readonly watchers = new Map<string, Set<Peer>>();
   private stopListSignals: (() => Promise<void>) | undefined;
   private draining = false;
+  /** Upgrades admitted and not yet past their first badge (or closed). */
+  admitting = 0;
   /** The last badge sent and its frame (badges are never changed once made). */
   private framedBadge: Badge | null = null;
   private frame = '';
@@ -226,6 +240,15 @@ export class WsGateway {
         { 'Retry-After': String(taken.retryAfterSeconds) },
       );
     }
+    if (this.admitting >= (this.options.maxAdmitting ?? DEFAULT_MAX_ADMITTING)) {
+      return refuse(socket, 503, 'UB_ERR_UNAVAILABLE', 'too many connections being admitted', {
+        'Retry-After': '1',
+      });
+    }
+    const admitted = socket as AdmittedSocket;
+    admitted.admittedBy = this;
+    this.admitting++;
+    socket.once('close', onAdmittedClose);
     let user: string | null = null;
     if (req.headers.authorization !== undefined) {
       try {
@@ -241,6 +264,7 @@ export class WsGateway {
     this.wss.handleUpgrade(req, socket, head, (ws) => {
       // The WebSocket now listens for the socket's errors itself.
       socket.removeListener('error', destroySocket);
+      (ws as Peer).admission = admitted;
       this.accept(ws as Peer, user);
     });
   }
@@ -308,6 +332,9 @@ export class WsGateway {
     } catch (err) {
       this.log.warn({ err }, 'could not compute the badge of a new connection');
       ws.close(CLOSE.overloaded, 'try again');
+    } finally {
+      if (ws.admission) releaseAdmission(ws.admission);
+      ws.admission = null;
     }
   }
 
@@ -557,6 +584,21 @@ function refuse(
   );
 }
 
+/** An upgrade's socket while it counts against the gateway's admissions. */
+type AdmittedSocket = Duplex & { admittedBy?: WsGateway | null };
+
+function releaseAdmission(socket: AdmittedSocket): void {
+  const gateway = socket.admittedBy;
+  if (!gateway) return;
+  socket.admittedBy = null;
+  gateway.admitting--;
+  socket.removeListener('close', onAdmittedClose);
+}
+
+function onAdmittedClose(this: Duplex): void {
+  releaseAdmission(this as AdmittedSocket);
+}
+
 function destroySocket(this: Duplex): void {
   this.destroy();
 }
@@ -574,5 +616,12 @@ function onError(this: WebSocket): void {
 
 function onAuthTimeout(ws: Peer): void {
   ws.authTimer = null;
-  if (!ws.user) ws.close(CLOSE.authFailed, 'no authentication within 5 s');
+  // Timers run before the event loop reads sockets: behind a backlog (a reconnect storm) the
+  // auth frame may have arrived in time and not be read yet. Decide after this loop's reads.
+  setImmediate(closeUnauthenticated, ws);
+}
+
+function closeUnauthenticated(ws: Peer): void {
+  // A frame being handled (ws.queue) is the auth frame, or closes the socket itself.
+  if (!ws.user && ws.queue === null) ws.close(CLOSE.authFailed, 'no authentication within 5 s');
 }
