@@ -33,6 +33,7 @@ import {
   type Workload,
   type ScenarioWorkloadOptions,
 } from './workload.js';
+import { measureCeiling, WS_CEILING_DEFAULTS, type CeilingFigures } from './ws-ceiling.js';
 import type { WsBatch, WsConnectResult, WsReport } from './ws-driver.js';
 
 export interface LatencyOptions extends ScenarioWorkloadOptions {
@@ -56,6 +57,9 @@ export interface LatencyOptions extends ScenarioWorkloadOptions {
   activity: 'popularity' | 'independent';
   /** Write CPU profiles of the gateway, core and server children here. */
   profileDir: string | undefined;
+  /** The bare `ws` ceiling measured after the bubble phase, with the same drivers. */
+  ceilingWarmupSeconds: number;
+  ceilingSeconds: number;
 }
 
 export const LATENCY_DEFAULTS: LatencyOptions = {
@@ -78,8 +82,20 @@ export const LATENCY_DEFAULTS: LatencyOptions = {
   seed: 11,
   activity: 'popularity',
   profileDir: undefined,
+  ceilingWarmupSeconds: WS_CEILING_DEFAULTS.warmupSeconds,
+  ceilingSeconds: WS_CEILING_DEFAULTS.seconds,
   log: () => {},
 };
+
+/** bench.md "latency-moderate": who posts is drawn independently of who is followed. */
+export const LATENCY_MODERATE_DEFAULTS: LatencyOptions = {
+  ...LATENCY_DEFAULTS,
+  activity: 'independent',
+};
+
+export function benchLatencyModerate(partial: Partial<LatencyOptions> = {}) {
+  return benchLatency({ ...LATENCY_MODERATE_DEFAULTS, ...partial });
+}
 
 /**
  * bench.md "latency": `bubble gateway`, `bubble server` and `bubble core` children on one
@@ -92,7 +108,8 @@ export async function benchLatency(partial: Partial<LatencyOptions> = {}) {
   const options = { ...LATENCY_DEFAULTS, ...partial };
   const { log } = options;
   const now = Date.now();
-  const stamp = `${now}-latency`;
+  const scenario = options.activity === 'independent' ? 'latency-moderate' : 'latency';
+  const stamp = `${now}-${scenario}`;
   // Posts and read cursors stay 2 h clear of the lookback's edge: no count goes down by a post
   // leaving the window during the run, so every change a client sees is a live post.
   const workload = buildScenarioWorkload('latency', options, {
@@ -174,12 +191,24 @@ export async function benchLatency(partial: Partial<LatencyOptions> = {}) {
       }),
     );
     const sweeps = sweepFigures(run.sweeps);
+    // The ceiling on the same drivers, once the bubble children are gone (they would take CPU).
+    for (const driver of drivers) await driver.call('close').catch(() => {});
+    await stopAll(children.splice(0));
+    await Promise.all(drivers.map((d) => d.call('reset')));
+    log(`${scenario}: the bubble phase is over; the bare ws ceiling with the same drivers`);
+    const ceiling = await measureCeiling(drivers, {
+      ...WS_CEILING_DEFAULTS,
+      clients: connected,
+      perAddress: options.perAddress,
+      warmupSeconds: options.ceilingWarmupSeconds,
+      seconds: options.ceilingSeconds,
+      log,
+    });
     figures = {
-      scenario: 'latency',
+      scenario,
       users: options.users,
       connected,
       usersHeldByCore: held,
-      tickMs: options.tickMs,
       activity: options.activity,
       pools: options.pools,
       postsPerSecTarget: options.postsPerSec,
@@ -189,7 +218,11 @@ export async function benchLatency(partial: Partial<LatencyOptions> = {}) {
       pushP90Ms: merged.p90Ms,
       pushP99Ms: merged.p99Ms,
       pushMaxMs: merged.maxMs,
+      quietPushP50Ms: merged.quietP50Ms,
+      quietPushP99Ms: merged.quietP99Ms,
+      quietSamples: merged.quietSamples,
       pushesPerSec: Math.round(merged.frames / Math.max(0.001, merged.seconds)),
+      ...ceilingFigures(options, merged, run, sweeps, ceiling),
       samples: merged.samples,
       samplesPerCall: Math.round(merged.samples / Math.max(1, run.measuredCalls)),
       undelivered: merged.undelivered,
@@ -210,6 +243,7 @@ export async function benchLatency(partial: Partial<LatencyOptions> = {}) {
       windowPosts: options.windowPosts,
       seedSeconds: round2(seeded.seconds),
       measuredSeconds: round2(merged.seconds),
+      ceiling,
       machine: machineFacts(),
     };
     for (const driver of drivers) await driver.call('close').catch(() => {});
@@ -446,22 +480,75 @@ function acceptedOf(body: Buffer): number {
   }
 }
 
+/**
+ * bench.md's bars for `latency` beside the figures they are made of: CPU per frame against the
+ * bare sender, p99 against what the machine needs (tick + sweep p99 + one frame to every user
+ * at the ceiling's rate), and for `latency-moderate` the demand as a share of the ceiling.
+ */
+function ceilingFigures(
+  options: LatencyOptions,
+  merged: ReturnType<typeof mergeReports>,
+  run: RunFigures,
+  sweeps: ReturnType<typeof sweepFigures>,
+  ceiling: CeilingFigures,
+) {
+  const gatewayFramesPerSec = merged.frames / Math.max(0.001, merged.seconds);
+  const gatewayCores = run.cpu.gateway ?? null;
+  const gatewayCpuUsPerFrame =
+    gatewayCores === null || gatewayFramesPerSec === 0
+      ? null
+      : round2((gatewayCores / gatewayFramesPerSec) * 1e6);
+  const minRoundMs = round2((options.users / ceiling.framesPerSec) * 1000);
+  const latencyBarMs = round2(1.25 * (options.tickMs + sweeps.sweepP99Ms + minRoundMs));
+  const cpuPerFrameRatio =
+    gatewayCpuUsPerFrame === null
+      ? null
+      : round2(gatewayCpuUsPerFrame / ceiling.senderCpuUsPerFrame);
+  // Frames needed: one per routed change, had the gateway conflated none away.
+  const neededPerSec = run.pushQueue ? run.pushQueue.routed / Math.max(0.001, merged.seconds) : 0;
+  return {
+    gatewayFramesPerSec: Math.round(gatewayFramesPerSec),
+    ceilingFramesPerSec: ceiling.framesPerSec,
+    ceilingRatio: round2(gatewayFramesPerSec / ceiling.framesPerSec),
+    gatewayCpuUsPerFrame,
+    ceilingSenderCpuUsPerFrame: ceiling.senderCpuUsPerFrame,
+    cpuPerFrameRatio,
+    cpuPerFrameBarMet: cpuPerFrameRatio !== null && cpuPerFrameRatio <= 1.5,
+    tickMs: options.tickMs,
+    minRoundMs,
+    latencyBar: `1.25 × (${options.tickMs} + ${sweeps.sweepP99Ms} + ${minRoundMs}) = ${latencyBarMs} ms against pushP99Ms ${merged.p99Ms}`,
+    latencyBarMs,
+    latencyBarMet: merged.p99Ms <= latencyBarMs,
+    framesNeededPerSec: Math.round(neededPerSec),
+    demandRatio: round2(neededPerSec / ceiling.framesPerSec),
+    moderateBarMet: merged.p99Ms <= 250,
+  };
+}
+
+/** The p-th percentile of a histogram of 0.1 ms buckets holding `samples` samples. */
+function histogramPercentile(histogram: Float64Array, samples: number, p: number): number {
+  const rank = Math.max(1, Math.ceil((p / 100) * samples));
+  let seen = 0;
+  for (let i = 0; i < histogram.length; i++) {
+    seen += histogram[i]!;
+    if (seen >= rank) return round2(i / 10);
+  }
+  return 0;
+}
+
 function mergeReports(reports: WsReport[]) {
   const histogram = new Float64Array(reports[0]?.histogram.length ?? 1);
+  const quietHistogram = new Float64Array(histogram.length);
   let samples = 0;
+  let quietSamples = 0;
   for (const r of reports) {
     r.histogram.forEach((count, i) => (histogram[i]! += count));
+    r.quietHistogram.forEach((count, i) => (quietHistogram[i]! += count));
     samples += r.samples;
+    quietSamples += r.quietSamples;
   }
-  const at = (p: number) => {
-    const rank = Math.max(1, Math.ceil((p / 100) * samples));
-    let seen = 0;
-    for (let i = 0; i < histogram.length; i++) {
-      seen += histogram[i]!;
-      if (seen >= rank) return round2(i / 10);
-    }
-    return 0;
-  };
+  const at = (p: number) => histogramPercentile(histogram, samples, p);
+  const quietAt = (p: number) => histogramPercentile(quietHistogram, quietSamples, p);
   let max = 0;
   histogram.forEach((count, i) => {
     if (count > 0) max = i;
@@ -473,6 +560,9 @@ function mergeReports(reports: WsReport[]) {
   const sum = (f: (r: WsReport) => number) => reports.reduce((total, r) => total + f(r), 0);
   return {
     samples,
+    quietSamples,
+    quietP50Ms: quietAt(50),
+    quietP99Ms: quietAt(99),
     p50Ms: at(50),
     p90Ms: at(90),
     p99Ms: at(99),

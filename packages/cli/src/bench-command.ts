@@ -27,6 +27,7 @@ export const SCENARIOS: Record<string, Scenario> = {
         ? { activity: 'independent' as const }
         : {}),
     }),
+  'latency-moderate': (bench) => bench.benchLatencyModerate({ log, profileDir }),
   connections: (bench) => bench.benchConnections({ log, profileDir }),
   poll: (bench) => bench.benchPoll({ log, profileDir }),
   ingest: (bench) => bench.benchIngest({ log, profileDir }),
