@@ -5,7 +5,7 @@ import { DAY_MS, HOUR_MS, poolOf } from '@bubble/protocol';
 import type { RoleProcess } from '@bubble/test-utils';
 import type { Redis } from 'ioredis';
 import { startBenchRedis } from './bench-redis.js';
-import { spawnRole, stopAll } from './children.js';
+import { processRssBytes, spawnRole, stopAll } from './children.js';
 import { forkDriver, type DriverHandle } from './driver-process.js';
 import { RawHttpConnection, httpRequest } from './http-client.js';
 import {
@@ -60,6 +60,10 @@ export interface LatencyOptions extends ScenarioWorkloadOptions {
   /** The bare `ws` ceiling measured after the bubble phase, with the same drivers. */
   ceilingWarmupSeconds: number;
   ceilingSeconds: number;
+  /** Off for push-peers, which measures bare `ws` its own way. */
+  ceiling: boolean;
+  /** ws-driver processes of the caller's to use (and leave running) instead of forking new ones. */
+  sharedDrivers: DriverHandle[] | undefined;
 }
 
 export const LATENCY_DEFAULTS: LatencyOptions = {
@@ -84,6 +88,8 @@ export const LATENCY_DEFAULTS: LatencyOptions = {
   profileDir: undefined,
   ceilingWarmupSeconds: WS_CEILING_DEFAULTS.warmupSeconds,
   ceilingSeconds: WS_CEILING_DEFAULTS.seconds,
+  ceiling: true,
+  sharedDrivers: undefined,
   log: () => {},
 };
 
@@ -158,6 +164,7 @@ export async function benchLatency(partial: Partial<LatencyOptions> = {}) {
     await probe.holdsPools(options.pools, log);
     log(`latency: the core holds every pool; ${options.users} clients connect`);
 
+    const rssBefore = await processRssBytes(gateway.pid);
     const connected = await connectClients(options, workload, gateway, secrets.jwtSecret, drivers);
     const held = await coreHolds(probe, connected, log);
     await probe.skip(5, 60);
@@ -180,6 +187,7 @@ export async function benchLatency(partial: Partial<LatencyOptions> = {}) {
       admin,
       gatewayUrl: gateway.url,
     });
+    const rssAfter = await processRssBytes(gateway.pid);
     const reports = await Promise.all(drivers.map((d) => d.call<WsReport>('report')));
     const merged = mergeReports(reports);
     const stuck = reports.flatMap((r) => r.stuckUsers).slice(0, 20);
@@ -195,15 +203,18 @@ export async function benchLatency(partial: Partial<LatencyOptions> = {}) {
     for (const driver of drivers) await driver.call('close').catch(() => {});
     await stopAll(children.splice(0));
     await Promise.all(drivers.map((d) => d.call('reset')));
-    log(`${scenario}: the bubble phase is over; the bare ws ceiling with the same drivers`);
-    const ceiling = await measureCeiling(drivers, {
-      ...WS_CEILING_DEFAULTS,
-      clients: connected,
-      perAddress: options.perAddress,
-      warmupSeconds: options.ceilingWarmupSeconds,
-      seconds: options.ceilingSeconds,
-      log,
-    });
+    let ceiling: CeilingFigures | undefined;
+    if (options.ceiling) {
+      log(`${scenario}: the bubble phase is over; the bare ws ceiling with the same drivers`);
+      ceiling = await measureCeiling(drivers, {
+        ...WS_CEILING_DEFAULTS,
+        clients: connected,
+        perAddress: options.perAddress,
+        warmupSeconds: options.ceilingWarmupSeconds,
+        seconds: options.ceilingSeconds,
+        log,
+      });
+    }
     figures = {
       scenario,
       users: options.users,
@@ -222,7 +233,11 @@ export async function benchLatency(partial: Partial<LatencyOptions> = {}) {
       quietPushP99Ms: merged.quietP99Ms,
       quietSamples: merged.quietSamples,
       pushesPerSec: Math.round(merged.frames / Math.max(0.001, merged.seconds)),
-      ...ceilingFigures(options, merged, run, sweeps, ceiling),
+      ...(ceiling ? ceilingFigures(options, merged, run, sweeps, ceiling) : {}),
+      gatewayRssBytesPerConn:
+        rssBefore === null || rssAfter === null
+          ? null
+          : Math.round((rssAfter - rssBefore) / connected),
       samples: merged.samples,
       samplesPerCall: Math.round(merged.samples / Math.max(1, run.measuredCalls)),
       undelivered: merged.undelivered,
@@ -246,10 +261,9 @@ export async function benchLatency(partial: Partial<LatencyOptions> = {}) {
       ceiling,
       machine: machineFacts(),
     };
-    for (const driver of drivers) await driver.call('close').catch(() => {});
   } finally {
     poster?.close();
-    await Promise.all(drivers.map((d) => d.stop().catch(() => {})));
+    if (!options.sharedDrivers) await Promise.all(drivers.map((d) => d.stop().catch(() => {})));
     await stopAll(children);
     await redis.stop();
     await rm(dir, { recursive: true, force: true });
@@ -271,11 +285,9 @@ async function connectClients(
   const started = performance.now();
   const results = await Promise.all(
     Array.from({ length: options.drivers }, (_, d) => {
-      const driver = forkDriver(
-        new URL('./ws-driver.js', import.meta.url),
-        `driver${d}`,
-        options.log,
-      );
+      const driver =
+        options.sharedDrivers?.[d] ??
+        forkDriver(new URL('./ws-driver.js', import.meta.url), `driver${d}`, options.log);
       drivers.push(driver);
       const from = d * per;
       const to = Math.min(n, from + per);
@@ -323,7 +335,9 @@ async function coreHolds(probe: ProbeReader, users: number, log: (line: string) 
 }
 
 /** The driver's clock minus ours, from the exchange with the shortest round trip. */
-async function clockOffset(driver: DriverHandle): Promise<{ offsetMs: number; rttMs: number }> {
+export async function clockOffset(
+  driver: DriverHandle,
+): Promise<{ offsetMs: number; rttMs: number }> {
   let best = { offsetMs: 0, rttMs: Infinity };
   for (let i = 0; i < 20; i++) {
     const sent = wallNow();
@@ -536,7 +550,7 @@ function histogramPercentile(histogram: Float64Array, samples: number, p: number
   return 0;
 }
 
-function mergeReports(reports: WsReport[]) {
+export function mergeReports(reports: WsReport[]) {
   const histogram = new Float64Array(reports[0]?.histogram.length ?? 1);
   const quietHistogram = new Float64Array(histogram.length);
   let samples = 0;

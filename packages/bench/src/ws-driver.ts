@@ -26,6 +26,13 @@ export interface WsConnectArgs {
   /** For latency: the authors each client follows (indices), and how many authors exist. */
   follows?: Int32Array[];
   authors?: number;
+  /**
+   * A push-peers server instead of a gateway: `ws` takes the user from the query string;
+   * `socketio` is spoken to in Engine.IO 4 / Socket.IO 5 protocol over a plain `ws` socket
+   * (open, namespace connect, ping answered with pong; events are `42["badge",{…}]`), so the
+   * driver's cost per frame is the same for every server.
+   */
+  peer?: 'ws' | 'socketio';
 }
 
 export interface WsConnectResult {
@@ -187,7 +194,15 @@ function open(args: WsConnectArgs, i: number, deadline: number): Promise<string 
       resolve(error);
     };
     const token = mintJwt(args.jwtSecret, args.users[i]!, 3 * 3600);
-    const ws = new WebSocket(args.url, {
+    const user = encodeURIComponent(args.users[i]!);
+    const url =
+      args.peer === 'socketio'
+        ? `${args.url}/socket.io/?EIO=4&transport=websocket&user=${user}`
+        : args.peer === 'ws'
+          ? `${args.url}/?user=${user}`
+          : args.url;
+    const engineIo = args.peer === 'socketio';
+    const ws = new WebSocket(url, {
       headers: { authorization: `Bearer ${token}` },
       localAddress: sourceAddress(args.firstIndex + i, args.perAddress),
       perMessageDeflate: false,
@@ -203,6 +218,12 @@ function open(args: WsConnectArgs, i: number, deadline: number): Promise<string 
       Math.max(1000, deadline - performance.now()),
     );
     ws.on('message', (data: Buffer) => {
+      // Engine.IO: "0{…}" opens (join the default namespace), "2" is a ping.
+      if (engineIo && data.length > 0 && data[0] !== 0x34) {
+        if (data[0] === 0x30) ws.send('40');
+        else if (data[0] === 0x32) ws.send('3');
+        return;
+      }
       onFrame(i, data);
       if (first[i]! >= 0) settle(null);
     });
