@@ -82,7 +82,8 @@ export const LATENCY_DEFAULTS: LatencyOptions = {
   drivers: 2,
   perAddress: 40,
   connectConcurrency: 100,
-  connectSeconds: 240,
+  // Opening 10k sockets takes minutes on a loaded 2-core machine.
+  connectSeconds: 480,
   seed: 11,
   activity: 'popularity',
   profileDir: undefined,
