@@ -321,8 +321,9 @@ async function connectClients(
 }
 
 /**
- * Waits for the core to hold every connected user; after 120 s (minutes on a loaded machine) settles for 99 % of them (a user
- * the core does not hold gets no pushes: its awaited pushes show up as `undelivered`).
+ * Waits for the core to hold every connected user (minutes on a loaded machine); after 120 s
+ * settles for 99 % of them (a user the core does not hold gets no pushes: its awaited pushes
+ * show up as `undelivered`).
  */
 async function coreHolds(probe: ProbeReader, users: number, log: (line: string) => void) {
   const describe = (r: ProbeRecord) => `core holds ${r.report.users} of ${users} online users`;
