@@ -10,6 +10,8 @@ export {
 } from './ingest-stream.js';
 export { benchMemory, MEMORY_DEFAULTS, type MemoryOptions } from './memory.js';
 export { benchLatency, LATENCY_DEFAULTS, type LatencyOptions } from './latency.js';
+export { benchLatencyModerate, LATENCY_MODERATE_DEFAULTS } from './latency.js';
+export { benchPushPeers, PUSH_PEERS_DEFAULTS, type PushPeersOptions } from './push-peers.js';
 export { benchPoll, POLL_DEFAULTS, type PollOptions } from './poll.js';
 export { benchScale, SCALE_DEFAULTS, type ScaleOptions } from './scale.js';
 export { benchWebhook, WEBHOOK_DEFAULTS, type WebhookOptions } from './webhook.js';

@@ -5,7 +5,7 @@ import { DAY_MS, HOUR_MS, poolOf } from '@bubble/protocol';
 import type { RoleProcess } from '@bubble/test-utils';
 import type { Redis } from 'ioredis';
 import { startBenchRedis } from './bench-redis.js';
-import { spawnRole, stopAll } from './children.js';
+import { processRssBytes, spawnRole, stopAll } from './children.js';
 import { forkDriver, type DriverHandle } from './driver-process.js';
 import { RawHttpConnection, httpRequest } from './http-client.js';
 import {
@@ -33,6 +33,7 @@ import {
   type Workload,
   type ScenarioWorkloadOptions,
 } from './workload.js';
+import { measureCeiling, WS_CEILING_DEFAULTS, type CeilingFigures } from './ws-ceiling.js';
 import type { WsBatch, WsConnectResult, WsReport } from './ws-driver.js';
 
 export interface LatencyOptions extends ScenarioWorkloadOptions {
@@ -56,6 +57,13 @@ export interface LatencyOptions extends ScenarioWorkloadOptions {
   activity: 'popularity' | 'independent';
   /** Write CPU profiles of the gateway, core and server children here. */
   profileDir: string | undefined;
+  /** The bare `ws` ceiling measured after the bubble phase, with the same drivers. */
+  ceilingWarmupSeconds: number;
+  ceilingSeconds: number;
+  /** Off for push-peers, which measures bare `ws` its own way. */
+  ceiling: boolean;
+  /** ws-driver processes of the caller's to use (and leave running) instead of forking new ones. */
+  sharedDrivers: DriverHandle[] | undefined;
 }
 
 export const LATENCY_DEFAULTS: LatencyOptions = {
@@ -74,12 +82,27 @@ export const LATENCY_DEFAULTS: LatencyOptions = {
   drivers: 2,
   perAddress: 40,
   connectConcurrency: 100,
-  connectSeconds: 240,
+  // Opening 10k sockets takes minutes on a loaded 2-core machine.
+  connectSeconds: 480,
   seed: 11,
   activity: 'popularity',
   profileDir: undefined,
+  ceilingWarmupSeconds: WS_CEILING_DEFAULTS.warmupSeconds,
+  ceilingSeconds: WS_CEILING_DEFAULTS.seconds,
+  ceiling: true,
+  sharedDrivers: undefined,
   log: () => {},
 };
+
+/** bench.md "latency-moderate": who posts is drawn independently of who is followed. */
+export const LATENCY_MODERATE_DEFAULTS: LatencyOptions = {
+  ...LATENCY_DEFAULTS,
+  activity: 'independent',
+};
+
+export function benchLatencyModerate(partial: Partial<LatencyOptions> = {}) {
+  return benchLatency({ ...LATENCY_MODERATE_DEFAULTS, ...partial });
+}
 
 /**
  * bench.md "latency": `bubble gateway`, `bubble server` and `bubble core` children on one
@@ -92,7 +115,8 @@ export async function benchLatency(partial: Partial<LatencyOptions> = {}) {
   const options = { ...LATENCY_DEFAULTS, ...partial };
   const { log } = options;
   const now = Date.now();
-  const stamp = `${now}-latency`;
+  const scenario = options.activity === 'independent' ? 'latency-moderate' : 'latency';
+  const stamp = `${now}-${scenario}`;
   // Posts and read cursors stay 2 h clear of the lookback's edge: no count goes down by a post
   // leaving the window during the run, so every change a client sees is a live post.
   const workload = buildScenarioWorkload('latency', options, {
@@ -141,6 +165,7 @@ export async function benchLatency(partial: Partial<LatencyOptions> = {}) {
     await probe.holdsPools(options.pools, log);
     log(`latency: the core holds every pool; ${options.users} clients connect`);
 
+    const rssBefore = await processRssBytes(gateway.pid);
     const connected = await connectClients(options, workload, gateway, secrets.jwtSecret, drivers);
     const held = await coreHolds(probe, connected, log);
     await probe.skip(5, 60);
@@ -163,6 +188,7 @@ export async function benchLatency(partial: Partial<LatencyOptions> = {}) {
       admin,
       gatewayUrl: gateway.url,
     });
+    const rssAfter = await processRssBytes(gateway.pid);
     const reports = await Promise.all(drivers.map((d) => d.call<WsReport>('report')));
     const merged = mergeReports(reports);
     const stuck = reports.flatMap((r) => r.stuckUsers).slice(0, 20);
@@ -174,12 +200,27 @@ export async function benchLatency(partial: Partial<LatencyOptions> = {}) {
       }),
     );
     const sweeps = sweepFigures(run.sweeps);
+    // The ceiling on the same drivers, once the bubble children are gone (they would take CPU).
+    for (const driver of drivers) await driver.call('close').catch(() => {});
+    await stopAll(children.splice(0));
+    await Promise.all(drivers.map((d) => d.call('reset')));
+    let ceiling: CeilingFigures | undefined;
+    if (options.ceiling) {
+      log(`${scenario}: the bubble phase is over; the bare ws ceiling with the same drivers`);
+      ceiling = await measureCeiling(drivers, {
+        ...WS_CEILING_DEFAULTS,
+        clients: connected,
+        perAddress: options.perAddress,
+        warmupSeconds: options.ceilingWarmupSeconds,
+        seconds: options.ceilingSeconds,
+        log,
+      });
+    }
     figures = {
-      scenario: 'latency',
+      scenario,
       users: options.users,
       connected,
       usersHeldByCore: held,
-      tickMs: options.tickMs,
       activity: options.activity,
       pools: options.pools,
       postsPerSecTarget: options.postsPerSec,
@@ -189,7 +230,15 @@ export async function benchLatency(partial: Partial<LatencyOptions> = {}) {
       pushP90Ms: merged.p90Ms,
       pushP99Ms: merged.p99Ms,
       pushMaxMs: merged.maxMs,
+      quietPushP50Ms: merged.quietP50Ms,
+      quietPushP99Ms: merged.quietP99Ms,
+      quietSamples: merged.quietSamples,
       pushesPerSec: Math.round(merged.frames / Math.max(0.001, merged.seconds)),
+      ...(ceiling ? ceilingFigures(options, merged, run, sweeps, ceiling) : {}),
+      gatewayRssBytesPerConn:
+        rssBefore === null || rssAfter === null
+          ? null
+          : Math.round((rssAfter - rssBefore) / connected),
       samples: merged.samples,
       samplesPerCall: Math.round(merged.samples / Math.max(1, run.measuredCalls)),
       undelivered: merged.undelivered,
@@ -210,12 +259,12 @@ export async function benchLatency(partial: Partial<LatencyOptions> = {}) {
       windowPosts: options.windowPosts,
       seedSeconds: round2(seeded.seconds),
       measuredSeconds: round2(merged.seconds),
+      ceiling,
       machine: machineFacts(),
     };
-    for (const driver of drivers) await driver.call('close').catch(() => {});
   } finally {
     poster?.close();
-    await Promise.all(drivers.map((d) => d.stop().catch(() => {})));
+    if (!options.sharedDrivers) await Promise.all(drivers.map((d) => d.stop().catch(() => {})));
     await stopAll(children);
     await redis.stop();
     await rm(dir, { recursive: true, force: true });
@@ -237,11 +286,9 @@ async function connectClients(
   const started = performance.now();
   const results = await Promise.all(
     Array.from({ length: options.drivers }, (_, d) => {
-      const driver = forkDriver(
-        new URL('./ws-driver.js', import.meta.url),
-        `driver${d}`,
-        options.log,
-      );
+      const driver =
+        options.sharedDrivers?.[d] ??
+        forkDriver(new URL('./ws-driver.js', import.meta.url), `driver${d}`, options.log);
       drivers.push(driver);
       const from = d * per;
       const to = Math.min(n, from + per);
@@ -274,22 +321,25 @@ async function connectClients(
 }
 
 /**
- * Waits for the core to hold every connected user; after 30 s settles for 99 % of them (a user
- * the core does not hold gets no pushes: its awaited pushes show up as `undelivered`).
+ * Waits for the core to hold every connected user (minutes on a loaded machine); after 120 s
+ * settles for 99 % of them (a user the core does not hold gets no pushes: its awaited pushes
+ * show up as `undelivered`).
  */
 async function coreHolds(probe: ProbeReader, users: number, log: (line: string) => void) {
   const describe = (r: ProbeRecord) => `core holds ${r.report.users} of ${users} online users`;
   try {
-    return (await probe.waitFor((r) => r.report.users >= users, 30, describe, log)).report.users;
+    return (await probe.waitFor((r) => r.report.users >= users, 120, describe, log)).report.users;
   } catch {
-    const last = await probe.waitFor((r) => r.report.users >= users * 0.99, 5, describe, log);
-    log(`latency: ${describe(last)} after 30 s; going on`);
+    const last = await probe.waitFor((r) => r.report.users >= users * 0.99, 30, describe, log);
+    log(`latency: ${describe(last)} after 120 s; going on`);
     return last.report.users;
   }
 }
 
 /** The driver's clock minus ours, from the exchange with the shortest round trip. */
-async function clockOffset(driver: DriverHandle): Promise<{ offsetMs: number; rttMs: number }> {
+export async function clockOffset(
+  driver: DriverHandle,
+): Promise<{ offsetMs: number; rttMs: number }> {
   let best = { offsetMs: 0, rttMs: Infinity };
   for (let i = 0; i < 20; i++) {
     const sent = wallNow();
@@ -446,22 +496,75 @@ function acceptedOf(body: Buffer): number {
   }
 }
 
-function mergeReports(reports: WsReport[]) {
+/**
+ * bench.md's bars for `latency` beside the figures they are made of: CPU per frame against the
+ * bare sender, p99 against what the machine needs (tick + sweep p99 + one frame to every user
+ * at the ceiling's rate), and for `latency-moderate` the demand as a share of the ceiling.
+ */
+function ceilingFigures(
+  options: LatencyOptions,
+  merged: ReturnType<typeof mergeReports>,
+  run: RunFigures,
+  sweeps: ReturnType<typeof sweepFigures>,
+  ceiling: CeilingFigures,
+) {
+  const gatewayFramesPerSec = merged.frames / Math.max(0.001, merged.seconds);
+  const gatewayCores = run.cpu.gateway ?? null;
+  const gatewayCpuUsPerFrame =
+    gatewayCores === null || gatewayFramesPerSec === 0
+      ? null
+      : round2((gatewayCores / gatewayFramesPerSec) * 1e6);
+  const minRoundMs = round2((options.users / ceiling.framesPerSec) * 1000);
+  const latencyBarMs = round2(1.25 * (options.tickMs + sweeps.sweepP99Ms + minRoundMs));
+  const cpuPerFrameRatio =
+    gatewayCpuUsPerFrame === null
+      ? null
+      : round2(gatewayCpuUsPerFrame / ceiling.senderCpuUsPerFrame);
+  // Frames needed: one per routed change, had the gateway conflated none away.
+  const neededPerSec = run.pushQueue ? run.pushQueue.routed / Math.max(0.001, merged.seconds) : 0;
+  return {
+    gatewayFramesPerSec: Math.round(gatewayFramesPerSec),
+    ceilingFramesPerSec: ceiling.framesPerSec,
+    ceilingRatio: round2(gatewayFramesPerSec / ceiling.framesPerSec),
+    gatewayCpuUsPerFrame,
+    ceilingSenderCpuUsPerFrame: ceiling.senderCpuUsPerFrame,
+    cpuPerFrameRatio,
+    cpuPerFrameBarMet: cpuPerFrameRatio !== null && cpuPerFrameRatio <= 1.5,
+    tickMs: options.tickMs,
+    minRoundMs,
+    latencyBar: `1.25 × (${options.tickMs} + ${sweeps.sweepP99Ms} + ${minRoundMs}) = ${latencyBarMs} ms against pushP99Ms ${merged.p99Ms}`,
+    latencyBarMs,
+    latencyBarMet: merged.p99Ms <= latencyBarMs,
+    framesNeededPerSec: Math.round(neededPerSec),
+    demandRatio: round2(neededPerSec / ceiling.framesPerSec),
+    moderateBarMet: merged.p99Ms <= 250,
+  };
+}
+
+/** The p-th percentile of a histogram of 0.1 ms buckets holding `samples` samples. */
+function histogramPercentile(histogram: Float64Array, samples: number, p: number): number {
+  const rank = Math.max(1, Math.ceil((p / 100) * samples));
+  let seen = 0;
+  for (let i = 0; i < histogram.length; i++) {
+    seen += histogram[i]!;
+    if (seen >= rank) return round2(i / 10);
+  }
+  return 0;
+}
+
+export function mergeReports(reports: WsReport[]) {
   const histogram = new Float64Array(reports[0]?.histogram.length ?? 1);
+  const quietHistogram = new Float64Array(histogram.length);
   let samples = 0;
+  let quietSamples = 0;
   for (const r of reports) {
     r.histogram.forEach((count, i) => (histogram[i]! += count));
+    r.quietHistogram.forEach((count, i) => (quietHistogram[i]! += count));
     samples += r.samples;
+    quietSamples += r.quietSamples;
   }
-  const at = (p: number) => {
-    const rank = Math.max(1, Math.ceil((p / 100) * samples));
-    let seen = 0;
-    for (let i = 0; i < histogram.length; i++) {
-      seen += histogram[i]!;
-      if (seen >= rank) return round2(i / 10);
-    }
-    return 0;
-  };
+  const at = (p: number) => histogramPercentile(histogram, samples, p);
+  const quietAt = (p: number) => histogramPercentile(quietHistogram, quietSamples, p);
   let max = 0;
   histogram.forEach((count, i) => {
     if (count > 0) max = i;
@@ -473,6 +576,9 @@ function mergeReports(reports: WsReport[]) {
   const sum = (f: (r: WsReport) => number) => reports.reduce((total, r) => total + f(r), 0);
   return {
     samples,
+    quietSamples,
+    quietP50Ms: quietAt(50),
+    quietP99Ms: quietAt(99),
     p50Ms: at(50),
     p90Ms: at(90),
     p99Ms: at(99),

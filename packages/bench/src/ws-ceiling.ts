@@ -36,16 +36,39 @@ export async function benchWsCeiling(
 ): Promise<Record<string, unknown>> {
   const options = { ...WS_CEILING_DEFAULTS, ...overrides };
   const { log } = options;
-  const children: DriverHandle[] = [];
+  const drivers: DriverHandle[] = [];
   try {
-    const sender = forkDriver(new URL('./ws-ceiling-sender.js', import.meta.url), 'sender', log);
-    children.push(sender);
+    for (let d = 0; d < options.drivers; d++) {
+      drivers.push(forkDriver(new URL('./ws-driver.js', import.meta.url), `driver${d}`, log));
+    }
+    const ceiling = await measureCeiling(drivers, options);
+    return {
+      scenario: 'ws-ceiling',
+      ...ceiling,
+      ...machineFacts(),
+    };
+  } finally {
+    for (const child of drivers.reverse()) await child.stop().catch(() => {});
+  }
+}
+
+export type CeilingFigures = Awaited<ReturnType<typeof measureCeiling>>;
+
+/**
+ * The bare sender in a child of its own, `options.clients` clients of it spread over `drivers`
+ * (ws-driver processes, fresh or reset after another phase), and the frames they take.
+ */
+export async function measureCeiling(
+  drivers: DriverHandle[],
+  options: Omit<WsCeilingOptions, 'drivers'>,
+) {
+  const { log } = options;
+  const sender = forkDriver(new URL('./ws-ceiling-sender.js', import.meta.url), 'sender', log);
+  try {
     const port = await sender.call<number>('listen');
-    const per = Math.ceil(options.clients / options.drivers);
+    const per = Math.ceil(options.clients / drivers.length);
     const connects = await Promise.all(
-      Array.from({ length: options.drivers }, (_, d) => {
-        const driver = forkDriver(new URL('./ws-driver.js', import.meta.url), `driver${d}`, log);
-        children.push(driver);
+      drivers.map((driver, d) => {
         const from = d * per;
         const to = Math.min(options.clients, from + per);
         return driver.call<WsConnectResult>('connect', {
@@ -55,12 +78,11 @@ export async function benchWsCeiling(
           perAddress: options.perAddress,
           // The bare server reads no token; the drivers send one as they do to a gateway.
           jwtSecret: 'ws-ceiling',
-          concurrency: Math.ceil(options.connectConcurrency / options.drivers),
+          concurrency: Math.ceil(options.connectConcurrency / drivers.length),
           seconds: options.connectSeconds,
         });
       }),
     );
-    const drivers = children.slice(1);
     const connected = connects.reduce((sum, r) => sum + r.connected, 0);
     log(`ws-ceiling: ${connected} clients connected; ${options.warmupSeconds} s warm-up`);
     if (connected < options.clients * 0.99) {
@@ -82,7 +104,6 @@ export async function benchWsCeiling(
     const measured = Math.max(...reports.map((r) => r.measuredSeconds));
     const framesPerSec = received / measured;
     return {
-      scenario: 'ws-ceiling',
       clients: connected,
       framesPerSec: Math.round(framesPerSec),
       framesWritten: blast.frames,
@@ -97,10 +118,9 @@ export async function benchWsCeiling(
       senderCpuUsPerFrame: round2((blast.cpuSeconds / blast.frames) * 1e6),
       receiverCpuUsPerFrame: round2((receiverCpu / received) * 1e6),
       measuredSeconds: round2(measured),
-      ...machineFacts(),
     };
   } finally {
-    for (const child of children.reverse()) await child.stop().catch(() => {});
+    await sender.stop().catch(() => {});
   }
 }
 

@@ -26,6 +26,13 @@ export interface WsConnectArgs {
   /** For latency: the authors each client follows (indices), and how many authors exist. */
   follows?: Int32Array[];
   authors?: number;
+  /**
+   * A push-peers server instead of a gateway: `ws` takes the user from the query string;
+   * `socketio` is spoken to in Engine.IO 4 / Socket.IO 5 protocol over a plain `ws` socket
+   * (open, namespace connect, ping answered with pong; events are `42["badge",{…}]`), so the
+   * driver's cost per frame is the same for every server.
+   */
+  peer?: 'ws' | 'socketio';
 }
 
 export interface WsConnectResult {
@@ -49,6 +56,12 @@ export interface WsReport {
   /** Latency histogram: bucket i counts pushes of i/10 ms (the last one: ≥ 30 s). */
   histogram: Uint32Array;
   samples: number;
+  /**
+   * The same for the first change of a quiet client (no frame for QUIET_MS before the call's
+   * answer): what a person watching an idle badge feels.
+   */
+  quietHistogram: Uint32Array;
+  quietSamples: number;
   /** Pushes that arrived before the parent saw the ingest call's answer (counted as 0 ms). */
   beforeAnswer: number;
   /** Measured (call, client) pairs whose push had not arrived when the report was made. */
@@ -69,6 +82,11 @@ export interface WsReport {
 const BUCKETS_PER_MS = 10;
 const HISTOGRAM_BUCKETS = 30_000 * BUCKETS_PER_MS + 1;
 const FEED_KEY = Buffer.from('"feed":');
+/** A client that has had no frame for this long is quiet; its next change is timed apart. */
+const QUIET_MS = 1000;
+/** `waiting` entries: not measured, measured, measured and the first change of a quiet client. */
+const MEASURED = 1;
+const MEASURED_QUIET = 2;
 const RETRIED = new RegExp(`^closed ${CLOSE.overloaded}$|: (429|503)$|ECONNRESET`);
 
 const log = serveDriver({
@@ -80,6 +98,7 @@ const log = serveDriver({
   pending: () => undelivered(),
   frames: () => frames,
   close: () => closeAll(),
+  reset: () => resetFigures(),
 });
 
 let sockets: WebSocket[] = [];
@@ -91,8 +110,10 @@ let latest = new Int32Array(0);
 let announced = new Int32Array(0);
 /** Per client: announced calls not yet seen, as [target count, answerAt, measured] triples. */
 let waiting: [target: number, answerAt: number, measured: number][][] = [];
-/** Per client: frames ahead of the announcements, as [count, arrivedAt] pairs. */
+/** Per client: frames ahead of the announcements, as [count, arrivedAt, previous frame at]. */
 let ahead: number[][] = [];
+/** Per client: when its latest frame arrived (wallNow). */
+let lastFrameAt = new Float64Array(0);
 /** Followers (client indices) of each author: CSR offsets and list. */
 let offsets = new Int32Array(0);
 let followers = new Int32Array(0);
@@ -100,6 +121,8 @@ let touchedCount = new Int32Array(0);
 
 const histogram = new Uint32Array(HISTOGRAM_BUCKETS);
 let samples = 0;
+const quietHistogram = new Uint32Array(HISTOGRAM_BUCKETS);
+let quietSamples = 0;
 let beforeAnswer = 0;
 let decreases = 0;
 let frames = 0;
@@ -122,6 +145,8 @@ async function connectAll(args: WsConnectArgs): Promise<WsConnectResult> {
   announced = new Int32Array(n);
   waiting = Array.from({ length: n }, () => []);
   ahead = Array.from({ length: n }, () => []);
+  lastFrameAt = new Float64Array(n);
+  stopping = false;
   if (args.follows) buildFollowers(args.follows, args.authors ?? 0);
   const errors: Record<string, number> = {};
   const started = performance.now();
@@ -169,7 +194,15 @@ function open(args: WsConnectArgs, i: number, deadline: number): Promise<string 
       resolve(error);
     };
     const token = mintJwt(args.jwtSecret, args.users[i]!, 3 * 3600);
-    const ws = new WebSocket(args.url, {
+    const user = encodeURIComponent(args.users[i]!);
+    const url =
+      args.peer === 'socketio'
+        ? `${args.url}/socket.io/?EIO=4&transport=websocket&user=${user}`
+        : args.peer === 'ws'
+          ? `${args.url}/?user=${user}`
+          : args.url;
+    const engineIo = args.peer === 'socketio';
+    const ws = new WebSocket(url, {
       headers: { authorization: `Bearer ${token}` },
       localAddress: sourceAddress(args.firstIndex + i, args.perAddress),
       perMessageDeflate: false,
@@ -185,6 +218,12 @@ function open(args: WsConnectArgs, i: number, deadline: number): Promise<string 
       Math.max(1000, deadline - performance.now()),
     );
     ws.on('message', (data: Buffer) => {
+      // Engine.IO: "0{…}" opens (join the default namespace), "2" is a ping.
+      if (engineIo && data.length > 0 && data[0] !== 0x34) {
+        if (data[0] === 0x30) ws.send('40');
+        else if (data[0] === 0x32) ws.send('3');
+        return;
+      }
       onFrame(i, data);
       if (first[i]! >= 0) settle(null);
     });
@@ -210,6 +249,8 @@ function buildFollowers(follows: Int32Array[], authors: number): void {
 
 function onFrame(i: number, data: Buffer): void {
   const at = wallNow();
+  const previousFrameAt = lastFrameAt[i]!;
+  lastFrameAt[i] = at;
   frames++;
   if (measuring) framesMeasured++;
   const key = data.indexOf(FEED_KEY);
@@ -231,11 +272,11 @@ function onFrame(i: number, data: Buffer): void {
   const queue = waiting[i]!;
   while (queue.length > 0 && queue[0]![0]! <= seen) {
     const [, answerAt, measured] = queue.shift()!;
-    if (measured === 1) record(at - answerAt);
+    if (measured !== 0) record(at - answerAt, measured === MEASURED_QUIET);
   }
   if (seen > announced[i]!) {
     const early = ahead[i]!;
-    early.push(seen, at);
+    early.push(seen, at, previousFrameAt);
   }
 }
 
@@ -255,25 +296,41 @@ function announce(batch: WsBatch): void {
     if (first[c]! < 0) continue;
     const early = ahead[c]!;
     let e = 0;
-    while (e < early.length && early[e]! < target) e += 2;
+    while (e < early.length && early[e]! < target) e += 3;
     if (e < early.length) {
       // The push came first: its frame was received before this call's answer was.
       if (batch.measure) {
         beforeAnswer++;
-        record(Math.max(0, early[e + 1]! - batch.answerAt));
+        const quiet = e === 0 && batch.answerAt - early[e + 2]! >= QUIET_MS;
+        record(Math.max(0, early[e + 1]! - batch.answerAt), quiet);
       }
       early.splice(0, e);
     } else {
       early.length = 0;
-      waiting[c]!.push([target, batch.answerAt, batch.measure ? 1 : 0]);
+      const queue = waiting[c]!;
+      const quiet = queue.length === 0 && batch.answerAt - lastFrameAt[c]! >= QUIET_MS;
+      queue.push([target, batch.answerAt, batch.measure ? (quiet ? MEASURED_QUIET : MEASURED) : 0]);
     }
   }
 }
 
-function record(ms: number): void {
+function record(ms: number, quiet: boolean): void {
   samples++;
   const bucket = Math.min(HISTOGRAM_BUCKETS - 1, Math.max(0, Math.round(ms * BUCKETS_PER_MS)));
   histogram[bucket]!++;
+  if (quiet) {
+    quietSamples++;
+    quietHistogram[bucket]!++;
+  }
+}
+
+/** Zeroes every figure, so the same process can measure another server (the ceiling). */
+function resetFigures(): void {
+  histogram.fill(0);
+  quietHistogram.fill(0);
+  samples = quietSamples = beforeAnswer = decreases = frames = framesMeasured = 0;
+  measuredMs = cpuSeconds = 0;
+  for (const code of Object.keys(closes)) delete closes[code];
 }
 
 function setMeasuring(on: boolean): void {
@@ -294,7 +351,7 @@ function setMeasuring(on: boolean): void {
 
 function undelivered(): number {
   let n = 0;
-  for (const queue of waiting) for (const entry of queue) if (entry[2] === 1) n++;
+  for (const queue of waiting) for (const entry of queue) if (entry[2] !== 0) n++;
   return n;
 }
 
@@ -305,9 +362,11 @@ function report(): WsReport {
   return {
     histogram,
     samples,
+    quietHistogram,
+    quietSamples,
     beforeAnswer,
     undelivered: undelivered(),
-    stuckUsers: users.filter((_, c) => waiting[c]!.some((entry) => entry[2] === 1)).slice(0, 20),
+    stuckUsers: users.filter((_, c) => waiting[c]!.some((entry) => entry[2] !== 0)).slice(0, 20),
     decreases,
     frames,
     framesMeasured,

@@ -28,6 +28,8 @@ export const SCENARIOS: Record<string, Scenario> = {
         ? { activity: 'independent' as const }
         : {}),
     }),
+  'latency-moderate': (bench) => bench.benchLatencyModerate({ log, profileDir }),
+  'push-peers': (bench) => bench.benchPushPeers({ log, profileDir }),
   connections: (bench) => bench.benchConnections({ log, profileDir }),
   poll: (bench) => bench.benchPoll({ log, profileDir }),
   ingest: (bench) => bench.benchIngest({ log, profileDir }),

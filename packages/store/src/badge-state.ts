@@ -89,6 +89,52 @@ export function decodeChanges(message: string): BadgeChange[] {
 }
 
 /**
+ * decodeChanges for a gateway, which pushes only the newest change of a user and conflates the
+ * rest away: the user, epoch and version (what isNewerBadge compares) are read at once, the
+ * time and counts only when a change is read for its badge.
+ */
+export function decodeChangesLazily(message: string): BadgeChange[] {
+  const lines = message.split('\n');
+  const changes: BadgeChange[] = new Array((lines.length - 1) >> 1);
+  for (let i = 1, c = 0; i + 1 < lines.length; i += 2, c++) {
+    changes[c] = new LazyBadgeChange(lines[i]!, lines[i + 1]!);
+  }
+  return changes;
+}
+
+class LazyBadgeChange implements BadgeChange {
+  readonly epoch: string;
+  readonly version: number;
+  /** "<computedAt>|<counts>", until read. */
+  private readonly rest: string;
+  private decoded: Record<string, number> | null = null;
+
+  constructor(
+    readonly user: string,
+    packed: string,
+  ) {
+    const afterEpoch = packed.indexOf('|');
+    const afterVersion = packed.indexOf('|', afterEpoch + 1);
+    this.epoch = packed.slice(0, afterEpoch);
+    this.version = Number(packed.slice(afterEpoch + 1, afterVersion));
+    this.rest = packed.slice(afterVersion + 1);
+  }
+
+  get computedAt(): number {
+    const end = this.rest.indexOf('|');
+    return Number(end < 0 ? this.rest : this.rest.slice(0, end));
+  }
+
+  get fields(): Record<string, number> {
+    if (this.decoded === null) {
+      const end = this.rest.indexOf('|');
+      this.decoded = decodeCounts(end < 0 ? NO_COUNTS : this.rest.slice(end + 1));
+    }
+    return this.decoded;
+  }
+}
+
+/**
  * At most the bytes PackedStateWriter writes for a state of these counts, with an epoch of
  * `epochLength` code units and `computedAt` as the time.
  */

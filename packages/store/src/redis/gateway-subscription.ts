@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { decodeChanges } from '../badge-state.js';
+import { decodeChangesLazily } from '../badge-state.js';
 import type { BadgeChange, MissedMessages, MissedReason } from '../cluster-types.js';
 import type { RedisClient } from './connect.js';
 import type { CommandCounter } from './ioredis-internals.js';
@@ -88,7 +88,7 @@ export class GatewaySubscription {
   private readonly onMessage = (channel: string, message: string): void => {
     const pool = this.poolOfChannel.get(channel);
     if (pool === undefined) return;
-    this.options.onChanges(decodeChanges(message));
+    this.options.onChanges(decodeChangesLazily(message));
     if (!this.options.missed) return;
     const lineEnd = message.indexOf('\n');
     const header = lineEnd < 0 ? message : message.slice(0, lineEnd);
