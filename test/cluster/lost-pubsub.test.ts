@@ -175,7 +175,10 @@ describe('cluster: a gateway that lost pub/sub messages', () => {
     }
   }
 
-  /** The held gateway's subscriber connections, by their CLIENT LIST id. */
+  /**
+   * The held gateway's subscriber connections for badge changes, by their CLIENT LIST id (its
+   * list-signal subscriber, `bubble-lists:…`, carries no badge and is left alone).
+   */
   async function heldSubscribers(): Promise<string[]> {
     const ports = proxy.upstreamPorts;
     const list = (await c.redis.call('CLIENT', 'LIST', 'TYPE', 'pubsub')) as string;
@@ -186,6 +189,7 @@ describe('cluster: a gateway that lost pub/sub messages', () => {
         Object.fromEntries(line.split(' ').map((kv) => kv.split('=', 2) as [string, string])),
       )
       .filter((client) => ports.has(Number(client.addr!.split(':').at(-1))))
+      .filter((client) => client.name?.startsWith('bubble-sub:'))
       .map((client) => client.id!);
   }
 
