@@ -397,11 +397,18 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
   setTimeout(() => socket.destroy(), 1000).unref();
 }
 
-/** ioredis gives up on a command when the connection is down or the reply is late: temporary. */
+/**
+ * ioredis gives up on a command when the connection is down or the reply is late, and a Redis
+ * Cluster answers CLUSTERDOWN, TRYAGAIN or an unredirected MOVED/ASK while slots move: all
+ * temporary, so a 503 the caller retries, not a 500.
+ */
 function isConnectionError(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
   return (
     err.name === 'MaxRetriesPerRequestError' ||
-    /Connection is closed|Command timed out|ECONNREFUSED|ECONNRESET|ETIMEDOUT/.test(err.message)
+    err.name === 'ClusterAllFailedError' ||
+    /Connection is closed|Command timed out|ECONNREFUSED|ECONNRESET|ETIMEDOUT|Failed to refresh slots cache|^(CLUSTERDOWN|TRYAGAIN|MOVED|ASK) /.test(
+      err.message,
+    )
   );
 }
