@@ -49,6 +49,38 @@ describeEachEngine('fencing tokens', (ctx) => {
     expect(await fencedBadges.staleWritesRejected(POOL)).toBe(2);
   });
 
+  it("a write's own computedAt is stored in place of the batch's, decided or blind", async () => {
+    const { store } = ctx();
+    const fence = await store.coordination.nextFence(POOL);
+    const other = userOf(POOL, 'w');
+    const known = { epoch: '', version: -1 };
+    const first = await store.fencedBadges.saveFenced(
+      POOL,
+      fence,
+      [
+        { user: USER, fields: { feed: 1 }, computedAt: T0 - 500, known },
+        { user: other, fields: { feed: 1 } },
+      ],
+      T0,
+    );
+    expect(first).toMatchObject({ accepted: true, changed: 2 });
+    expect((await store.badges.load(USER))?.computedAt).toBe(T0 - 500);
+    expect((await store.badges.load(other))?.computedAt).toBe(T0);
+    // Now believed: the next write goes in blind on Redis, and keeps its own time too.
+    expect(known.version).toBe(1);
+    await store.fencedBadges.saveFenced(
+      POOL,
+      fence,
+      [{ user: USER, fields: { feed: 2 }, computedAt: T0 - 200, known }],
+      T0 + 1_000,
+    );
+    expect(await store.badges.load(USER)).toMatchObject({
+      version: 2,
+      computedAt: T0 - 200,
+      fields: { feed: 2 },
+    });
+  });
+
   it('a token newer than the current one is refused and retires the current one', async () => {
     const { store } = ctx();
     const { coordination, fencedBadges } = store;

@@ -163,10 +163,14 @@ export class BadgeWriteBack {
       slot.known = beliefs.knownAt(id);
       slot.feedOnly[FEED_FIELD] = this.writeFeeds[i]!;
       slot.fields = slot.feedOnly;
+      slot.computedAt = undefined;
       if (extras) {
         const fields: Record<string, number> = { ...slot.feedOnly };
         extras.addFieldsOf(user, fields);
         slot.fields = fields;
+        // The counters' watermark, not the sweep's time: an event stored after their count
+        // (even one logged after this sweep read the log) is stamped after it.
+        slot.computedAt = extras.countersAsOf(user) ?? undefined;
       }
       writes[k - from] = slot;
     }
@@ -196,4 +200,5 @@ class WriteSlot implements FencedBadgeWrite {
   known: KnownBadge | undefined = undefined;
   readonly feedOnly: Record<typeof FEED_FIELD, number> = { [FEED_FIELD]: 0 };
   fields: Readonly<Record<string, number>> = this.feedOnly;
+  computedAt: number | undefined = undefined;
 }

@@ -29,6 +29,11 @@ interface HeldUser {
   conversations: Map<string, HeldMember> | null;
   /** Interaction counters, kind → count (non-zero only); NO_COUNTERS when none. */
   counters: Readonly<Record<string, number>>;
+  /**
+   * The watermark of the count they came from (CounterCounts.asOf), null when the user has no
+   * counter state: every event counted is stamped at or before it, every one missed after it.
+   */
+  countersAsOf: number | null;
   /** The extra fields last stored for the user, as stored (encodeCounts); null when unknown. */
   reported: string | null;
 }
@@ -72,6 +77,7 @@ export class ExtrasTracker {
     marks: UserMarksState,
     memberships: readonly MembershipSeqs[],
     counters: Readonly<Record<string, number>> = NO_COUNTERS,
+    countersAsOf: number | null = null,
   ): void {
     const previous = this.users.get(user);
     if (previous) {
@@ -86,6 +92,7 @@ export class ExtrasTracker {
           : NO_CLICKS,
       conversations: memberships.length > 0 ? new Map() : null,
       counters: heldCounters(counters),
+      countersAsOf,
       reported: previous?.reported ?? null,
     };
     for (const m of memberships) {
@@ -102,11 +109,16 @@ export class ExtrasTracker {
   }
 
   /** A held user's interaction counters, reloaded (a `counters` event): O(their kinds). */
-  setCounters(user: string, counters: Readonly<Record<string, number>>): void {
+  setCounters(
+    user: string,
+    counters: Readonly<Record<string, number>>,
+    countersAsOf: number | null = null,
+  ): void {
     const held = this.users.get(user);
     if (!held) return;
     if (held.counters !== NO_COUNTERS) this.withCounters--;
     held.counters = heldCounters(counters);
+    held.countersAsOf = countersAsOf;
     if (held.counters !== NO_COUNTERS) this.withCounters++;
     this.dirty.add(user);
   }
@@ -156,6 +168,15 @@ export class ExtrasTracker {
         return;
       }
     }
+  }
+
+  /**
+   * The time a badge of the user is as of: the watermark of their counters' count, null when
+   * they have no counter state (the sweep's time then). Pushed as computedAt, so a read with
+   * that `upTo` never clears an event the badge missed.
+   */
+  countersAsOf(user: string): number | null {
+    return this.users.get(user)?.countersAsOf ?? null;
   }
 
   extrasOf(user: string): ExtraCounts {

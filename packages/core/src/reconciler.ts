@@ -131,7 +131,13 @@ export class Reconciler {
       }
       if (!extrasAgree) {
         await this.options.loadShared();
-        held.setUser(user, extras.marks, extras.memberships, extras.extras.counters);
+        held.setUser(
+          user,
+          extras.marks,
+          extras.memberships,
+          extras.extras.counters,
+          extras.countersAsOf,
+        );
       }
       const repaired = counter.countOf(user);
       const extrasAfter = held.heldKey(user);

@@ -87,9 +87,11 @@ export class UserLoader {
       for (const topic of counter.setTopics(user, t)) topics.add(topic);
     });
     marksOf.forEach((user, i) =>
-      extras.setUser(user, marks[i]!, memberships[i]!, counts[i]!.counts),
+      extras.setUser(user, marks[i]!, memberships[i]!, counts[i]!.counts, counts[i]!.asOf),
     );
-    countersOf.forEach((user, i) => extras.setCounters(user, recounts[i]!.counts));
+    countersOf.forEach((user, i) =>
+      extras.setCounters(user, recounts[i]!.counts, recounts[i]!.asOf),
+    );
     const after = counter.time - lookbackMs;
     const [windows, topicWindows] = await Promise.all([
       store.posts.window([...authors], after),

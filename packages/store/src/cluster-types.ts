@@ -174,6 +174,12 @@ export interface FencedBadgeWrite {
    * the stored state. A belief the writer did not get from a load or a save is not allowed.
    */
   known?: KnownBadge;
+  /**
+   * This write's own time, in place of the batch's: the counters' watermark of a user whose
+   * interaction counters were counted then (CounterCounts.asOf), so a read up to the badge's
+   * computedAt clears what it counted and nothing it missed.
+   */
+  computedAt?: number;
 }
 
 /**

@@ -29,7 +29,7 @@
   KEYS[7] events  STREAM  the pool's change log: k <kind> u <user>
   KEYS[8] sent    HASH    gateway → the number of messages published on its channel of the pool
   ARGV[1] fence      the writer's token, or "-" for an unfenced write
-  ARGV[2] computedAt
+  ARGV[2] computedAt, the batch's (each proposed state carries its own, which a decided write takes)
   ARGV[3] epoch for a user with no stored state
   ARGV[4] channel    the pool's badge channel
   ARGV[5] PUBLISH or SPUBLISH
@@ -38,7 +38,8 @@
   ARGV[8] D, the number of writes in the decide segment
   ARGV[9] the pool log position the writer has read up to ("" when it has none)
   ARGV[10…] the writes, two arguments each: the user, then its proposed state (packed). The
-          first D are decided by the script (only their counts are read); the others are blind.
+          first D are decided by the script (only their computedAt and counts are read); the
+          others are blind.
   A message is the writer's token (or "-") on its first line, then two lines per change: the
   user, then the stored state. A gateway's message adds to its first line a space and its
   number on that channel (1, 2, …, counted in KEYS[8]): a gateway that heard a lower number
@@ -83,7 +84,7 @@ end
 local fenceKey, staleKey, routesKey, badgesKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local touchedKey, onlineKey, eventsKey, sentKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local fenced = ARGV[1] ~= '-'
-local header, computedAt, freshEpoch = ARGV[1], ARGV[2], ARGV[3]
+local header, freshEpoch = ARGV[1], ARGV[3]
 local channel, publish, gatewayPrefix, writtenChannel = ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local seenLog = ARGV[9]
 local find, sub = string.find, string.sub
@@ -209,12 +210,12 @@ local function storeBlindWrites()
   end
 end
 
--- A packed state's epoch, version and counts.
+-- A packed state's epoch, version, counts and computedAt.
 local function split(packed)
   local a = find(packed, '|', 1, true)
   local b = find(packed, '|', a + 1, true)
   local c = find(packed, '|', b + 1, true)
-  return sub(packed, 1, a - 1), tonumber(sub(packed, a + 1, b - 1)), sub(packed, c + 1)
+  return sub(packed, 1, a - 1), tonumber(sub(packed, a + 1, b - 1)), sub(packed, c + 1), sub(packed, b + 1, c - 1)
 end
 
 -- 5. Decide each decided write from the stored state and store the outcome. Returns the number
@@ -225,7 +226,8 @@ local function decideWrites(decide, stored)
   for k = 1, #decide do
     local at = decide[k]
     local user, now = items[at], stored[k]
-    local _, _, counts = split(items[at + 1])
+    -- A write's own time (a user's counters' watermark) or the batch's.
+    local _, _, counts, computedAt = split(items[at + 1])
     local state, changed
     if not now then
       state, changed = freshEpoch .. '|1|' .. computedAt .. '|' .. counts, true

@@ -88,12 +88,13 @@ export class MemoryFencedBadges implements FencedBadges {
     }
     let freshEpoch: string | undefined;
     const changes: BadgeChange[] = [];
-    const stamps = writes.map(({ user, fields }) => {
+    const stamps = writes.map(({ user, fields, computedAt: own }) => {
+      const at = own ?? computedAt;
       const stamp = saveBadgeState(
         this.badges,
         user,
         fields,
-        computedAt,
+        at,
         () => (freshEpoch ??= newEpoch()),
         fence === null,
       );
@@ -104,12 +105,12 @@ export class MemoryFencedBadges implements FencedBadges {
           epoch: stamp.epoch,
           version: stamp.version,
           fields: { ...stored.fields },
-          computedAt,
+          computedAt: at,
         });
       }
       return stamp;
     });
-    if (changes.length > 0) this.publish(pool, changes, computedAt, fence === null);
+    if (changes.length > 0) this.publish(pool, changes, fence === null);
     // Every write here compares with the stored state; a writer's belief is only updated.
     writes.forEach(({ known }, i) => {
       if (known) {
@@ -231,7 +232,9 @@ export class MemoryFencedBadges implements FencedBadges {
 
   /** Delivered later, as over Redis: a handler never runs inside the writer's call. */
   /** As saveBadges-8.lua: the pool's subscribers hear unfenced changes, gateways every change. */
-  private publish(pool: number, changes: BadgeChange[], now: number, unfenced: boolean): void {
+  private publish(pool: number, changes: BadgeChange[], unfenced: boolean): void {
+    // Route expiries are times of the store's clock, as in saveBadges-8.lua.
+    const now = this.now();
     for (const handler of unfenced ? (this.handlers.get(pool) ?? []) : []) {
       queueMicrotask(() => {
         if (this.handlers.get(pool)?.has(handler)) handler(pool, structuredClone(changes));

@@ -130,7 +130,7 @@ export class RedisFencedBadges implements FencedBadges {
     let decided = 0;
     let bound = 0;
     for (let i = 0; i < n; i++) {
-      const { user, fields, known } = writes[i]!;
+      const { user, fields, known, computedAt: own } = writes[i]!;
       // Every key of the script must be in the pool's slot.
       if (poolOf(user, this.keys.pools) !== pool) {
         return Promise.reject(new RangeError(`user ${user} is not in pool ${pool}`));
@@ -138,7 +138,8 @@ export class RedisFencedBadges implements FencedBadges {
       if (known === undefined || known.version < 0) decided++;
       // The state takes the fresh epoch or the known one.
       const epochs = epoch.length + (known?.epoch.length ?? 0);
-      bound += bulkStringBound(user) + FRAMING_BOUND + packedStateBound(epochs, stamp, fields);
+      const at = own === undefined ? stamp : String(own);
+      bound += bulkStringBound(user) + FRAMING_BOUND + packedStateBound(epochs, at, fields);
     }
     const { keys } = this;
     const keyArgs = [
@@ -181,7 +182,7 @@ export class RedisFencedBadges implements FencedBadges {
     let at = 0;
     for (const blindPass of [false, true]) {
       for (let i = 0; i < n; i++) {
-        const { user, fields, known } = writes[i]!;
+        const { user, fields, known, computedAt: own } = writes[i]!;
         const blind = known !== undefined && known.version >= 0;
         if (blind !== blindPass) continue;
         pos = writeBulkString(room, pos, user);
@@ -191,7 +192,7 @@ export class RedisFencedBadges implements FencedBadges {
         const length = state.measure(
           next ? known.epoch : epoch,
           next ? known.version + 1 : 1,
-          stamp,
+          own === undefined ? stamp : String(own),
           fields,
         );
         const start = pos;
