@@ -52,6 +52,7 @@
 ]]
 --- @include "logTrimmedAfter"
 --- @include "storeNow"
+--- @include "routedByGateway"
 local fenceKey, staleKey, routesKey, badgesKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local touchedKey, onlineKey, eventsKey, sentKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local fenced = ARGV[1] ~= '-'
@@ -312,28 +313,7 @@ end
 -- Each change to the channel of every gateway whose route to its user has not lapsed. Route
 -- expiries are ms of this server's clock (routeUsers-1.lua), not of the writer's.
 local function routeToGateways(users, states)
-  local now = storeNow()
-  local byGateway, gateways = {}, {}
-  for first = 1, #users, CHUNK do
-    local routes = redis.call('HMGET', routesKey, unpack(users, first, math.min(first + CHUNK - 1, #users)))
-    for k = 1, #routes do
-      local route = routes[k]
-      if route then
-        for gateway, expiry in string.gmatch(route, '([^=;]+)=(%d+)') do
-          if tonumber(expiry) > now then
-            local list = byGateway[gateway]
-            if list == nil then
-              list = {}
-              byGateway[gateway] = list
-              gateways[#gateways + 1] = gateway
-            end
-            list[#list + 1] = users[first + k - 1]
-            list[#list + 1] = states[first + k - 1]
-          end
-        end
-      end
-    end
-  end
+  local gateways, byGateway = routedByGateway(routesKey, users, states, storeNow())
   for _, gateway in ipairs(gateways) do
     local number = redis.call('HINCRBY', sentKey, gateway, 1)
     redis.call(publish, gatewayPrefix .. gateway, header .. ' ' .. number .. '\n' .. table.concat(byGateway[gateway], '\n'))

@@ -9,26 +9,13 @@
   Returns the number of messages published
 ]]
 --- @include "storeNow"
-local routesKey = KEYS[1]
+--- @include "routedByGateway"
 local prefix, publish = ARGV[1], ARGV[2]
-local now = storeNow()
-local byGateway, gateways = {}, {}
+local users = {}
 for i = 3, #ARGV do
-  local route = redis.call('HGET', routesKey, ARGV[i])
-  if route then
-    for gateway, expiry in string.gmatch(route, '([^=;]+)=(%d+)') do
-      if tonumber(expiry) > now then
-        local list = byGateway[gateway]
-        if list == nil then
-          list = {}
-          byGateway[gateway] = list
-          gateways[#gateways + 1] = gateway
-        end
-        list[#list + 1] = ARGV[i]
-      end
-    end
-  end
+  users[#users + 1] = ARGV[i]
 end
+local gateways, byGateway = routedByGateway(KEYS[1], users, nil, storeNow())
 for _, gateway in ipairs(gateways) do
   redis.call(publish, prefix .. gateway, table.concat(byGateway[gateway], '\n'))
 end

@@ -81,6 +81,37 @@ local function storeNow()
   local time = redis.call('TIME')
   return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 end
+--[[
+  Who of `users` each gateway holds: their routes (KEYS of a pool's routes hash: user →
+  "gateway=expiry;…") read in chunks of HMGET, a lapsed route skipped (expiries are ms of this
+  server's clock, `now`). Returns the gateways in the order first met and gateway → its list:
+  the users, each followed by its entry of `states` when `states` is given.
+]]
+local function routedByGateway(routesKey, users, states, now)
+  local CHUNK = 3000
+  local byGateway, gateways = {}, {}
+  for first = 1, #users, CHUNK do
+    local routes = redis.call('HMGET', routesKey, unpack(users, first, math.min(first + CHUNK - 1, #users)))
+    for k = 1, #routes do
+      local route = routes[k]
+      if route then
+        for gateway, expiry in string.gmatch(route, '([^=;]+)=(%d+)') do
+          if tonumber(expiry) > now then
+            local list = byGateway[gateway]
+            if list == nil then
+              list = {}
+              byGateway[gateway] = list
+              gateways[#gateways + 1] = gateway
+            end
+            list[#list + 1] = users[first + k - 1]
+            if states then list[#list + 1] = states[first + k - 1] end
+          end
+        end
+      end
+    end
+  end
+  return gateways, byGateway
+end
 local fenceKey, staleKey, routesKey, badgesKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local touchedKey, onlineKey, eventsKey, sentKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local fenced = ARGV[1] ~= '-'
@@ -341,28 +372,7 @@ end
 -- Each change to the channel of every gateway whose route to its user has not lapsed. Route
 -- expiries are ms of this server's clock (routeUsers-1.lua), not of the writer's.
 local function routeToGateways(users, states)
-  local now = storeNow()
-  local byGateway, gateways = {}, {}
-  for first = 1, #users, CHUNK do
-    local routes = redis.call('HMGET', routesKey, unpack(users, first, math.min(first + CHUNK - 1, #users)))
-    for k = 1, #routes do
-      local route = routes[k]
-      if route then
-        for gateway, expiry in string.gmatch(route, '([^=;]+)=(%d+)') do
-          if tonumber(expiry) > now then
-            local list = byGateway[gateway]
-            if list == nil then
-              list = {}
-              byGateway[gateway] = list
-              gateways[#gateways + 1] = gateway
-            end
-            list[#list + 1] = users[first + k - 1]
-            list[#list + 1] = states[first + k - 1]
-          end
-        end
-      end
-    end
-  end
+  local gateways, byGateway = routedByGateway(routesKey, users, states, storeNow())
   for _, gateway in ipairs(gateways) do
     local number = redis.call('HINCRBY', sentKey, gateway, 1)
     redis.call(publish, gatewayPrefix .. gateway, header .. ' ' .. number .. '\n' .. table.concat(byGateway[gateway], '\n'))
