@@ -649,6 +649,29 @@ describeEachEngine('BubbleStore contract', (ctx) => {
     await store.ping();
   });
 
+  it('userInputs gives each user feedInputs and marks.state, in input order', async () => {
+    const { store } = ctx();
+    const users = ['u', 'constructor', '__proto__', 'nobody'];
+    await store.follows.follow('u', 'a', 10);
+    await store.topics.follow('constructor', 'hasOwnProperty', 10);
+    await store.cursors.advanceFeedReadAt('__proto__', T0);
+    await store.marks.advanceSeen('u', 7);
+    await store.marks.click('__proto__', ['toString', '__proto__'], T0 + 5);
+    const inputs = await store.userInputs(users);
+    const one = await Promise.all(
+      users.map(async (user) => ({
+        feed: await store.feedInputs(user),
+        marks: await store.marks.state(user),
+      })),
+    );
+    expect(inputs).toEqual(one);
+    const clicks = inputs[2]!.marks.clicks;
+    expect(Object.keys(clicks).sort()).toEqual(['__proto__', 'toString']);
+    expect([clicks['__proto__'], clicks['toString']]).toEqual([T0 + 5, T0 + 5]);
+    expect(inputs[0]!.marks.seen).toBe(7);
+    expect(await store.userInputs([])).toEqual([]);
+  });
+
   // ---------------------------------------------------------------- BadgeService
 
   it('service: following yourself is 422 UB_ERR_SELF_FOLLOW, in follow and replace', async () => {

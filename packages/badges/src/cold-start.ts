@@ -1,5 +1,6 @@
 import { assertId, makeBadge, type Badge } from '@bubble/protocol';
 import type { BadgeContext } from './context.js';
+import type { FeedInputs } from '@bubble/store';
 import { decodeFields, encodeFields, type ExtraCounts } from './badge-fields.js';
 import type { Sightings } from './sightings.js';
 import { readStoredExtras, readStoredExtrasOfMany } from './stored-extras.js';
@@ -30,8 +31,11 @@ export class ColdStart {
 
   /** feed(u, T) of docs/semantics.md, from the stored sources, in one batch per store. */
   async computeFeed(user: string, now: number): Promise<number> {
+    return this.countFeed(await this.ctx.store.feedInputs(user), now);
+  }
+
+  private countFeed({ follows, topics, readAt }: FeedInputs, now: number): Promise<number> {
     const { store, lookbackMs } = this.ctx;
-    const { follows, topics, readAt } = await store.feedInputs(user);
     const after = Math.max(readAt ?? -Infinity, now - lookbackMs);
     return store.posts.countBetween(follows, after, now, topics);
   }
@@ -71,9 +75,16 @@ export class ColdStart {
     if (users.length === 0) return [];
     const { store, rules } = this.ctx;
     const now = this.ctx.clock.now();
+    // A user's follows, cursor and marks in one call, their counters and memberships beside it.
+    const inputs = store.userInputs(users);
     const [feeds, extras] = await Promise.all([
-      Promise.all(users.map((user) => this.computeFeed(user, now))),
-      readStoredExtrasOfMany(store, users, this.ctx.counters),
+      inputs.then((all) => Promise.all(all.map(({ feed }) => this.countFeed(feed, now)))),
+      readStoredExtrasOfMany(
+        store,
+        users,
+        this.ctx.counters,
+        inputs.then((all) => all.map(({ marks }) => marks)),
+      ),
     ]);
     const writes = users.map((user, i) => ({
       user,

@@ -57,10 +57,12 @@ export async function readStoredExtrasOfMany(
   store: BubbleStore,
   users: readonly string[],
   counters: CounterScope,
+  /** The users' marks, in input order, when the caller reads them already (store.userInputs). */
+  marksOfUsers?: Promise<UserMarksState[]>,
 ): Promise<Array<ExtraCounts & { countersAsOf: number | null }>> {
   if (users.length === 0) return [];
   const [marks, seqs, dots, counted] = await Promise.all([
-    Promise.all(users.map((user) => store.marks.state(user))),
+    marksOfUsers ?? Promise.all(users.map((user) => store.marks.state(user))),
     store.conversations.membershipSeqs(users),
     store.reddots.all(),
     Promise.all(

@@ -4,6 +4,7 @@ import type {
   NoticeBoard,
   RedDots,
   UserMarks,
+  UserMarksState,
 } from './extras-types.js';
 import type { ChangeLog, Coordination, FencedBadges, PresenceStore } from './cluster-types.js';
 import type { Clock } from '@bubble/protocol';
@@ -101,6 +102,12 @@ export interface FeedInputs {
   readAt: number | null;
 }
 
+/** What a cold start reads of a user's own keys: their feed inputs and their marks. */
+export interface UserInputs {
+  feed: FeedInputs;
+  marks: UserMarksState;
+}
+
 /** The counts a badge state is compared on. Zero counts are not stored. */
 export type BadgeFields = Readonly<Record<string, number>>;
 
@@ -178,6 +185,11 @@ export interface BubbleStore {
   syncClock(listeners?: ClockListeners): Promise<void>;
   /** Follows, topic follows and read cursor of one user, fetched together (one slot). */
   feedInputs(user: string): Promise<FeedInputs>;
+  /**
+   * feedInputs and marks.state of every user, in input order: a batch of cold starts (offline
+   * delivery's senders). One call per user on Redis (the keys share the user's hash tag).
+   */
+  userInputs(users: readonly string[]): Promise<UserInputs[]>;
   /**
    * Commands sent to Redis since the store was made, each command of a pipeline or transaction
    * counted (0 for the memory engine): what a caller's work cost, read before and after it.

@@ -6,6 +6,7 @@ import type {
   BadgeStates,
   BubbleStore,
   FeedInputs,
+  UserInputs,
   FollowGraph,
   FollowOutcome,
   IngestResult,
@@ -151,6 +152,15 @@ export class MemoryStore implements BubbleStore {
       this.cursors.feedReadAt(user),
     ]);
     return { follows, topics, readAt };
+  }
+
+  async userInputs(users: readonly string[]): Promise<UserInputs[]> {
+    return Promise.all(
+      users.map(async (user) => {
+        const [feed, marks] = await Promise.all([this.feedInputs(user), this.marks.state(user)]);
+        return { feed, marks };
+      }),
+    );
   }
 
   async ping(): Promise<void> {}

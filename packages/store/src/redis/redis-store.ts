@@ -1,5 +1,5 @@
 import { DEFAULT_LARGE_GROUP, DEFAULT_LIST_INDEX_SIZE } from '../conversation-order.js';
-import { BubbleError, poolOf } from '@bubble/protocol';
+import { BubbleError, idRecord, poolOf } from '@bubble/protocol';
 import type {
   BadgeFields,
   BadgeStamp,
@@ -15,6 +15,7 @@ import type {
   ReadCursors,
   StoredBadge,
   TopicPost,
+  UserInputs,
   WindowPost,
 } from '../types.js';
 import {
@@ -34,6 +35,7 @@ import { RedisChangeLog } from './redis-change-log.js';
 import { RedisCoordination } from './redis-coordination.js';
 import {
   RedisConversations,
+  decodeMarks,
   RedisNoticeBoard,
   RedisRedDots,
   RedisUserMarks,
@@ -84,6 +86,7 @@ export class RedisStore implements BubbleStore {
   readonly clock: StoreClock;
   private readonly ownsClient: boolean;
   private readonly commands = new CommandCounter();
+  private readonly run: ScriptRunner;
 
   constructor(options: RedisStoreOptions) {
     this.keys = new RedisKeys(options.keyPrefix, options.pools);
@@ -92,6 +95,7 @@ export class RedisStore implements BubbleStore {
     this.commands.watch(client);
     this.redis = client;
     const run = scripts(client);
+    this.run = run;
     this.pools = options.pools;
     const shared = { client, keys: this.keys };
     this.changes = new RedisChangeLog({
@@ -136,6 +140,24 @@ export class RedisStore implements BubbleStore {
       this.redis.hget(this.keys.cursors(user), FEED_CURSOR),
     ]);
     return { follows, topics, readAt: readAt === null ? null : Number(readAt) };
+  }
+
+  async userInputs(users: readonly string[]): Promise<UserInputs[]> {
+    const { keys } = this;
+    return Promise.all(
+      users.map(async (user) => {
+        const [follows, topics, readAt, marks] = await this.run.readUserInputs(
+          [keys.follows(user), keys.topics(user), keys.cursors(user), keys.marks(user)],
+          [FEED_CURSOR],
+        );
+        const raw = idRecord<string>();
+        for (let i = 0; i < marks.length; i += 2) raw[marks[i]!] = marks[i + 1]!;
+        return {
+          feed: { follows, topics, readAt: readAt === null ? null : Number(readAt) },
+          marks: decodeMarks(raw),
+        };
+      }),
+    );
   }
 
   /**

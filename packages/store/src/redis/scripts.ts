@@ -297,6 +297,11 @@ export const SCRIPTS = {
     ]
   >(2),
   readClock: script<[anyKeyOfTheSlot: string], [], number>(1),
+  readUserInputs: script<
+    [follows: string, topics: string, cursors: string, marks: string],
+    [feedCursorField: string],
+    [follows: string[], topics: string[], readAt: string | null, marks: string[]]
+  >(4),
   routeUsers: script<
     [routes: string],
     [gateway: string, ttlMs: number, ...users: string[]],
