@@ -14,6 +14,7 @@ describe('ingest stream and webhook configuration', () => {
     expect(config.BUBBLE_INGEST_PARTITIONS).toBe(1);
     expect(config.BUBBLE_INGEST_CLAIM_MS).toBe(30_000);
     expect(config.BUBBLE_INGEST_MAX_DELIVERIES).toBe(5);
+    expect(config.BUBBLE_INGEST_READ_COUNT).toBe(1000);
     expect(config.BUBBLE_WEBHOOK_URL).toBeUndefined();
     expect(config.BUBBLE_WEBHOOK_SOURCES).toEqual(['conversations', 'counters', 'notices']);
     expect(config.BUBBLE_WEBHOOK_TIMEOUT_MS).toBe(5_000);
@@ -37,6 +38,8 @@ describe('ingest stream and webhook configuration', () => {
     ],
     [{ BUBBLE_INGEST_PARTITIONS: '0' }, /BUBBLE_INGEST_PARTITIONS/],
     [{ BUBBLE_INGEST_MAX_DELIVERIES: 'many' }, /BUBBLE_INGEST_MAX_DELIVERIES/],
+    [{ BUBBLE_INGEST_READ_COUNT: '0' }, /BUBBLE_INGEST_READ_COUNT/],
+    [{ BUBBLE_INGEST_READ_COUNT: '10001' }, /BUBBLE_INGEST_READ_COUNT/],
     [
       { BUBBLE_WEBHOOK_RETRY_BASE_MS: '5000', BUBBLE_WEBHOOK_RETRY_MAX_MS: '1000' },
       /BUBBLE_WEBHOOK_RETRY_MAX_MS: must be at least BUBBLE_WEBHOOK_RETRY_BASE_MS/,

@@ -233,6 +233,11 @@ export const configSchema = z.object({
   BUBBLE_INGEST_MAX_DELIVERIES: int(1, 1000)
     .default(5)
     .describe('deliveries of an ingest entry before a failing one goes to the dead letters'),
+  BUBBLE_INGEST_READ_COUNT: int(1, 10_000)
+    .default(1000)
+    .describe(
+      'entries one XREADGROUP of a consumer takes; a read of posts and messages only is stored in one script call',
+    ),
   BUBBLE_INGEST_BLOCK_MS: int(50, 60_000)
     .default(2_000)
     .describe(

@@ -228,6 +228,7 @@ export async function startRole(
           claimMs: config.BUBBLE_INGEST_CLAIM_MS,
           maxDeliveries: config.BUBBLE_INGEST_MAX_DELIVERIES,
           blockMs: config.BUBBLE_INGEST_BLOCK_MS,
+          count: config.BUBBLE_INGEST_READ_COUNT,
           logger,
           registry: metrics.registry,
         });
