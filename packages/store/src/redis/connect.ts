@@ -1,4 +1,5 @@
 import { Cluster, Redis } from 'ioredis';
+import { applyMovedReplies } from './ioredis-internals.js';
 
 export type RedisClient = Redis | Cluster;
 
@@ -76,7 +77,7 @@ export function connectRedis(
 
 function open(target: RedisTarget, name: string, autoPipelining: boolean): RedisClient {
   if (target.clusterNodes && target.clusterNodes.length > 0) {
-    return new Cluster(
+    const cluster = new Cluster(
       target.clusterNodes.map((node) => {
         const [host, port] = splitHostPort(node);
         return { host, port };
@@ -93,6 +94,8 @@ function open(target: RedisTarget, name: string, autoPipelining: boolean): Redis
         },
       },
     );
+    applyMovedReplies(cluster);
+    return cluster;
   }
   if (!target.url) throw new Error('a Redis URL or cluster nodes are required');
   return new Redis(target.url, {

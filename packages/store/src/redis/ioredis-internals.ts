@@ -110,3 +110,45 @@ function watchConnection(connection: Redis, counter: CommandCounter): void {
     return reply;
   };
 }
+
+/**
+ * A Cluster that applies every MOVED reply to its slot map. ioredis follows a MOVED itself for
+ * a single command, and for a pipeline only when all its errors are the same; an auto-pipelined
+ * batch of several slots gets as many MOVED replies as slots, so its commands fail and the map
+ * stays stale until the next refresh, which after a failover can read a node's stale view for
+ * seconds (a core's sweeps then failed for 2 s, past a short lease). Each MOVED here moves its
+ * slot as ioredis' own pipeline handler does, and asks for a refresh: the next command goes to
+ * the new owner.
+ */
+export function applyMovedReplies(cluster: Cluster): void {
+  const learning = new WeakSet<Redis>();
+  const learn = (node: Redis): void => {
+    if (learning.has(node)) return;
+    learning.add(node);
+    const sendCommand = node.sendCommand;
+    node.sendCommand = function (this: Redis, ...args: Parameters<Redis['sendCommand']>) {
+      const reply = sendCommand.apply(this, args);
+      args[0].promise.catch((error: unknown) => {
+        const moved = error instanceof Error ? MOVED.exec(error.message) : null;
+        if (moved) moveSlot(cluster, Number(moved[1]), moved[2]!);
+      });
+      return reply;
+    };
+  };
+  for (const node of cluster.nodes('all')) learn(node);
+  cluster.on('+node', learn);
+}
+
+const MOVED = /^MOVED (\d+) (\S+)$/;
+
+function moveSlot(cluster: Cluster, slot: number, owner: string): void {
+  const map = cluster as unknown as {
+    slots: string[][];
+    _groupsBySlot: (number | undefined)[];
+    _groupsIds: Record<string, number>;
+  };
+  if (map.slots[slot]?.[0] === owner) return;
+  map.slots[slot] = [owner];
+  map._groupsBySlot[slot] = map._groupsIds[owner];
+  cluster.refreshSlotsCache();
+}
