@@ -165,6 +165,23 @@ async function drained(
   });
 }
 
+/**
+ * Whether an entry naming `author` (the proxy held the first write naming it) is pending in the
+ * group: read, never acknowledged.
+ */
+async function entryNamingPending(keys: RedisKeys, author: string): Promise<boolean> {
+  for (let partition = 0; partition < PARTITIONS; partition++) {
+    const stream = keys.ingest(partition);
+    const entries = (await direct.xrange(stream, '-', '+')) as [string, string[]][];
+    for (const [id, fields] of entries) {
+      if (!(fields[fields.indexOf('body') + 1] ?? '').includes(`"${author}"`)) continue;
+      const pending = (await direct.xpending(stream, GROUP, id, id, 1)) as unknown[];
+      if (pending.length === 1) return true;
+    }
+  }
+  return false;
+}
+
 async function withDeadline<T>(promise: Promise<T>, ms: number, message: () => string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {
@@ -345,22 +362,19 @@ describe('the ingest stream with real processes', () => {
     const secondCounts = await append(keys, second);
     const total = firstCounts.map((n, p) => n + secondCounts[p]!);
     await withDeadline(held, 20_000, () => `gateway A never wrote the held post\n${a.describe()}`);
-    const pendingInA = await waitFor(
-      async () => {
-        const all = await states(keys);
-        const pending = all.reduce((sum, s) => sum + s.pending, 0);
-        return pending > 0 ? all : null;
-      },
-      { timeoutMs: 5_000, message: 'nothing pending while gateway A is held' },
-    );
+    await waitFor(async () => (await states(keys)).some((s) => s.pending > 0), {
+      timeoutMs: 5_000,
+      message: 'nothing pending while gateway A is held',
+    });
     await a.kill();
 
-    // After the kill the entries A read are still pending, owned by A's consumer alone.
+    // After the kill the held entry is still pending, owned by A's consumer alone. (A
+    // may have acknowledged entries it had stored between the sample above and the kill, on a
+    // connection the proxy did not hold, so the count pending can only be bounded from below.)
     const afterKill = await states(keys);
     const pendingAtKill = afterKill.reduce((sum, s) => sum + s.pending, 0);
-    expect(pendingAtKill).toBeGreaterThanOrEqual(
-      pendingInA!.reduce((sum, s) => sum + s.pending, 0),
-    );
+    expect(await entryNamingPending(keys, 'a-held')).toBe(true);
+    expect(pendingAtKill).toBeGreaterThan(0);
     const owners = new Set(afterKill.flatMap((s) => [...s.consumers.keys()]));
     expect([...owners]).toEqual([aNode]);
     const acknowledged = afterKill.reduce((sum, s) => sum + s.read - s.pending, 0);

@@ -11,7 +11,7 @@
   An event already stored, or retracted within the window, is ignored (also twice in a call).
   A stamp is max(now, the user's last stamp + 1, the kind's readAt + 1, the last count + 1):
   strictly increasing per user (so per (user, kind)), and after every readAt and every count
-  served so far.
+  served so far; a user with no state is taken as counted now (a count of them writes nothing).
   Returns { accepted, ignored }
 ]]
 --[[
@@ -34,7 +34,12 @@ local cutoff = now - windowMs
 redis.call('ZREMRANGEBYSCORE', retractedKey, '-inf', cutoff)
 redis.call('ZREMRANGEBYSCORE', eventsKey, '-inf', cutoff)
 
-local countedAt = tonumber(redis.call('HGET', stateKey, 'c') or '0')
+-- A count of a user without state leaves no trace (countCounters-4 writes nothing for them),
+-- so it may have happened at any time up to now: their first stamp is after now.
+local countedAt = now
+if redis.call('EXISTS', stateKey) == 1 then
+  countedAt = tonumber(redis.call('HGET', stateKey, 'c') or '0')
+end
 local last = tonumber(redis.call('HGET', stateKey, 'l') or '0')
 local readAt = tonumber(redis.call('HGET', stateKey, 'r:' .. kind) or '0')
 local accepted = 0

@@ -115,7 +115,8 @@ export class MemoryCounters implements InteractionCounters {
     }
     if (!state) {
       if (!create) return undefined;
-      state = { kinds: new Map(), retracted: new Map(), countedAt: 0, last: 0, touchedAt: now };
+      // A count of a user without state leaves no trace: it may have been at any time up to now.
+      state = { kinds: new Map(), retracted: new Map(), countedAt: now, last: 0, touchedAt: now };
       this.byUser.set(user, state);
     }
     for (const k of state.kinds.values()) {
