@@ -287,7 +287,7 @@ export class BubbleClient extends Emitter<ClientEvents> {
     ws.onclose = (event) => this.onClose(ws, event.code);
     // Errors are followed by a close; `ws` throws on an error nobody listens to.
     ws.onerror = () => {};
-    this.socketTimer = this.after(this.options.connectTimeoutMs ?? 10_000, () => this.drop(ws));
+    this.socketTimer = this.after(this.options.connectTimeoutMs ?? 20_000, () => this.drop(ws));
   }
 
   private onFrame(ws: WebSocketLike, data: unknown): void {

@@ -120,7 +120,11 @@ export interface BubbleClientOptions {
   pollIntervalMs?: number;
   /** How long a read sent over the socket waits for its badge before going over HTTP. Default 5 000. */
   readTimeoutMs?: number;
-  /** How long a socket may take from opening to its first badge. Default 10 000. */
+  /**
+   * How long a socket may take from opening to its first badge. Default 20 000 (Socket.IO's
+   * connection timeout): in a reconnect storm a gateway admits clients in turn, and one that gives
+   * up after waiting its turn comes back later and makes the storm longer.
+   */
   connectTimeoutMs?: number;
   /** Sends `{"type":"ping"}` this often and drops a socket silent for a whole period. 0 disables. Default 30 000. */
   pingIntervalMs?: number;
