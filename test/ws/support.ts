@@ -73,6 +73,9 @@ export interface LiveOptions {
   maxConnections?: number;
   /** The gateway's check for lost pub/sub messages (BUBBLE_PUBSUB_CHECK_MS; 0 none). */
   pubsubCheckMs?: number;
+  /** A drain's pace (BUBBLE_WS_DRAIN_RATE, BUBBLE_WS_DRAIN_MAX_MS); the gateway's defaults unset. */
+  drainRate?: number;
+  drainMaxMs?: number;
 }
 
 export interface LiveApp {
@@ -171,6 +174,8 @@ async function startLive(
       pongTimeoutMs: options.pongTimeoutMs,
       maxConnections: options.maxConnections,
       pubsubCheckMs: options.pubsubCheckMs,
+      drainRate: options.drainRate,
+      drainMaxMs: options.drainMaxMs,
     },
   });
   const address = await gateway.listen(0, '127.0.0.1');

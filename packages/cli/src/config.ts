@@ -181,6 +181,12 @@ export const configSchema = z.object({
   BUBBLE_WS_CONNECT_BURST: int(1, 1_000_000)
     .default(50)
     .describe('burst of new WebSocket connections per client address'),
+  BUBBLE_WS_DRAIN_RATE: int(1, 1_000_000)
+    .default(1_000)
+    .describe('sockets a draining gateway closes (1001) per second'),
+  BUBBLE_WS_DRAIN_MAX_MS: int(0, 60_000)
+    .default(8_000)
+    .describe('longest a drain spreads its closes over; the shutdown deadline grows by it'),
   BUBBLE_CLIENT_USER_RATE: rate(5).describe(
     'client-route requests (polls, reads, conversation list, mutes) per second per user',
   ),

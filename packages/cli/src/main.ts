@@ -7,7 +7,7 @@ import { createLogger } from './logger.js';
 import { urlOption } from './remote.js';
 import { startRole, type Role } from './roles/roles.js';
 import { developmentSecrets, resolveStartSecrets, tokenSecret } from './secrets.js';
-import { exitOnSignals } from './shutdown.js';
+import { exitOnSignals, shutdownDeadlineMs } from './shutdown.js';
 import {
   LIMITS,
   durationOption,
@@ -48,11 +48,15 @@ export async function main(argv: string[]): Promise<void> {
         // Signals are handled from the start: a role still waiting for Redis stops at once.
         const waiting = new AbortController();
         const starting = startRole(role, config, start, logger, waiting.signal);
-        exitOnSignals(async () => {
-          waiting.abort(new Error('stopped before it started'));
-          const started = await starting.catch(() => null);
-          await started?.close();
-        }, logger);
+        exitOnSignals(
+          async () => {
+            waiting.abort(new Error('stopped before it started'));
+            const started = await starting.catch(() => null);
+            await started?.close();
+          },
+          logger,
+          shutdownDeadlineMs(role, config),
+        );
         const running = await starting.catch((err: unknown) => {
           // The shutdown above owns the exit then.
           if (waiting.signal.aborted) return new Promise<never>(() => {});

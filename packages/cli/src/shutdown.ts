@@ -1,5 +1,15 @@
 import type { Logger } from 'pino';
 
+import type { Config } from './config.js';
+
+/** The shutdown's hard deadline: 10 s, and a gateway's paced drain on top (BUBBLE_WS_DRAIN_MAX_MS). */
+export function shutdownDeadlineMs(
+  role: string,
+  config: Pick<Config, 'BUBBLE_WS_DRAIN_MAX_MS'>,
+): number {
+  return 10_000 + (role === 'gateway' || role === 'all' ? config.BUBBLE_WS_DRAIN_MAX_MS : 0);
+}
+
 /**
  * SIGTERM / SIGINT run `close` once under a hard deadline, then exit. A second signal while
  * closing is ignored; the deadline still ends the process.

@@ -78,6 +78,9 @@ export interface GatewayOptions {
     pongTimeoutMs?: number;
     /** New WebSocket connections per client address (default 20/s, burst 50). */
     connectLimit?: { perSecond: number; burst: number };
+    /** A drain's pace: sockets closed per second, and the longest it takes (ws-gateway.ts). */
+    drainRate?: number;
+    drainMaxMs?: number;
     /** Proxies whose X-Forwarded-For names the client (BUBBLE_TRUSTED_PROXIES). */
     trustedProxies?: readonly Cidr[];
   };
@@ -224,6 +227,8 @@ export class HttpGateway {
           heartbeatMs: live.heartbeatMs,
           pongTimeoutMs: live.pongTimeoutMs,
           connectLimit: live.connectLimit,
+          drainRate: live.drainRate,
+          drainMaxMs: live.drainMaxMs,
           clientAddresses: new ClientAddressResolver(live.trustedProxies ?? []),
           gatewayId: live.gatewayId,
           onListRead: () => this.metrics.watchListReads.inc(),

@@ -159,6 +159,8 @@ export async function startRole(
             burst: config.BUBBLE_WS_CONNECT_BURST,
           },
           trustedProxies: config.BUBBLE_TRUSTED_PROXIES,
+          drainRate: config.BUBBLE_WS_DRAIN_RATE,
+          drainMaxMs: config.BUBBLE_WS_DRAIN_MAX_MS,
         },
         clientLimits: {
           perUser: {

@@ -26,6 +26,15 @@ import type { BadgeListener, LiveUsers } from './live-users.js';
  */
 export const DEFAULT_MAX_ADMITTING = 256;
 
+/**
+ * A drain closes its sockets (1001) at most this many a second (BUBBLE_WS_DRAIN_RATE), and in at
+ * most DEFAULT_DRAIN_MAX_MS in all (BUBBLE_WS_DRAIN_MAX_MS): the survivors see the clients come
+ * at a rate they can admit, and a socket not yet closed keeps its pushes until its turn.
+ */
+export const DEFAULT_DRAIN_RATE = 1_000;
+export const DEFAULT_DRAIN_MAX_MS = 8_000;
+const DRAIN_SLICE_MS = 50;
+
 /** The per-address limit of new connections (BUBBLE_WS_CONNECT_RATE and _BURST). */
 export const DEFAULT_CONNECT_LIMIT = { perSecond: 20, burst: 50 } as const;
 
@@ -49,6 +58,10 @@ export interface WsGatewayOptions {
   pongTimeoutMs?: number;
   /** New connections per client address: a token bucket (default DEFAULT_CONNECT_LIMIT). */
   connectLimit?: { perSecond: number; burst: number };
+  /** Sockets a drain closes per second (default DEFAULT_DRAIN_RATE). */
+  drainRate?: number;
+  /** The longest a drain spreads its closes over (default DEFAULT_DRAIN_MAX_MS; 0 at once). */
+  drainMaxMs?: number;
   /** Who a request comes from (trusted proxies and X-Forwarded-For); default the socket peer. */
   clientAddresses?: ClientAddressResolver;
   /**
@@ -185,19 +198,49 @@ export class WsGateway {
     return this.peers.size;
   }
 
-  /** Tells every client to reconnect elsewhere (1001) and stops accepting. */
+  /**
+   * Stops accepting and tells every client to reconnect elsewhere (1001), paced: at most
+   * `drainRate` sockets a second, all of them within `drainMaxMs`. Until its turn a socket is
+   * served as before (pushes, reads, its watched list).
+   */
   async close(): Promise<void> {
     this.draining = true;
     clearInterval(this.heartbeat);
     clearTimeout(this.pongDeadline);
+    await this.closePaced();
     clearInterval(this.watchTimer);
     await this.stopListSignals?.().catch(() => undefined);
-    for (const ws of this.peers) ws.close(CLOSE.goingAway, 'draining');
     const deadline = Date.now() + 2000;
     while (this.peers.size > 0 && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, 20));
     for (const ws of this.peers) ws.terminate();
     this.wss.close();
+  }
+
+  private async closePaced(): Promise<void> {
+    const rate = this.options.drainRate ?? DEFAULT_DRAIN_RATE;
+    const maxMs = this.options.drainMaxMs ?? DEFAULT_DRAIN_MAX_MS;
+    const peers = [...this.peers];
+    const spanMs = Math.min(maxMs, (peers.length * 1000) / rate);
+    this.log.info(
+      { sockets: peers.length, overMs: Math.round(spanMs) },
+      'draining: closing sockets with 1001',
+    );
+    // Socket i is due at i/n of the span: a late timer catches up, it does not stretch the span.
+    const started = performance.now();
+    let next = 0;
+    while (next < peers.length) {
+      const elapsed = performance.now() - started;
+      const due =
+        elapsed >= spanMs
+          ? peers.length
+          : Math.min(peers.length, Math.floor((elapsed / spanMs) * peers.length) + 1);
+      for (; next < due; next++) {
+        const ws = peers[next]!;
+        if (ws.readyState === WebSocket.OPEN) ws.close(CLOSE.goingAway, 'draining');
+      }
+      if (next < peers.length) await new Promise((resolve) => setTimeout(resolve, DRAIN_SLICE_MS));
+    }
   }
 
   private async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
