@@ -72,10 +72,10 @@ describe('BubbleClient over a WebSocket', () => {
     await next(c, 'state', (s) => s === 'connecting');
     await next(c, 'state', (s) => s === 'open');
     expect(rig.gw.upgrades).toBe(5); // the first, three refused, the one that authenticated
-    // A drop after authenticating: spread over reconnectSpreadMs (5 s). Then the backoff: 1 s,
+    // A drop after authenticating: spread over reconnectSpreadMs (10 s). Then the backoff: 1 s,
     // 2 s, 4 s after 1, 2, 3 failures.
     expect(draws.backoffs()).toEqual([
-      { value: 0.5, delay: 2500 },
+      { value: 0.5, delay: 5000 },
       { value: 0.25, delay: 250 },
       { value: 0.75, delay: 1500 },
       { value: 0.999, delay: 3996 },
@@ -83,7 +83,7 @@ describe('BubbleClient over a WebSocket', () => {
 
     rig.gw.open[0]?.ws.terminate();
     await next(c, 'state', (s) => s === 'open');
-    expect(draws.backoffs()[4]).toEqual({ value: 0.999, delay: 4995 }); // reset: the spread again
+    expect(draws.backoffs()[4]).toEqual({ value: 0.999, delay: 9990 }); // reset: the spread again
     expect(events.errors).toEqual([]);
     expect(events.states).toEqual([
       'connecting',
@@ -123,14 +123,14 @@ describe('BubbleClient over a WebSocket', () => {
     await next(c, 'state', (s) => s === 'connecting');
     await next(c, 'state', (s) => s === 'open');
     // Every client of the drained gateway got its 1001 at once: the first retry is spread.
-    expect(timers.delays.slice(delaysBefore)).toEqual([2500, 600_000]); // reconnect, connect timeout
+    expect(timers.delays.slice(delaysBefore)).toEqual([5000, 600_000]); // reconnect, connect timeout
 
     rig.gw.open[0]?.ws.close(CLOSE.overloaded);
     await next(c, 'state', (s) => s === 'open');
     // A 1013 on the open socket is a lost open socket too: spread as well.
     expect(draws.backoffs()).toEqual([
-      { value: 0.5, delay: 2500 },
-      { value: 0.5, delay: 2500 },
+      { value: 0.5, delay: 5000 },
+      { value: 0.5, delay: 5000 },
     ]);
     expect(rig.gw.upgrades).toBe(3);
   });

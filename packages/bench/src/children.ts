@@ -74,19 +74,20 @@ export async function stopAll(children: RoleProcess[]): Promise<void> {
 }
 
 /**
- * Runs `bubble <role>` on a free port as a child process of its own, in this process's
- * environment plus `env`. Lines at warn level or above go to `log` until it is asked to stop.
+ * Runs `bubble <role>` on `port` (a free one by default) as a child process of its own, in this
+ * process's environment plus `env`. Lines at warn level or above go to `log` until it is asked to stop.
  */
 export async function spawnRole(options: {
   role: 'core' | 'server' | 'gateway';
   env: Record<string, string>;
   nodeArgs?: string[];
+  port?: number;
   log: (line: string) => void;
 }): Promise<RoleProcess> {
   exitOnSignals();
   const child: RoleProcess = new RoleProcess({
     role: options.role,
-    port: await freePort(),
+    port: options.port ?? (await freePort()),
     env: options.env,
     nodeArgs: options.nodeArgs,
     inheritEnv: true,

@@ -32,3 +32,4 @@ export {
 export { SdkFleet, histogramQuantile, perSecond } from './sdk-fleet.js';
 export { processRssBytes } from './children.js';
 export { benchSoak, SOAK_DEFAULTS, type SoakOptions } from './soak.js';
+export { benchStorm, STORM_DEFAULTS, type StormFigures, type StormOptions } from './storm.js';

@@ -68,10 +68,13 @@ export async function startGateway(options: {
   secrets: BenchSecrets;
   env?: Record<string, string>;
   nodeArgs?: string[];
+  /** A free one by default. */
+  port?: number;
   log: (line: string) => void;
 }): Promise<RoleProcess> {
   const child = await spawnRole({
     role: 'gateway',
+    port: options.port,
     env: {
       ...roleEnv(options.redisUrl, options.pools),
       BUBBLE_API_KEY: options.secrets.apiKey,

@@ -1,8 +1,9 @@
 import type { RoleProcess } from '@bubble/test-utils';
 import { startBenchRedis } from './bench-redis.js';
-import { processRssBytes, spawnRole, stopAll } from './children.js';
+import { processRssBytes, stopAll } from './children.js';
 import { benchSecrets, machineFacts, roleEnv, round2, sleep, startGateway } from './live-stack.js';
 import { histogramQuantile, SdkFleet } from './sdk-fleet.js';
+import { followOneEach, platformCall, startServerAndCore, wrongBadges } from './sdk-stack.js';
 
 export interface SoakOptions {
   /** SDK clients (one user each), spread over `drivers` processes. */
@@ -64,13 +65,7 @@ export async function benchSoak(partial: Partial<SoakOptions> = {}) {
     const users = Array.from({ length: options.sockets }, (_, i) => `soak${i}-${tag}`);
     const authors = Array.from({ length: options.authors }, (_, k) => `soakauthor${k}-${tag}`);
     const authorOf = Int32Array.from(users, (_, i) => i % options.authors);
-    for (let i = 0; i < users.length; i += 1000) {
-      await Promise.all(
-        users
-          .slice(i, i + 1000)
-          .map((u, k) => redis.store.follows.replace(u, [authors[authorOf[i + k]!]!])),
-      );
-    }
+    await followOneEach(redis.store, users, authors, authorOf);
     log(`soak: ${users.length} users follow one of ${authors.length} authors`);
     const secrets = benchSecrets();
     const env = {
@@ -78,11 +73,7 @@ export async function benchSoak(partial: Partial<SoakOptions> = {}) {
       BUBBLE_API_KEY: secrets.apiKey,
       BUBBLE_JWT_SECRET: secrets.jwtSecret,
     };
-    for (const role of ['server', 'core'] as const) {
-      const child = await spawnRole({ role, env, log });
-      children.push(child);
-      await child.listening(30_000);
-    }
+    await startServerAndCore(env, log, children);
     const gateway = await startGateway({
       redisUrl: redis.url,
       pools: options.pools,
@@ -96,14 +87,7 @@ export async function benchSoak(partial: Partial<SoakOptions> = {}) {
       fleet?.pids.forEach((pid, k) => (pids[`driver${k}`] = pid));
       return pids;
     };
-    const platform = async (method: string, route: string, body?: unknown) => {
-      const res = await fetch(gateway.url + route, {
-        method,
-        headers: { 'x-api-key': secrets.apiKey, 'content-type': 'application/json' },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      return { status: res.status, json: (await res.json().catch(() => null)) as unknown };
-    };
+    const platform = platformCall(gateway.url, secrets.apiKey);
 
     fleet = await SdkFleet.start({
       processes: options.drivers,
@@ -210,31 +194,10 @@ export async function benchSoak(partial: Partial<SoakOptions> = {}) {
     const quietDeadline = performance.now() + 120_000;
     while ((await clients.progress()).open < users.length && performance.now() < quietDeadline)
       await sleep(500);
-    let wrong = await wrongBadges();
+    let wrong = await wrongBadges(clients, platform);
     while (wrong.length > 0 && performance.now() < quietDeadline) {
       await sleep(1000);
-      wrong = await wrongBadges();
-    }
-    async function wrongBadges(): Promise<string[]> {
-      const held = await clients.badges();
-      const out: string[] = [];
-      let next = 0;
-      const worker = async () => {
-        while (next < held.users.length) {
-          const i = next++;
-          const answer = await platform('GET', `/v1/users/${held.users[i]}/badge`);
-          const stored = answer.json as { epoch: string; version: number; feed: number };
-          if (
-            !held.open[i] ||
-            stored.epoch !== held.epochs[i] ||
-            stored.version !== held.versions[i] ||
-            stored.feed !== held.feeds[i]
-          )
-            out.push(held.users[i]!);
-        }
-      };
-      await Promise.all(Array.from({ length: 32 }, worker));
-      return out;
+      wrong = await wrongBadges(clients, platform);
     }
 
     // Presence: a tenth of the apps close for good; online users = users with a socket.

@@ -38,17 +38,19 @@ export const SCENARIOS: Record<string, Scenario> = {
   'ws-ceiling': (bench) => bench.benchWsCeiling({ log }),
   memory: (bench) => bench.benchMemory({ log }),
   scale: (bench) => bench.benchScale({ log }),
+  storm: (bench) =>
+    bench.benchStorm({ log, ...benchNumber('BUBBLE_BENCH_STORM_CLIENTS', 'clients') }),
   soak: (bench) =>
     bench.benchSoak({
       log,
-      ...soakNumber('BUBBLE_BENCH_SOAK_MINUTES', 'minutes'),
-      ...soakNumber('BUBBLE_BENCH_SOAK_SOCKETS', 'sockets'),
-      ...soakNumber('BUBBLE_BENCH_SOAK_POSTS', 'postsPerSecond'),
+      ...benchNumber('BUBBLE_BENCH_SOAK_MINUTES', 'minutes'),
+      ...benchNumber('BUBBLE_BENCH_SOAK_SOCKETS', 'sockets'),
+      ...benchNumber('BUBBLE_BENCH_SOAK_POSTS', 'postsPerSecond'),
     }),
 };
 
-/** `bench soak`'s length and size: BUBBLE_BENCH_SOAK_MINUTES, _SOCKETS, _POSTS (per second). */
-function soakNumber(variable: string, option: string): Record<string, number> {
+/** A scenario's size from the environment: BUBBLE_BENCH_SOAK_MINUTES, _SOCKETS, _POSTS, BUBBLE_BENCH_STORM_CLIENTS. */
+function benchNumber(variable: string, option: string): Record<string, number> {
   const text = process.env[variable];
   if (text === undefined || text === '') return {};
   const value = Number(text);

@@ -182,10 +182,10 @@ export const configSchema = z.object({
     .default(50)
     .describe('burst of new WebSocket connections per client address'),
   BUBBLE_WS_DRAIN_RATE: int(1, 1_000_000)
-    .default(1_000)
+    .default(2_000)
     .describe('sockets a draining gateway closes (1001) per second'),
   BUBBLE_WS_DRAIN_MAX_MS: int(0, 60_000)
-    .default(8_000)
+    .default(5_000)
     .describe('longest a drain spreads its closes over; the shutdown deadline grows by it'),
   BUBBLE_CLIENT_USER_RATE: rate(5).describe(
     'client-route requests (polls, reads, conversation list, mutes) per second per user',

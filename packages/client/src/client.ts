@@ -389,7 +389,7 @@ export class BubbleClient extends Emitter<ClientEvents> {
     // lost it in the same instant, so the first retry is spread (full jitter) over a window.
     this.retry(
       wasOpen,
-      wasOpen ? this.random() * (this.options.reconnectSpreadMs ?? 5000) : undefined,
+      wasOpen ? this.random() * (this.options.reconnectSpreadMs ?? 10_000) : undefined,
     );
   }
 

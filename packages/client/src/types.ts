@@ -109,7 +109,10 @@ export interface BubbleClientOptions {
   /**
    * After the loss of an authenticated socket (a drain's 1001, a dead gateway's 1006, …) the first
    * reconnection waits `random() × reconnectSpreadMs`: the clients of one gateway come back spread
-   * over this window, not all in the same instant. Default 5000.
+   * over this window, not all in the same instant. Default 10 000: the 10k clients of a dead
+   * gateway then arrive at about 1,000 a second, what one survivor on a 2-core machine admits;
+   * in 5 s they came at twice that, and those refused at its admission bound came back as a
+   * second wave.
    */
   reconnectSpreadMs?: number;
   /** Default 20 000. */

@@ -31,8 +31,8 @@ export const DEFAULT_MAX_ADMITTING = 256;
  * most DEFAULT_DRAIN_MAX_MS in all (BUBBLE_WS_DRAIN_MAX_MS): the survivors see the clients come
  * at a rate they can admit, and a socket not yet closed keeps its pushes until its turn.
  */
-export const DEFAULT_DRAIN_RATE = 1_000;
-export const DEFAULT_DRAIN_MAX_MS = 8_000;
+export const DEFAULT_DRAIN_RATE = 2_000;
+export const DEFAULT_DRAIN_MAX_MS = 5_000;
 const DRAIN_SLICE_MS = 50;
 
 /** The per-address limit of new connections (BUBBLE_WS_CONNECT_RATE and _BURST). */
