@@ -33,19 +33,19 @@ describe(`reconnect storm: ${CLIENTS} SDK clients`, () => {
       log: (line) => console.log(line),
     });
     console.log(JSON.stringify(figures));
+    // The verdicts are the bench's own (packages/bench/src/storm.ts), printed above with the
+    // figures they come from.
     const check = (label: string, f: StormFigures) => {
       expect(f.dropped, `${label}: clients dropped`).toBeGreaterThan(0);
-      expect(f.recoveryMs, `${label}: recovery`).toBeLessThanOrEqual(60_000);
-      expect(f.reconnects, `${label}: every client reconnected`).toBeGreaterThanOrEqual(f.dropped);
-      expect(f.peakPerSecond, `${label}: attempts per second`).toBeLessThanOrEqual(
-        2 * f.meanPerSecond,
-      );
-      for (const status of Object.keys(f.refused)) expect(['429', '503']).toContain(status);
-      // (1005/1006: the client's own connect timeout, or a connection reset under load.)
-      for (const code of Object.keys(f.closedEarly)) {
-        expect(['1013', '1001', '1005', '1006']).toContain(code);
-      }
-      expect(f.wrongBadges, `${label}: clients whose badge differs from the stored one`).toBe(0);
+      expect(
+        {
+          recovered: f.recovered,
+          spread: f.spread,
+          refusedAtTheDoor: f.refusedAtTheDoor,
+          wrongBadges: f.wrongBadges,
+        },
+        `${label}: ${JSON.stringify(f)}`,
+      ).toEqual({ recovered: true, spread: true, refusedAtTheDoor: true, wrongBadges: 0 });
     };
     check('drain', figures.drain);
     check('kill', figures.kill);

@@ -86,9 +86,8 @@ export async function benchStorm(partial: Partial<StormOptions> = {}) {
       );
     let gatewayA = await gateway();
     const gatewayB = await gateway();
-    const platform = (target: RoleProcess, method: string, route: string, body?: unknown) =>
-      platformCall(target.url, secrets.apiKey)(method, route, body);
-    await waitSwept(() => platform(gatewayA, 'GET', '/v1/cluster'));
+    const platform = (target: RoleProcess) => platformCall(target.url, secrets.apiKey);
+    await waitSwept(() => platform(gatewayA)('GET', '/v1/cluster'));
 
     let postSeq = 0;
     let postErrors = 0;
@@ -98,7 +97,7 @@ export async function benchStorm(partial: Partial<StormOptions> = {}) {
         id: `p${++postSeq}`,
         ts: Date.now() - 1000,
       }));
-      if ((await platform(target, 'POST', '/v1/posts', { posts })).status !== 202) postErrors++;
+      if ((await platform(target)('POST', '/v1/posts', { posts })).status !== 202) postErrors++;
     };
     // Every author has posted: badges start non-zero.
     await post(
@@ -195,7 +194,7 @@ export async function benchStorm(partial: Partial<StormOptions> = {}) {
       const peakPerSecond = Math.max(0, ...attemptsPerSecond);
       const meanPerSecond = Math.round(bulk / bulkSeconds);
       // Every client back holds the badge the platform sees, once the last pushes are out.
-      const toSurvivor = platformCall(survivor.url, secrets.apiKey);
+      const toSurvivor = platform(survivor);
       let wrong = await wrongBadges(clients, toSurvivor);
       const quietDeadline = performance.now() + 30_000;
       while (wrong.length > 0 && performance.now() < quietDeadline) {

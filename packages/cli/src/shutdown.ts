@@ -1,10 +1,11 @@
 import type { Logger } from 'pino';
 
 import type { Config } from './config.js';
+import type { Role } from './roles/roles.js';
 
 /** The shutdown's hard deadline: 10 s, and a gateway's paced drain on top (BUBBLE_WS_DRAIN_MAX_MS). */
 export function shutdownDeadlineMs(
-  role: string,
+  role: Role,
   config: Pick<Config, 'BUBBLE_WS_DRAIN_MAX_MS'>,
 ): number {
   return 10_000 + (role === 'gateway' || role === 'all' ? config.BUBBLE_WS_DRAIN_MAX_MS : 0);

@@ -241,6 +241,10 @@ export class WsGateway {
       }
       if (next < peers.length) await new Promise((resolve) => setTimeout(resolve, DRAIN_SLICE_MS));
     }
+    // A connection whose upgrade was past the draining check when the drain began.
+    for (const ws of this.peers) {
+      if (ws.readyState === WebSocket.OPEN) ws.close(CLOSE.goingAway, 'draining');
+    }
   }
 
   private async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
