@@ -235,6 +235,17 @@ describe('FeedCounter with topics', () => {
               { op: 'topics', user: 'u1', topics: ['t0'] },
             ],
           ],
+          // Found by CI: a topic dropped and followed again before its post was due scheduled
+          // the post's arrival twice, and the post counted twice when it came.
+          [
+            [
+              { op: 'post', author: 'a0', id: 'p0', ts: 100, topics: ['t0'] },
+              { op: 'hold', user: 'u4', follows: [], topics: ['t0'], readAt: null },
+              { op: 'hold', user: 'u4', follows: [], topics: [], readAt: null },
+              { op: 'topics', user: 'u4', topics: ['t0'] },
+              { op: 'advance', by: 100 },
+            ],
+          ],
         ],
       },
     );
@@ -262,5 +273,30 @@ describe('FeedCounter with topics', () => {
     expect(counter.topicPostCount).toBe(0);
     counter.advanceTo(7000);
     expect(counter.countOf('u0')).toBe(0);
+  });
+
+  it('a post not yet due counts once when it comes, however often its routes were dropped and followed again', () => {
+    const counter = new FeedCounter({ lookbackMs: L });
+    counter.advanceTo(10_000);
+    const stored = [{ id: 'p', ts: 10_100 }];
+    for (const a of counter.setUser('u', ['a'], null)) counter.loadAuthor(a, stored);
+    counter.recompute('u');
+    counter.setFollows('u', []);
+    for (const a of counter.setFollows('u', ['a'])) counter.loadAuthor(a, stored);
+    counter.recompute('u');
+    counter.addPost('b', 'q', 10_100, ['t']);
+    for (const t of counter.setTopics('u', ['t'])) {
+      counter.loadTopic(t, [{ author: 'b', id: 'q', ts: 10_100, topics: ['t'] }]);
+    }
+    counter.setTopics('u', []);
+    for (const t of counter.setTopics('u', ['t'])) {
+      counter.loadTopic(t, [{ author: 'b', id: 'q', ts: 10_100, topics: ['t'] }]);
+    }
+    counter.recompute('u');
+    counter.deletePost('a', 'p', 10_100);
+    counter.addPost('a', 'p', 10_100, []);
+    expect(counter.countOf('u')).toBe(0);
+    counter.advanceTo(10_200);
+    expect(counter.countOf('u')).toBe(2);
   });
 });

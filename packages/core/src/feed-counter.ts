@@ -140,6 +140,8 @@ export class FeedCounter {
   private recordCount = 0;
   private readonly recordExpiries = new TimeHeap();
   private readonly recordArrivals = new TimeHeap();
+  /** advanceTo's scratch: the arrivals of one ts already walked. */
+  private readonly arrivalRun = new Set<string>();
 
   constructor(options: { lookbackMs: number }) {
     this.lookbackMs = options.lookbackMs;
@@ -250,8 +252,20 @@ export class FeedCounter {
     while (this.expiries.peekTs() <= horizon) {
       this.expiries.pop((_ts, author) => this.trimAuthor(author, horizon, previous));
     }
+    // A post can be scheduled twice: its author unfollowed and followed again before it is due
+    // (the window reloaded), or deleted and posted again. Its entries share a ts, so they come
+    // out of the heap in one run; walking it once per run is walking it once.
+    let runTs = NaN;
+    const run = this.arrivalRun;
     while (this.arrivals.peekTs() <= time) {
       this.arrivals.pop((ts, author, hash) => {
+        if (ts !== runTs) {
+          runTs = ts;
+          run.clear();
+        }
+        const key = `${author}:${hash}`;
+        if (run.has(key)) return;
+        run.add(key);
         if (ts > horizon && this.findPost(author, ts, hash) >= 0) {
           this.walkAuthorPost(author, ts, hash, 1);
         }
@@ -264,11 +278,20 @@ export class FeedCounter {
         this.dropRecord(r);
       });
     }
+    runTs = NaN;
     while (this.recordArrivals.peekTs() <= time) {
       this.recordArrivals.pop((ts, r, hash) => {
+        if (ts !== runTs) {
+          runTs = ts;
+          run.clear();
+        }
+        const key = `${r}:${hash}`;
+        if (run.has(key)) return;
+        run.add(key);
         if (ts > horizon && this.isRecord(r, ts, hash)) this.walkRecord(r, 1);
       });
     }
+    run.clear();
   }
 
   /**
