@@ -38,7 +38,13 @@ describe('gateway push queue', () => {
   it('a burst of changes to one user reaches their socket as fewer frames, newest last, versions rising', async () => {
     const { store, live, waits } = await start();
     const frames: Badge[] = [];
-    const first = await live.attach('u1', { onBadge: (badge) => frames.push(badge) });
+    const texts: string[] = [];
+    const first = await live.attach('u1', {
+      onBadge: (held) => {
+        frames.push(held.badge);
+        texts.push(held.frame);
+      },
+    });
     // Twenty routed changes land before the gateway's next turn.
     for (let feed = 1; feed <= 20; feed++) {
       await store.fencedBadges.saveUnfenced('u1', { f: feed }, Date.now());
@@ -51,6 +57,10 @@ describe('gateway push queue', () => {
     expect(versions[0]).toBe(first.version);
     for (let i = 1; i < versions.length; i++) expect(versions[i]).toBeGreaterThan(versions[i - 1]!);
     expect(frames.at(-1)!.version).toBe(first.version + 20);
+    // Each frame's text is the badge the listener was handed.
+    expect(texts.map((text) => JSON.parse(text))).toEqual(
+      frames.map((badge) => ({ type: 'badge', badge })),
+    );
     // What the metrics are made of: each routed change (the 20, and the attach's own write)
     // was either pushed or superseded by a newer one, one wait observed per push, nothing left.
     const stats = live.pushStats();
@@ -68,7 +78,7 @@ describe('gateway push queue', () => {
     const users = Array.from({ length: 2_000 }, (_, i) => `u${i}`);
     const last = new Map<string, Badge>();
     await Promise.all(
-      users.map((user) => live.attach(user, { onBadge: (badge) => last.set(user, badge) })),
+      users.map((user) => live.attach(user, { onBadge: (held) => last.set(user, held.badge) })),
     );
     for (let round = 1; round <= 3; round++) {
       await Promise.all(

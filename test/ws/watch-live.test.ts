@@ -77,7 +77,11 @@ async function scenarios(rig: Rig, tag: string, largeMembers: number): Promise<v
   const quietFrom = await rig.listReads();
   const frames = ws.frames.length;
   await new Promise((resolve) => setTimeout(resolve, QUIET_MS));
-  expect(await rig.listReads(), 'list reads while nothing happened').toBe(quietFrom);
+  // A frame that came says what read the list (a badge, a list): shown when a read did.
+  expect(
+    await rig.listReads(),
+    `list reads while nothing happened; frames since: ${JSON.stringify(ws.frames.slice(frames))}`,
+  ).toBe(quietFrom);
   expect(ws.frames.length).toBe(frames);
 
   // My own message: my badge stays as it was, the entry moves.

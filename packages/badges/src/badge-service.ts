@@ -1,5 +1,12 @@
 import type { Badge, Clock, ReadRequest } from '@bubble/protocol';
-import type { BubbleStore, CounterEvent, Post } from '@bubble/store';
+import {
+  countsTextOf,
+  type BadgeChange,
+  type BubbleStore,
+  type CounterEvent,
+  type Post,
+} from '@bubble/store';
+import { badgeFrameText } from './badge-frame.js';
 import type { ExtraCounts } from './badge-fields.js';
 import { ColdStart, type BadgeCallOptions, type BadgeStateOf } from './cold-start.js';
 import { createBadgeContext, type BadgeContext } from './context.js';
@@ -126,6 +133,11 @@ export class BadgeService {
   /** The badge a stored or published state stands for (a core's write, a push). */
   badgeOf(state: BadgeStateOf): Badge {
     return this.coldStart.badgeOf(state);
+  }
+
+  /** The text of the badge frame of a published state, the same as badgeOf's (a push). */
+  frameOf(change: BadgeChange): string {
+    return badgeFrameText(change, countsTextOf(change), this.rules.displayCap);
   }
 
   read(user: string, request: ReadRequest): Promise<Badge> {

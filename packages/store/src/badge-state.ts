@@ -126,12 +126,19 @@ class LazyBadgeChange implements BadgeChange {
   }
 
   get fields(): Record<string, number> {
-    if (this.decoded === null) {
-      const end = this.rest.indexOf('|');
-      this.decoded = decodeCounts(end < 0 ? NO_COUNTS : this.rest.slice(end + 1));
-    }
+    this.decoded ??= decodeCounts(this.countsText);
     return this.decoded;
   }
+
+  get countsText(): string {
+    const end = this.rest.indexOf('|');
+    return end < 0 ? NO_COUNTS : this.rest.slice(end + 1);
+  }
+}
+
+/** A change's counts as stored text, which a gateway frames without decoding them. */
+export function countsTextOf(change: BadgeChange): string {
+  return change instanceof LazyBadgeChange ? change.countsText : encodeCounts(change.fields);
 }
 
 /**

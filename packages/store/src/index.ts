@@ -30,7 +30,7 @@ export {
   type ClockSample,
   type StoreClockOptions,
 } from './store-clock.js';
-export { encodeCounts, decodeCounts } from './badge-state.js';
+export { encodeCounts, decodeCounts, countsTextOf } from './badge-state.js';
 export { marksEventsByPool } from './marks-events.js';
 export {
   RedisWebhookQueue,

@@ -2,11 +2,12 @@ import type { BadgeService } from '@bubble/badges';
 import { BubbleError, isNewerBadge, poolOf, type Badge } from '@bubble/protocol';
 import type { BadgeChange, MissedReason } from '@bubble/store';
 import type { Logger } from 'pino';
+import { HeldBadge } from './held-badge.js';
 
 export interface LiveUsersOptions {
   gatewayId: string;
   /** The badges it serves and, through `gatewayLink`, its held users' routes and presence. */
-  service: Pick<BadgeService, 'badge' | 'badgeOf' | 'gatewayLink'>;
+  service: Pick<BadgeService, 'badge' | 'badgeOf' | 'frameOf' | 'gatewayLink'>;
   logger: Logger;
   /** Presence and routes are renewed every third of it; a dead gateway's users lapse after it. */
   presenceTtlMs: number;
@@ -50,14 +51,14 @@ export interface PushStats {
 
 /** Receives a held user's badge on every change (a socket of theirs). */
 export interface BadgeListener {
-  onBadge(badge: Badge): void;
+  onBadge(badge: HeldBadge): void;
 }
 
 interface LiveUser {
   sockets: number;
   /** Set while the user polls without a socket: let go after this time. */
   pollerUntil: number;
-  badge: Badge | null;
+  badge: HeldBadge | null;
   /** A routed change newer than `badge`, waiting for its turn in the push queue. */
   pending: BadgeChange | null;
   /** When the oldest change `pending` stands for arrived (performance.now()). */
@@ -81,8 +82,11 @@ export class LiveUsers {
   private timer: NodeJS.Timeout | undefined;
   private unsubscribe: (() => Promise<void>) | undefined;
   private closed = false;
-  /** Users with a pending change, in the order their first pending change came. */
-  private pushQueue: string[] = [];
+  /**
+   * Users with a pending change, in the order their first pending change came. A user let go
+   * meanwhile has no pending change left (forget), so their place is passed over.
+   */
+  private pushQueue: LiveUser[] = [];
   private pushHead = 0;
   private pushScheduled = false;
   private routed = 0;
@@ -134,7 +138,7 @@ export class LiveUsers {
    * A socket of `user` opened: routes and presence first (so no change after this is missed),
    * then the badge as of now (computed on demand when the user was offline).
    */
-  async attach(user: string, listener: BadgeListener): Promise<Badge> {
+  async attach(user: string, listener: BadgeListener): Promise<HeldBadge> {
     const live = await this.hold(user, (held) => {
       held.sockets++;
       addListener(held, listener);
@@ -174,7 +178,7 @@ export class LiveUsers {
       const interval = stalePollInterval(intervalSeconds, existing.staleAnswers);
       const holdFor = Math.max(this.options.pollerTtlMs(), 3 * interval * 1000);
       existing.pollerUntil = Math.max(existing.pollerUntil, now + holdFor);
-      return { badge: existing.badge, fromCache: true, stale, intervalSeconds: interval };
+      return { badge: existing.badge.badge, fromCache: true, stale, intervalSeconds: interval };
     }
     if (this.storeUnreadable) {
       throw new BubbleError('UB_ERR_UNAVAILABLE', 'the store cannot be read; poll again later');
@@ -183,14 +187,15 @@ export class LiveUsers {
     const live = await this.hold(user, (held) => {
       held.pollerUntil = Math.max(held.pollerUntil, until);
     });
-    const badge = await this.freshBadge(user, live);
+    const badge = (await this.freshBadge(user, live)).badge;
     return { badge, fromCache: false, stale: false, intervalSeconds };
   }
 
   /** A badge this gateway computed itself (a read): cache it and hand it to the user's sockets. */
-  publishLocal(badge: Badge): void {
-    const live = this.users.get(badge.user);
-    if (live) this.offer(live, badge);
+  publishLocal(badge: Badge | HeldBadge): void {
+    const held = badge instanceof HeldBadge ? badge : HeldBadge.of(badge);
+    const live = this.users.get(held.user);
+    if (live) this.offer(live, held);
   }
 
   async close(): Promise<void> {
@@ -200,7 +205,7 @@ export class LiveUsers {
     clearTimeout(this.resyncRetry);
     await this.unsubscribe?.();
     const users = [...this.users.keys()];
-    this.users.clear();
+    for (const user of users) this.forget(user);
     await Promise.allSettled(users.map((user) => this.letGo(user)));
   }
 
@@ -234,21 +239,30 @@ export class LiveUsers {
       await live.ready;
       if (this.users.get(user) === live) live.ready = RESOLVED;
     } catch (err) {
-      if (this.users.get(user) === live) this.users.delete(user);
+      if (this.users.get(user) === live) this.forget(user);
       throw err;
     }
     return live;
   }
 
-  private async freshBadge(user: string, live: LiveUser): Promise<Badge> {
-    const badge = await this.options.service.badge(user, { seen: true });
+  /** The badge as of now, or a newer one pushed meanwhile. */
+  private async freshBadge(user: string, live: LiveUser): Promise<HeldBadge> {
+    const badge = HeldBadge.of(await this.options.service.badge(user, { seen: true }));
     this.offer(live, badge);
     return live.badge ?? badge;
   }
 
   private async release(user: string): Promise<void> {
-    this.users.delete(user);
+    this.forget(user);
     await this.letGo(user);
+  }
+
+  /** No longer held here: a place of theirs in the push queue sends nothing. */
+  private forget(user: string): void {
+    const live = this.users.get(user);
+    if (!live) return;
+    this.users.delete(user);
+    live.pending = null;
   }
 
   private async letGo(user: string): Promise<void> {
@@ -275,12 +289,12 @@ export class LiveUsers {
       taken++;
       if (live.listeners === null) {
         // A poller: its cached badge is all there is to update.
-        this.offer(live, this.options.service.badgeOf(change));
+        this.offer(live, HeldBadge.pushed(change, this.options.service));
         continue;
       }
       this.routed++;
       if (live.pending === null) {
-        this.pushQueue.push(change.user);
+        this.pushQueue.push(live);
         live.pendingSince = performance.now();
       } else {
         this.superseded++;
@@ -363,10 +377,7 @@ export class LiveUsers {
     this.pushScheduled = false;
     const queue = this.pushQueue;
     const end = Math.min(queue.length, this.pushHead + PUSH_SLICE);
-    while (this.pushHead < end) {
-      const live = this.users.get(queue[this.pushHead++]!);
-      if (live) this.takePending(live);
-    }
+    while (this.pushHead < end) this.takePending(queue[this.pushHead++]!);
     if (this.pushHead === queue.length) {
       this.pushQueue = [];
       this.pushHead = 0;
@@ -382,11 +393,11 @@ export class LiveUsers {
     live.pending = null;
     this.pushed++;
     this.options.onPushed?.((performance.now() - live.pendingSince) / 1000);
-    this.offer(live, this.options.service.badgeOf(change));
+    this.offer(live, HeldBadge.pushed(change, this.options.service));
   }
 
   /** Keeps the newest badge (isNewerBadge: greater version within an epoch; another epoch replaces). */
-  private offer(live: LiveUser, badge: Badge): void {
+  private offer(live: LiveUser, badge: HeldBadge): void {
     if (!isNewerBadge(badge, live.badge)) return;
     live.badge = badge;
     const { listeners } = live;
@@ -405,7 +416,7 @@ export class LiveUsers {
       if (live.sockets > 0 || live.pollerUntil > now) keep.push(user);
       else lapsed.push(user);
     }
-    for (const user of lapsed) this.users.delete(user);
+    for (const user of lapsed) this.forget(user);
     try {
       if (keep.length > 0) await service.gatewayLink.hold(gatewayId, keep, presenceTtlMs);
       await Promise.all(lapsed.map((user) => this.letGo(user)));

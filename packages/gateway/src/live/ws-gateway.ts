@@ -15,8 +15,10 @@ import { WebSocket, WebSocketServer, type RawData } from 'ws';
 import { credentialInQueryError, hasCredentialInQuery, type Authenticator } from '../auth.js';
 import { ClientAddressResolver } from '../http/client-address.js';
 import type { LoadMonitor } from '../load-monitor.js';
+import { HeldBadge } from './held-badge.js';
 import { IpRateLimiter } from './ip-rate-limiter.js';
 import type { BadgeListener, LiveUsers } from './live-users.js';
+import { writeTextFrame } from './text-frame.js';
 
 /**
  * New connections being admitted at once (upgraded, not yet sent their first badge): past it an
@@ -109,6 +111,7 @@ class Peer extends WebSocket implements BadgeListener {
   /** The newest badge sent on this connection: nothing older follows it. */
   epoch: string | null = null;
   version = 0;
+  sent: HeldBadge | null = null;
   /** Frames of one connection are handled one after another, in order (null: none pending). */
   queue: Promise<void> | null = null;
   /** Set while a connection without a header token has to authenticate by its first frame. */
@@ -124,10 +127,12 @@ class Peer extends WebSocket implements BadgeListener {
   listedCounts: string | null = null;
   /** The raw socket while this connection counts as being admitted (until its first badge). */
   admission: AdmittedSocket | null = null;
+  /** The socket under the connection, which frames are written to (writeTextFrame). */
+  wire: Duplex | null = null;
 
-  onBadge(badge: Badge): void {
+  onBadge(badge: HeldBadge): void {
     this.gateway?.send(this, badge);
-    if (this.watched) this.gateway?.badgeWhileWatching(this, badge);
+    if (this.watched) this.gateway?.badgeWhileWatching(this, badge.badge);
   }
 }
 
@@ -150,9 +155,6 @@ export class WsGateway {
   private draining = false;
   /** Upgrades admitted and not yet past their first badge (or closed). */
   admitting = 0;
-  /** The last badge sent and its frame (badges are never changed once made). */
-  private framedBadge: Badge | null = null;
-  private frame = '';
 
   constructor(
     server: Server,
@@ -312,6 +314,7 @@ export class WsGateway {
       // The WebSocket now listens for the socket's errors itself.
       socket.removeListener('error', destroySocket);
       (ws as Peer).admission = admitted;
+      (ws as Peer).wire = socket;
       this.accept(ws as Peer, user);
     });
   }
@@ -429,6 +432,9 @@ export class WsGateway {
       }
       if (!ws.watched) {
         ws.watched = new Map();
+        // The list read now is at least as new as the last badge sent: a badge with the same
+        // conversation counts need not read it again.
+        if (ws.sent) ws.listedCounts = JSON.stringify(ws.sent.badge.conversations);
         let set = this.watchers.get(ws.user);
         if (!set) this.watchers.set(ws.user, (set = new Set()));
         set.add(ws);
@@ -447,7 +453,7 @@ export class WsGateway {
       return;
     }
     try {
-      const badge = await this.options.service.read(ws.user, parsed.data);
+      const badge = HeldBadge.of(await this.options.service.read(ws.user, parsed.data));
       this.send(ws, badge, true);
       this.options.live.publishLocal(badge);
       if (ws.watched) this.refreshList(ws);
@@ -460,18 +466,15 @@ export class WsGateway {
   }
 
   /** Never sends an older version than the last one; `answer` re-sends the same one (a read). */
-  send(ws: Peer, badge: Badge, answer = false): void {
+  send(ws: Peer, badge: HeldBadge, answer = false): void {
     if (ws.readyState !== WebSocket.OPEN) return;
     // Not newer means the same epoch and a version not greater: only an answer re-sends it.
     if (!isNewerBadge(badge, ws) && !(answer && badge.version === ws.version)) return;
     ws.epoch = badge.epoch;
     ws.version = badge.version;
-    // A user's devices are handed the same badge object one after another: serialize it once.
-    if (badge !== this.framedBadge) {
-      this.framedBadge = badge;
-      this.frame = JSON.stringify({ type: 'badge', badge });
-    }
-    this.sendText(ws, this.frame);
+    ws.sent = badge;
+    // A user's devices share the held badge, which serializes itself once.
+    this.sendText(ws, badge.frame);
   }
 
   /** A list signal: the watchers of these users read their lists again. */
@@ -573,7 +576,7 @@ export class WsGateway {
    * Every frame goes through here: a connection whose unsent frames pass the bound is dropped
    * (a slow consumer), so no client can make the gateway buffer without limit.
    */
-  private sendText(ws: WebSocket, text: string): void {
+  private sendText(ws: Peer, text: string): void {
     if (ws.readyState !== WebSocket.OPEN) return;
     if (ws.bufferedAmount > (this.options.maxBufferedBytes ?? 256 * 1024)) {
       // The close frame would queue behind the backlog: ask politely, then cut it off.
@@ -581,10 +584,11 @@ export class WsGateway {
       setTimeout(() => ws.terminate(), 1000).unref();
       return;
     }
-    ws.send(text);
+    if (ws.wire) writeTextFrame(ws.wire, text);
+    else ws.send(text);
   }
 
-  private sendError(ws: WebSocket, error: BubbleError): void {
+  private sendError(ws: Peer, error: BubbleError): void {
     this.sendText(ws, JSON.stringify({ type: 'error', code: error.code, message: error.message }));
   }
 

@@ -1,0 +1,58 @@
+import { displayTotal, makeBadge } from '@bubble/protocol';
+import { decodeFields } from './badge-fields.js';
+
+/** What a badge frame is written from: a published state, its counts as stored text. */
+export interface FramedState {
+  user: string;
+  epoch: string;
+  version: number;
+  computedAt: number;
+}
+
+/**
+ * `JSON.stringify({ type: 'badge', badge })` of the badge a published state stands for, written
+ * straight from its stored counts ("name=value,…" sorted by name, docs/redis-keys.md). A gateway
+ * frames almost every badge it is pushed and makes the object of few (polls, watched lists):
+ * the usual badge, a feed and notices, costs one string here instead of the six objects of
+ * decodeFields and makeBadge and their serialization. Conversations, red dots and counters,
+ * when there are any, are made as decodeFields makes them, so the text is the same to the byte
+ * (a property test compares them).
+ */
+export function badgeFrameText(state: FramedState, counts: string, displayCap: number): string {
+  let feed = 0;
+  let notices = 0;
+  let others: Record<string, number> | null = null;
+  for (let at = 0; at < counts.length;) {
+    let end = counts.indexOf(',', at);
+    if (end < 0) end = counts.length;
+    const equals = counts.indexOf('=', at);
+    const value = Number(counts.slice(equals + 1, end));
+    if (equals === at + 1 && counts.charCodeAt(at) === F) feed = value;
+    else if (equals === at + 1 && counts.charCodeAt(at) === N) notices = value;
+    else
+      (others ??= Object.create(null) as Record<string, number>)[counts.slice(at, equals)] = value;
+    at = end + 1;
+  }
+  if (others !== null) {
+    others.f = feed;
+    others.n = notices;
+    const badge = makeBadge(state.user, decodeFields(others), state, state.computedAt, displayCap);
+    return JSON.stringify({ type: 'badge', badge });
+  }
+  const total = feed + notices;
+  return (
+    `{"type":"badge","badge":{"user":${JSON.stringify(state.user)},` +
+    `"epoch":${JSON.stringify(state.epoch)},"version":${json(state.version)},` +
+    `"feed":${json(feed)},"notices":${json(notices)},"conversations":{},"conversationsTotal":0,` +
+    `"reddots":[],"total":${json(total)},"display":${JSON.stringify(displayTotal(total, displayCap))},` +
+    `"computedAt":${json(state.computedAt)}}}`
+  );
+}
+
+const F = 0x66;
+const N = 0x6e;
+
+/** A number as JSON writes it (not finite: null). */
+function json(value: number): string {
+  return Number.isFinite(value) ? `${value}` : 'null';
+}

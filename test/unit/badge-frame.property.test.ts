@@ -1,0 +1,108 @@
+/**
+ * A gateway writes a pushed state's frame straight from its stored counts (badgeFrameText): it
+ * must be, to the byte, the JSON of the badge badgeOf makes of the same state, whatever the
+ * counts (feed and notices only, the fast path, or conversations, muted ones, red dots and
+ * counters, with ids JSON sorts before others), and through decodeChangesLazily's changes.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { badgeFrameText } from '../../packages/badges/src/badge-frame.js';
+import { decodeFields } from '../../packages/badges/src/badge-fields.js';
+import { makeBadge } from '../../packages/protocol/src/badge.js';
+import {
+  countsTextOf,
+  decodeChangesLazily,
+  decodeCounts,
+  encodeCounts,
+} from '../../packages/store/src/badge-state.js';
+
+const id = fc.oneof(
+  fc.stringMatching(/^[A-Za-z0-9_-]{1,6}$/),
+  fc.nat({ max: 20 }).map(String),
+  fc.constantFrom('0', '01', '10', '9', '4294967295', '__proto__', 'f', 'n'),
+);
+const fieldName = fc.oneof(
+  fc.constantFrom('f', 'n'),
+  fc.tuple(fc.constantFrom('c:', 'm:', 'r:', 'k:'), id).map(([prefix, name]) => prefix + name),
+);
+const fields = fc.dictionary(fieldName, fc.integer({ min: -3, max: 2_000_000 }), {
+  maxKeys: 8,
+});
+const state = fc.record({
+  user: fc.oneof(fc.stringMatching(/^[A-Za-z0-9_:@.-]{1,12}$/), fc.string({ maxLength: 6 })),
+  epoch: fc.stringMatching(/^[A-Za-z0-9]{1,10}$/),
+  version: fc.nat(),
+  computedAt: fc.nat(),
+});
+const cap = fc.oneof(fc.constant(99), fc.nat({ max: 200 }));
+
+function expected(
+  s: { user: string; epoch: string; version: number; computedAt: number },
+  stored: Record<string, number>,
+  displayCap: number,
+): string {
+  const badge = makeBadge(s.user, decodeFields(stored), s, s.computedAt, displayCap);
+  return JSON.stringify({ type: 'badge', badge });
+}
+
+describe('badgeFrameText', () => {
+  it('is the JSON of badgeOf for every stored state', () => {
+    fc.assert(
+      fc.property(state, fields, cap, (s, f, displayCap) => {
+        const counts = encodeCounts(f);
+        expect(badgeFrameText(s, counts, displayCap)).toBe(
+          expected(s, decodeCounts(counts), displayCap),
+        );
+      }),
+      { numRuns: 2_000 },
+    );
+  });
+
+  it('is the same through a published message, lazily decoded', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(state, fields), { maxLength: 5 }),
+        cap,
+        (states, displayCap) => {
+          const message = [
+            '- 1',
+            ...states.flatMap(([s, f]) => [
+              s.user.replace(/\n/g, ''),
+              `${s.epoch}|${s.version}|${s.computedAt}|${encodeCounts(f)}`,
+            ]),
+          ].join('\n');
+          for (const change of decodeChangesLazily(message)) {
+            expect(badgeFrameText(change, countsTextOf(change), displayCap)).toBe(
+              expected(change, change.fields, displayCap),
+            );
+          }
+        },
+      ),
+    );
+  });
+
+  it('writes the usual badge without conversations, red dots or counters', () => {
+    const frame = badgeFrameText(
+      { user: 'u1', epoch: 'ep', version: 3, computedAt: 7 },
+      'f=120,n=2',
+      99,
+    );
+    expect(JSON.parse(frame)).toEqual({
+      type: 'badge',
+      badge: {
+        user: 'u1',
+        epoch: 'ep',
+        version: 3,
+        feed: 120,
+        notices: 2,
+        conversations: {},
+        conversationsTotal: 0,
+        reddots: [],
+        total: 122,
+        display: '99+',
+        computedAt: 7,
+      },
+    });
+    expect(countsTextOf({ user: 'u', epoch: 'e', version: 1, computedAt: 0, fields: {} })).toBe('');
+  });
+});
