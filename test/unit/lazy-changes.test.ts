@@ -29,22 +29,23 @@ describe('decodeChangesLazily', () => {
     const state = fc.record({
       user: fc.stringMatching(/^[A-Za-z0-9_:@-]{1,8}$/),
       epoch: fc.stringMatching(/^[A-Za-z0-9]{1,8}$/),
-      version: fc.nat(),
-      computedAt: fc.nat(),
+      version: fc.oneof(fc.nat(), fc.maxSafeNat()),
+      computedAt: fc.oneof(fc.nat(), fc.maxSafeNat()),
       fields: fc.dictionary(
         fc.constantFrom('f', 'n:1', 'c:x', 'r:d'),
         fc.integer({ min: 1, max: 999 }),
       ),
     });
     fc.assert(
-      fc.property(fc.array(state, { maxLength: 6 }), (states) => {
-        const message = [
-          '-',
-          ...states.flatMap((s) => [
-            s.user,
-            `${s.epoch}|${s.version}|${s.computedAt}|${encodeCounts(s.fields)}`,
-          ]),
-        ].join('\n');
+      fc.property(fc.array(state, { maxLength: 6 }), fc.boolean(), (states, trailing) => {
+        const message =
+          [
+            '-',
+            ...states.flatMap((s) => [
+              s.user,
+              `${s.epoch}|${s.version}|${s.computedAt}|${encodeCounts(s.fields)}`,
+            ]),
+          ].join('\n') + (trailing ? '\n' : '');
         expect(decodeChangesLazily(message).map(plain)).toEqual(decodeChanges(message).map(plain));
       }),
     );

@@ -4,11 +4,19 @@ import { freePort, reapOnExit, RoleProcess } from '@bubble/test-utils';
 
 /** CPU seconds (user + system) a process used so far, from /proc (Linux); null elsewhere. */
 export async function processCpuSeconds(pid: number): Promise<number | null> {
+  const times = await processCpuTimes(pid);
+  return times && times.user + times.system;
+}
+
+/** User and kernel CPU seconds of a process, from /proc (Linux); null elsewhere. */
+export async function processCpuTimes(
+  pid: number,
+): Promise<{ user: number; system: number } | null> {
   try {
     const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
     // Fields after the command name, which is in parentheses and may hold spaces.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+    return { user: Number(fields[11]) / CLOCK_TICKS, system: Number(fields[12]) / CLOCK_TICKS };
   } catch {
     return null;
   }

@@ -5,7 +5,7 @@ import { DAY_MS, HOUR_MS, poolOf } from '@bubble/protocol';
 import type { RoleProcess } from '@bubble/test-utils';
 import type { Redis } from 'ioredis';
 import { startBenchRedis } from './bench-redis.js';
-import { processRssBytes, spawnRole, stopAll } from './children.js';
+import { processCpuTimes, processRssBytes, spawnRole, stopAll } from './children.js';
 import { forkDriver, type DriverHandle } from './driver-process.js';
 import { RawHttpConnection, httpRequest } from './http-client.js';
 import {
@@ -359,6 +359,8 @@ interface RunFigures {
   answerP99Ms: number;
   sweeps: ProbeRecord[];
   cpu: Record<string, number | null>;
+  /** Of the gateway's CPU, the cores spent in the kernel (its socket writes and reads). */
+  gatewayKernelCores: number | null;
   benchLag: { p50Ms: number; p99Ms: number; maxMs: number };
   /** The gateway's own push-queue metrics over the measured stretch. */
   pushQueue: ReturnType<typeof pushFigures> | null;
@@ -393,6 +395,7 @@ async function postAndMeasure(
   const answers: number[] = [];
   const lag = new LoopLag();
   let cpuBefore: Awaited<ReturnType<typeof cpuSnapshot>> | undefined;
+  let kernelBefore: number | null = null;
   let redisBefore = 0;
   let pushBefore: PushSnapshot | undefined;
   let lastLog = started;
@@ -407,6 +410,7 @@ async function postAndMeasure(
       await Promise.all(drivers.map((d) => d.call('measure', { on: true })));
       await probes.probe.drain();
       cpuBefore = await cpuSnapshot(probes.pids);
+      kernelBefore = (await processCpuTimes(probes.pids.gateway!))?.system ?? null;
       redisBefore = await redisCpuSeconds(probes.admin);
       pushBefore = await readPushMetrics(probes.gatewayUrl);
       lag.start();
@@ -461,6 +465,7 @@ async function postAndMeasure(
   const measuredSeconds = (performance.now() - measureFrom) / 1000;
   const benchLag = lag.stop();
   const cpuAfter = await cpuSnapshot(probes.pids);
+  const kernelAfter = (await processCpuTimes(probes.pids.gateway!))?.system ?? null;
   const redisCpu = (await redisCpuSeconds(probes.admin)) - redisBefore;
   const cpu = cpuBefore ? cpuShares(cpuBefore, cpuAfter) : {};
   cpu['redis-server'] = round2(redisCpu / measuredSeconds);
@@ -483,6 +488,10 @@ async function postAndMeasure(
     answerP99Ms: round2(percentile(answers, 99)),
     sweeps,
     cpu,
+    gatewayKernelCores:
+      kernelBefore === null || kernelAfter === null
+        ? null
+        : round2((kernelAfter - kernelBefore) / measuredSeconds),
     benchLag,
     pushQueue: pushBefore ? pushFigures(pushBefore, pushAfter) : null,
   };
@@ -516,6 +525,10 @@ function ceilingFigures(
       : round2((gatewayCores / gatewayFramesPerSec) * 1e6);
   const minRoundMs = round2((options.users / ceiling.framesPerSec) * 1000);
   const latencyBarMs = round2(1.25 * (options.tickMs + sweeps.sweepP99Ms + minRoundMs));
+  const gatewayKernelUsPerFrame =
+    run.gatewayKernelCores === null || gatewayFramesPerSec === 0
+      ? null
+      : round2((run.gatewayKernelCores / gatewayFramesPerSec) * 1e6);
   const cpuPerFrameRatio =
     gatewayCpuUsPerFrame === null
       ? null
@@ -529,6 +542,9 @@ function ceilingFigures(
     gatewayCpuUsPerFrame,
     ceilingSenderCpuUsPerFrame: ceiling.senderCpuUsPerFrame,
     cpuPerFrameRatio,
+    // Of each figure above, the part spent in the kernel: the socket writes a frame needs.
+    gatewayKernelUsPerFrame,
+    ceilingSenderKernelUsPerFrame: ceiling.senderKernelUsPerFrame,
     cpuPerFrameBarMet: cpuPerFrameRatio !== null && cpuPerFrameRatio <= 1.5,
     tickMs: options.tickMs,
     minRoundMs,

@@ -116,6 +116,7 @@ export async function measureCeiling(
         receivers: round2(receiverCpu / measured),
       },
       senderCpuUsPerFrame: round2((blast.cpuSeconds / blast.frames) * 1e6),
+      senderKernelUsPerFrame: round2((blast.kernelSeconds / blast.frames) * 1e6),
       receiverCpuUsPerFrame: round2((receiverCpu / received) * 1e6),
       measuredSeconds: round2(measured),
     };

@@ -91,13 +91,20 @@ export function decodeChanges(message: string): BadgeChange[] {
 /**
  * decodeChanges for a gateway, which pushes only the newest change of a user and conflates the
  * rest away: the user, epoch and version (what isNewerBadge compares) are read at once, the
- * time and counts only when a change is read for its badge.
+ * time and counts only when a change is read for its badge. The message is scanned in place:
+ * a change costs its user's name, its epoch and one object, however many of them are then
+ * superseded. (A change points into the message until it is read: not for keeping.)
  */
 export function decodeChangesLazily(message: string): BadgeChange[] {
-  const lines = message.split('\n');
-  const changes: BadgeChange[] = new Array((lines.length - 1) >> 1);
-  for (let i = 1, c = 0; i + 1 < lines.length; i += 2, c++) {
-    changes[c] = new LazyBadgeChange(lines[i]!, lines[i + 1]!);
+  const changes: BadgeChange[] = [];
+  let at = message.indexOf('\n');
+  while (at >= 0) {
+    const userEnd = message.indexOf('\n', at + 1);
+    if (userEnd < 0) break;
+    let end = message.indexOf('\n', userEnd + 1);
+    if (end < 0) end = message.length;
+    changes.push(new LazyBadgeChange(message.slice(at + 1, userEnd), message, userEnd + 1, end));
+    at = end < message.length ? end : -1;
   }
   return changes;
 }
@@ -105,24 +112,25 @@ export function decodeChangesLazily(message: string): BadgeChange[] {
 class LazyBadgeChange implements BadgeChange {
   readonly epoch: string;
   readonly version: number;
-  /** "<computedAt>|<counts>", until read. */
-  private readonly rest: string;
+  /** The packed state's "<computedAt>|<counts>" is message[rest, end), until read. */
+  private readonly rest: number;
   private decoded: Record<string, number> | null = null;
 
   constructor(
     readonly user: string,
-    packed: string,
+    private readonly message: string,
+    start: number,
+    private readonly end: number,
   ) {
-    const afterEpoch = packed.indexOf('|');
-    const afterVersion = packed.indexOf('|', afterEpoch + 1);
-    this.epoch = packed.slice(0, afterEpoch);
-    this.version = Number(packed.slice(afterEpoch + 1, afterVersion));
-    this.rest = packed.slice(afterVersion + 1);
+    const afterEpoch = pipeBefore(message, start, end);
+    const afterVersion = pipeBefore(message, afterEpoch + 1, end);
+    this.epoch = message.slice(start, afterEpoch);
+    this.version = integerAt(message, afterEpoch + 1, afterVersion);
+    this.rest = Math.min(afterVersion + 1, end);
   }
 
   get computedAt(): number {
-    const end = this.rest.indexOf('|');
-    return Number(end < 0 ? this.rest : this.rest.slice(0, end));
+    return Number(this.message.slice(this.rest, pipeBefore(this.message, this.rest, this.end)));
   }
 
   get fields(): Record<string, number> {
@@ -131,9 +139,27 @@ class LazyBadgeChange implements BadgeChange {
   }
 
   get countsText(): string {
-    const end = this.rest.indexOf('|');
-    return end < 0 ? NO_COUNTS : this.rest.slice(end + 1);
+    const pipe = pipeBefore(this.message, this.rest, this.end);
+    return pipe < this.end ? this.message.slice(pipe + 1, this.end) : NO_COUNTS;
   }
+}
+
+/** The next "|" in text[from, end), else end. */
+function pipeBefore(text: string, from: number, end: number): number {
+  const at = text.indexOf('|', from);
+  return at < 0 || at > end ? end : at;
+}
+
+/** Number(text.slice(from, to)) without the slice for a plain run of digits. */
+function integerAt(text: string, from: number, to: number): number {
+  if (to - from > 15 || to === from) return Number(text.slice(from, to));
+  let value = 0;
+  for (let i = from; i < to; i++) {
+    const digit = text.charCodeAt(i) - 0x30;
+    if (digit < 0 || digit > 9) return Number(text.slice(from, to));
+    value = value * 10 + digit;
+  }
+  return value;
 }
 
 /** A change's counts as stored text, which a gateway frames without decoding them. */

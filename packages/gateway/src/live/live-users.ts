@@ -194,7 +194,7 @@ export class LiveUsers {
   /** A badge this gateway computed itself (a read): cache it and hand it to the user's sockets. */
   publishLocal(badge: Badge | HeldBadge): void {
     const held = badge instanceof HeldBadge ? badge : HeldBadge.of(badge);
-    const live = this.users.get(held.user);
+    const live = this.users.get(held.badge.user);
     if (live) this.offer(live, held);
   }
 
@@ -289,7 +289,7 @@ export class LiveUsers {
       taken++;
       if (live.listeners === null) {
         // A poller: its cached badge is all there is to update.
-        this.offer(live, HeldBadge.pushed(change, this.options.service));
+        this.offer(live, HeldBadge.of(this.options.service.badgeOf(change)));
         continue;
       }
       this.routed++;
