@@ -142,6 +142,7 @@ export class FeedCounter {
   private readonly recordArrivals = new TimeHeap();
   /** advanceTo's scratch: the arrivals of one ts already walked. */
   private readonly arrivalRun = new Set<string>();
+  private arrivalRunTs = NaN;
 
   constructor(options: { lookbackMs: number }) {
     this.lookbackMs = options.lookbackMs;
@@ -255,17 +256,10 @@ export class FeedCounter {
     // A post can be scheduled twice: its author unfollowed and followed again before it is due
     // (the window reloaded), or deleted and posted again. Its entries share a ts, so they come
     // out of the heap in one run; walking it once per run is walking it once.
-    let runTs = NaN;
-    const run = this.arrivalRun;
+    this.arrivalRunTs = NaN;
     while (this.arrivals.peekTs() <= time) {
       this.arrivals.pop((ts, author, hash) => {
-        if (ts !== runTs) {
-          runTs = ts;
-          run.clear();
-        }
-        const key = `${author}:${hash}`;
-        if (run.has(key)) return;
-        run.add(key);
+        if (!this.firstOfRun(ts, `${author}:${hash}`)) return;
         if (ts > horizon && this.findPost(author, ts, hash) >= 0) {
           this.walkAuthorPost(author, ts, hash, 1);
         }
@@ -278,20 +272,25 @@ export class FeedCounter {
         this.dropRecord(r);
       });
     }
-    runTs = NaN;
+    this.arrivalRunTs = NaN;
     while (this.recordArrivals.peekTs() <= time) {
       this.recordArrivals.pop((ts, r, hash) => {
-        if (ts !== runTs) {
-          runTs = ts;
-          run.clear();
-        }
-        const key = `${r}:${hash}`;
-        if (run.has(key)) return;
-        run.add(key);
+        if (!this.firstOfRun(ts, `${r}:${hash}`)) return;
         if (ts > horizon && this.isRecord(r, ts, hash)) this.walkRecord(r, 1);
       });
     }
-    run.clear();
+    this.arrivalRun.clear();
+  }
+
+  /** Whether an arrival is the first of its key in the run of its ts coming out of a heap. */
+  private firstOfRun(ts: number, key: string): boolean {
+    if (ts !== this.arrivalRunTs) {
+      this.arrivalRunTs = ts;
+      this.arrivalRun.clear();
+    }
+    if (this.arrivalRun.has(key)) return false;
+    this.arrivalRun.add(key);
+    return true;
   }
 
   /**
