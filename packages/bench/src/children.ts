@@ -22,6 +22,21 @@ export async function processCpuTimes(
   }
 }
 
+/** Context switches of a process so far (Linux): those it chose (waits) and those forced on it. */
+export async function processContextSwitches(
+  pid: number | 'self',
+): Promise<{ voluntary: number; involuntary: number } | null> {
+  try {
+    const status = await readFile(`/proc/${pid}/status`, 'utf8');
+    const voluntary = /^voluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1];
+    const involuntary = /^nonvoluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1];
+    if (voluntary === undefined || involuntary === undefined) return null;
+    return { voluntary: Number(voluntary), involuntary: Number(involuntary) };
+  } catch {
+    return null;
+  }
+}
+
 /** USER_HZ: 100 on every Linux architecture Node runs on. */
 const CLOCK_TICKS = 100;
 

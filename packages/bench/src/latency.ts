@@ -5,7 +5,13 @@ import { DAY_MS, HOUR_MS, poolOf } from '@bubble/protocol';
 import type { RoleProcess } from '@bubble/test-utils';
 import type { Redis } from 'ioredis';
 import { startBenchRedis } from './bench-redis.js';
-import { processCpuTimes, processRssBytes, spawnRole, stopAll } from './children.js';
+import {
+  processContextSwitches,
+  processCpuTimes,
+  processRssBytes,
+  spawnRole,
+  stopAll,
+} from './children.js';
 import { forkDriver, type DriverHandle } from './driver-process.js';
 import { RawHttpConnection, httpRequest } from './http-client.js';
 import {
@@ -361,6 +367,8 @@ interface RunFigures {
   cpu: Record<string, number | null>;
   /** Of the gateway's CPU, the cores spent in the kernel (its socket writes and reads). */
   gatewayKernelCores: number | null;
+  /** Times the gateway was descheduled while it could run, over the measured stretch. */
+  gatewayInvoluntarySwitches: number | null;
   benchLag: { p50Ms: number; p99Ms: number; maxMs: number };
   /** The gateway's own push-queue metrics over the measured stretch. */
   pushQueue: ReturnType<typeof pushFigures> | null;
@@ -396,6 +404,7 @@ async function postAndMeasure(
   const lag = new LoopLag();
   let cpuBefore: Awaited<ReturnType<typeof cpuSnapshot>> | undefined;
   let kernelBefore: number | null = null;
+  let switchesBefore: Awaited<ReturnType<typeof processContextSwitches>> = null;
   let redisBefore = 0;
   let pushBefore: PushSnapshot | undefined;
   let lastLog = started;
@@ -411,6 +420,7 @@ async function postAndMeasure(
       await probes.probe.drain();
       cpuBefore = await cpuSnapshot(probes.pids);
       kernelBefore = (await processCpuTimes(probes.pids.gateway!))?.system ?? null;
+      switchesBefore = await processContextSwitches(probes.pids.gateway!);
       redisBefore = await redisCpuSeconds(probes.admin);
       pushBefore = await readPushMetrics(probes.gatewayUrl);
       lag.start();
@@ -466,6 +476,7 @@ async function postAndMeasure(
   const benchLag = lag.stop();
   const cpuAfter = await cpuSnapshot(probes.pids);
   const kernelAfter = (await processCpuTimes(probes.pids.gateway!))?.system ?? null;
+  const switchesAfter = await processContextSwitches(probes.pids.gateway!);
   const redisCpu = (await redisCpuSeconds(probes.admin)) - redisBefore;
   const cpu = cpuBefore ? cpuShares(cpuBefore, cpuAfter) : {};
   cpu['redis-server'] = round2(redisCpu / measuredSeconds);
@@ -492,6 +503,10 @@ async function postAndMeasure(
       kernelBefore === null || kernelAfter === null
         ? null
         : round2((kernelAfter - kernelBefore) / measuredSeconds),
+    gatewayInvoluntarySwitches:
+      switchesBefore && switchesAfter
+        ? switchesAfter.involuntary - switchesBefore.involuntary
+        : null,
     benchLag,
     pushQueue: pushBefore ? pushFigures(pushBefore, pushAfter) : null,
   };
@@ -545,6 +560,12 @@ function ceilingFigures(
     // Of each figure above, the part spent in the kernel: the socket writes a frame needs.
     gatewayKernelUsPerFrame,
     ceilingSenderKernelUsPerFrame: ceiling.senderKernelUsPerFrame,
+    // How often each was descheduled while it could run, per 1,000 frames it sent.
+    gatewayInvoluntarySwitchesPerKFrames:
+      run.gatewayInvoluntarySwitches === null || merged.frames === 0
+        ? null
+        : round2((run.gatewayInvoluntarySwitches / merged.frames) * 1000),
+    ceilingSenderInvoluntarySwitchesPerKFrames: ceiling.senderInvoluntarySwitchesPerKFrames,
     cpuPerFrameBarMet: cpuPerFrameRatio !== null && cpuPerFrameRatio <= 1.5,
     tickMs: options.tickMs,
     minRoundMs,

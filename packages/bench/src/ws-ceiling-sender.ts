@@ -6,6 +6,7 @@
 import { performance } from 'node:perf_hooks';
 import { makeBadge } from '@bubble/protocol';
 import { WebSocketServer, type WebSocket } from 'ws';
+import { processContextSwitches } from './children.js';
 import { serveDriver } from './driver-process.js';
 
 export interface BlastResult {
@@ -16,6 +17,8 @@ export interface BlastResult {
   cpuSeconds: number;
   /** Of it, in the kernel (the socket writes). */
   kernelSeconds: number;
+  /** Times the sender was descheduled while it could run (another process woken or due). */
+  involuntarySwitches: number | null;
 }
 
 /** Frames written per turn of the event loop, as the gateway does. */
@@ -61,14 +64,15 @@ function frame(client: number): string {
   return JSON.stringify({ type: 'badge', badge });
 }
 
-function blast(seconds: number): Promise<BlastResult> {
+async function blast(seconds: number): Promise<BlastResult> {
+  const switches = await processContextSwitches('self');
   const cpu = process.cpuUsage();
   const started = performance.now();
   const until = started + seconds * 1000;
   let frames = 0;
   let skipped = 0;
   let next = 0;
-  return new Promise((resolve) => {
+  const result = await new Promise<Omit<BlastResult, 'involuntarySwitches'>>((resolve) => {
     const slice = () => {
       if (performance.now() >= until || peers.length === 0) {
         const used = process.cpuUsage(cpu);
@@ -95,4 +99,9 @@ function blast(seconds: number): Promise<BlastResult> {
     };
     slice();
   });
+  const after = await processContextSwitches('self');
+  return {
+    ...result,
+    involuntarySwitches: switches && after && after.involuntary - switches.involuntary,
+  };
 }

@@ -117,6 +117,10 @@ export async function measureCeiling(
       },
       senderCpuUsPerFrame: round2((blast.cpuSeconds / blast.frames) * 1e6),
       senderKernelUsPerFrame: round2((blast.kernelSeconds / blast.frames) * 1e6),
+      senderInvoluntarySwitchesPerKFrames:
+        blast.involuntarySwitches === null
+          ? null
+          : round2((blast.involuntarySwitches / blast.frames) * 1000),
       receiverCpuUsPerFrame: round2((receiverCpu / received) * 1e6),
       measuredSeconds: round2(measured),
     };
