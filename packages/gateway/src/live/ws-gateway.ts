@@ -109,8 +109,6 @@ class Peer extends WebSocket implements BadgeListener {
   user: string | null = null;
   alive = true;
   /** The newest badge sent on this connection: nothing older follows it. */
-  epoch: string | null = null;
-  version = 0;
   sent: HeldBadge | null = null;
   /** Frames of one connection are handled one after another, in order (null: none pending). */
   queue: Promise<void> | null = null;
@@ -469,9 +467,7 @@ export class WsGateway {
   send(ws: Peer, badge: HeldBadge, answer = false): void {
     if (ws.readyState !== WebSocket.OPEN) return;
     // Not newer means the same epoch and a version not greater: only an answer re-sends it.
-    if (!isNewerBadge(badge, ws) && !(answer && badge.version === ws.version)) return;
-    ws.epoch = badge.epoch;
-    ws.version = badge.version;
+    if (!isNewerBadge(badge, ws.sent) && !(answer && badge.version === ws.sent?.version)) return;
     ws.sent = badge;
     // A user's devices share the held badge, which serializes itself once.
     this.sendText(ws, badge.frame);
