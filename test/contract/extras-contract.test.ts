@@ -564,6 +564,16 @@ describeEachEngine('extras contract', (ctx) => {
       ).toEqual(byConversation(seqs[i]!));
     }
     expect(await c.membershipSeqs([])).toEqual([]);
+    // From indexes read earlier (userInputs): a conversation left since is no membership.
+    const indexes = (await store.userInputs(users, { kinds: [], windowMs: 1 })).map(
+      (i) => i.conversations,
+    );
+    await c.replaceMembers('c1', ['a']);
+    const fromIndexes = await c.membershipSeqs(users, indexes);
+    expect(fromIndexes.map(byConversation)).toEqual(
+      (await c.membershipSeqs(users)).map(byConversation),
+    );
+    expect(byConversation(fromIndexes[0]!).map((m) => m.conversation)).toEqual(['c3']);
   });
 });
 

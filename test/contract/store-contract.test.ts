@@ -649,27 +649,58 @@ describeEachEngine('BubbleStore contract', (ctx) => {
     await store.ping();
   });
 
-  it('userInputs gives each user feedInputs and marks.state, in input order', async () => {
+  it('userInputs gives each user feedInputs, marks.state, conversation index and counter counts, in input order', async () => {
     const { store } = ctx();
     const users = ['u', 'constructor', '__proto__', 'nobody'];
+    const scope = { kinds: ['like', 'mention', 'comment', 'constructor'], windowMs: 60_000 };
     await store.follows.follow('u', 'a', 10);
     await store.topics.follow('constructor', 'hasOwnProperty', 10);
     await store.cursors.advanceFeedReadAt('__proto__', T0);
     await store.marks.advanceSeen('u', 7);
     await store.marks.click('__proto__', ['toString', '__proto__'], T0 + 5);
-    const inputs = await store.userInputs(users);
+    await store.conversations.replaceMembers('c1', ['u', '__proto__']);
+    await store.conversations.addMembers('c2', ['u']);
+    await store.counters.ingest(
+      [
+        { user: 'u', kind: 'like', id: 'l1' },
+        { user: 'u', kind: 'like', id: 'l2' },
+        { user: 'u', kind: 'constructor', id: 'k1' },
+        { user: 'nobody', kind: 'reshare', id: 'r1' },
+      ],
+      scope.windowMs,
+    );
+    const inputs = await store.userInputs(users, scope);
+    const seqs = await store.conversations.membershipSeqs(users);
     const one = await Promise.all(
-      users.map(async (user) => ({
+      users.map(async (user, i) => ({
         feed: await store.feedInputs(user),
         marks: await store.marks.state(user),
+        conversations: seqs[i]!.map((m) => m.conversation),
+        counts: (await store.counters.counts(user, scope.kinds, scope.windowMs)).counts,
       })),
     );
-    expect(inputs).toEqual(one);
+    expect(
+      inputs.map(({ feed, marks, conversations, counters }) => ({
+        feed,
+        marks,
+        conversations: sorted(conversations),
+        counts: counters.counts,
+      })),
+    ).toEqual(one.map((o) => ({ ...o, conversations: sorted(o.conversations) })));
+    expect(inputs[0]!.counters.counts).toEqual({ like: 2, constructor: 1 });
+    expect(sorted(inputs[0]!.conversations)).toEqual(['c1', 'c2']);
+    // A watermark only where there is counter state (`nobody`'s is of a kind not asked).
+    expect(inputs[0]!.counters.asOf).toBeGreaterThan(0);
+    expect(inputs[3]!.counters.asOf).toBeGreaterThan(0);
+    expect(inputs.slice(1, 3).map((i) => i.counters.asOf)).toEqual([null, null]);
     const clicks = inputs[2]!.marks.clicks;
     expect(Object.keys(clicks).sort()).toEqual(['__proto__', 'toString']);
     expect([clicks['__proto__'], clicks['toString']]).toEqual([T0 + 5, T0 + 5]);
     expect(inputs[0]!.marks.seen).toBe(7);
-    expect(await store.userInputs([])).toEqual([]);
+    // No kind asked: nothing counted, no watermark.
+    const none = await store.userInputs(['u'], { kinds: [], windowMs: scope.windowMs });
+    expect(none[0]!.counters).toEqual({ counts: {}, asOf: null });
+    expect(await store.userInputs([], scope)).toEqual([]);
   });
 
   // ---------------------------------------------------------------- BadgeService

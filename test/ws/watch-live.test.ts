@@ -52,13 +52,18 @@ interface Rig {
   platform(method: string, route: string, body?: unknown): Promise<number>;
   /** A client call (JWT of `user`) through the writing gateway. */
   client(user: string, method: string, route: string, body?: unknown): Promise<number>;
-  /** A watching socket of `user` on the watched gateway, its first list in. */
-  watch(user: string): Promise<Client>;
+  /** A socket of `user` on the watched gateway, its first badge in. */
+  connect(user: string): Promise<Client>;
   /** bubble_watch_list_reads_total of the watched gateway. */
   listReads(): Promise<number>;
 }
 
 async function scenarios(rig: Rig, tag: string, largeMembers: number): Promise<void> {
+  const watch = async (user: string) => {
+    const ws = await rig.connect(user);
+    ws.send({ type: 'watch', what: 'conversations' });
+    return ws;
+  };
   const [me, peer, other] = [`w1${tag}`, `w2${tag}`, `w3${tag}`];
   const [small, joined, large] = [`s${tag}`, `j${tag}`, `g${tag}`];
   const members = Array.from({ length: largeMembers }, (_, i) => `m${i}${tag}`);
@@ -70,7 +75,7 @@ async function scenarios(rig: Rig, tag: string, largeMembers: number): Promise<v
       members: [me, peer, ...members],
     }),
   ).toBe(204);
-  const ws = await rig.watch(me);
+  const ws = await watch(me);
   await waitEntry(ws, (e) => e.id === small, 'the first list');
 
   // Quiet: no list read at all.
@@ -150,6 +155,39 @@ async function scenarios(rig: Rig, tag: string, largeMembers: number): Promise<v
   expect(await rig.listReads(), 'a feed-only badge read the list').toBe(before);
   expect(ws.malformed).toEqual([]);
   ws.close();
+
+  // A watch sent after the badge: the list it answers stands for that badge's conversation
+  // counts, so the first badge after it that moves for the feed alone reads no list either.
+  const late = `w4${tag}`;
+  const unreadIn = `u${tag}`;
+  expect(
+    await rig.platform('PUT', `/v1/conversations/${unreadIn}/members`, { members: [late, peer] }),
+  ).toBe(204);
+  expect(
+    await rig.platform('POST', `/v1/conversations/${unreadIn}/messages`, { seq: 1, from: peer }),
+  ).toBe(202);
+  expect(await rig.platform('PUT', `/v1/users/${late}/follows/b${tag}`)).toBe(204);
+  const lateWs = await rig.connect(late);
+  await waitFor(() => lateWs.lastBadge?.conversations[unreadIn] === 1, {
+    timeoutMs: DEADLINE_MS,
+    message: `no unread in the badge: ${JSON.stringify(lateWs.lastBadge)}`,
+  });
+  const lateBadges = lateWs.badges.length;
+  lateWs.send({ type: 'watch', what: 'conversations' });
+  await waitEntry(lateWs, (e) => e.id === unreadIn && e.unread === 1, 'the late watch list');
+  const beforeLate = await rig.listReads();
+  expect(
+    await rig.platform('POST', '/v1/posts', { author: `b${tag}`, id: `q${tag}`, ts: Date.now() }),
+  ).toBe(202);
+  await waitFor(() => lateWs.badges.slice(lateBadges).some((b) => b.feed === 1), {
+    timeoutMs: DEADLINE_MS,
+    message: 'no feed badge after the late watch',
+  });
+  expect(await rig.listReads(), 'the first feed-only badge after a watch read the list').toBe(
+    beforeLate,
+  );
+  expect(lateWs.malformed).toEqual([]);
+  lateWs.close();
 }
 
 function metricValue(text: string, name: string): number {
@@ -169,11 +207,7 @@ for (const engine of ENGINES) {
           platform: (method, route, body) => reply(platform(app, method, route, body)),
           client: async (user, method, route, body) =>
             reply(call(app, method, route, { token: await tokenFor(user), body })),
-          async watch(user) {
-            const ws = await connect(app, user);
-            ws.send({ type: 'watch', what: 'conversations' });
-            return ws;
-          },
+          connect: (user) => connect(app, user),
           async listReads() {
             const text = (await call(app, 'GET', '/metrics')).text;
             return metricValue(text, 'bubble_watch_list_reads_total');
@@ -215,15 +249,7 @@ describe('watch is event driven, across processes [redis]', () => {
           status(httpCall(writer.url, method, route, { body, apiKey: DEPLOYMENT_API_KEY })),
         client: async (user, method, route, body) =>
           status(httpCall(writer.url, method, route, { body, token: await tokenFor(user) })),
-        async watch(user) {
-          const ws = Client.open({ wsUrl: watched.wsUrl } as LiveApp, {
-            token: await tokenFor(user),
-          });
-          await ws.opened;
-          await ws.waitBadge((b) => b.user === user, { message: 'no badge' });
-          ws.send({ type: 'watch', what: 'conversations' });
-          return ws;
-        },
+        connect: (user) => connect({ wsUrl: watched.wsUrl } as LiveApp, user),
         async listReads() {
           const text = (await httpCall(watched.url, 'GET', '/metrics')).text;
           return metricValue(text, 'bubble_watch_list_reads_total');

@@ -75,16 +75,11 @@ export class ColdStart {
     if (users.length === 0) return [];
     const { store, rules } = this.ctx;
     const now = this.ctx.clock.now();
-    // A user's follows, cursor and marks in one call, their counters and memberships beside it.
-    const inputs = store.userInputs(users);
+    // A user's follows, cursor, marks, conversation index and counters in one call each.
+    const inputs = await store.userInputs(users, this.ctx.counters);
     const [feeds, extras] = await Promise.all([
-      inputs.then((all) => Promise.all(all.map(({ feed }) => this.countFeed(feed, now)))),
-      readStoredExtrasOfMany(
-        store,
-        users,
-        this.ctx.counters,
-        inputs.then((all) => all.map(({ marks }) => marks)),
-      ),
+      Promise.all(inputs.map(({ feed }) => this.countFeed(feed, now))),
+      readStoredExtrasOfMany(store, users, inputs),
     ]);
     const writes = users.map((user, i) => ({
       user,

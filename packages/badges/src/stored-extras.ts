@@ -1,4 +1,4 @@
-import type { BubbleStore, MembershipSeqs, UserMarksState } from '@bubble/store';
+import type { BubbleStore, MembershipSeqs, UserInputs, UserMarksState } from '@bubble/store';
 import { shownReddots, unreadOf, type ExtraCounts } from './badge-fields.js';
 
 /** Which interaction counters a badge counts: BUBBLE_COUNTER_KINDS, over BUBBLE_INACTIVE_DAYS. */
@@ -50,37 +50,37 @@ export async function readStoredExtras(
 /**
  * readStoredExtras(store, user).extras of every user at once, in input order: what a batch of
  * cold starts (offline delivery) reads. The shared parts are read once per batch (the red dots,
- * the notice count per distinct cursor), the users' own parts in one round trip each, and no
- * conversation preview: none is part of a badge.
+ * the notice count per distinct cursor), the users' own parts in one call each, each
+ * conversation once, and no conversation preview: none is part of a badge.
  */
 export async function readStoredExtrasOfMany(
   store: BubbleStore,
   users: readonly string[],
-  counters: CounterScope,
-  /** The users' marks, in input order, when the caller reads them already (store.userInputs). */
-  marksOfUsers?: Promise<UserMarksState[]>,
+  /** The users' own inputs, in input order: store.userInputs(users, counters). */
+  inputs: readonly UserInputs[],
 ): Promise<Array<ExtraCounts & { countersAsOf: number | null }>> {
   if (users.length === 0) return [];
-  const [marks, seqs, dots, counted] = await Promise.all([
-    marksOfUsers ?? Promise.all(users.map((user) => store.marks.state(user))),
-    store.conversations.membershipSeqs(users),
-    store.reddots.all(),
-    Promise.all(
-      users.map((user) => store.counters.counts(user, counters.kinds, counters.windowMs)),
+  const [seqs, dots] = await Promise.all([
+    store.conversations.membershipSeqs(
+      users,
+      inputs.map(({ conversations }) => conversations),
     ),
+    store.reddots.all(),
   ]);
-  const cursors = [...new Set(marks.map((m) => m.seen).filter((seen) => seen !== null))];
+  const cursors = [
+    ...new Set(inputs.map(({ marks }) => marks.seen).filter((seen) => seen !== null)),
+  ];
   const counts = await Promise.all(cursors.map((seen) => store.notices.countAfter(seen)));
   const noticesAfter = new Map<number, number>();
   cursors.forEach((seen, i) => noticesAfter.set(seen, counts[i]!));
   return users.map((_, i) => {
-    const { seen, clicks } = marks[i]!;
+    const { marks, counters: counted } = inputs[i]!;
     return {
-      notices: seen === null ? 0 : noticesAfter.get(seen)!,
+      notices: marks.seen === null ? 0 : noticesAfter.get(marks.seen)!,
       conversations: unreadOf(seqs[i]!),
-      reddots: shownReddots(dots, clicks),
-      counters: counted[i]!.counts,
-      countersAsOf: counted[i]!.asOf,
+      reddots: shownReddots(dots, marks.clicks),
+      counters: counted.counts,
+      countersAsOf: counted.asOf,
     };
   });
 }

@@ -1,38 +1,17 @@
 --[[
-  counter(u, k) of up to three of one user's kinds, atomically, and the watermark between what
-  it counted and what it did not: every event counted is stamped at or before
-  max(now, the user's last stamp), every event ingested after this count after it
-  (ingestCounters-3 reads `c` and the last stamp).
+  counter(u, k) of up to three of one user's kinds, atomically, with the watermark
+  (includes/countUserCounters.lua).
   KEYS[1]     state   HASH  as ingestCounters-3
   KEYS[2..4]  events  ZSET  event id → arrivedAt, of the kinds in ARGV's order (a call with
                             fewer kinds repeats the last key; it is not read)
   ARGV[1]     windowMs
   ARGV[2..]   the kinds, one to three
   Returns { watermark, count of each kind }, the watermark -1 for a user with no counter state
-  (nothing is written for them)
 ]]
---- @include "storeNow"
-local stateKey = KEYS[1]
-local windowMs = tonumber(ARGV[1])
-local kinds = #ARGV - 1
-
-local reply = { -1 }
-if redis.call('EXISTS', stateKey) == 0 then
-  for i = 1, kinds do
-    reply[i + 1] = 0
-  end
-  return reply
+--- @include "countUserCounters"
+local kinds, eventsKeys = {}, {}
+for i = 2, #ARGV do
+  kinds[i - 1] = ARGV[i]
+  eventsKeys[i - 1] = KEYS[i]
 end
-local now = storeNow()
-if now > tonumber(redis.call('HGET', stateKey, 'c') or '0') then
-  redis.call('HSET', stateKey, 'c', now)
-end
-local cutoff = now - windowMs
-reply[1] = math.max(now, tonumber(redis.call('HGET', stateKey, 'l') or '0'))
-for i = 1, kinds do
-  local eventsKey = KEYS[i + 1]
-  local readAt = tonumber(redis.call('HGET', stateKey, 'r:' .. ARGV[i + 1]) or '0')
-  redis.call('ZREMRANGEBYSCORE', eventsKey, '-inf', cutoff)
-  reply[i + 1] = redis.call('ZCOUNT', eventsKey, '(' .. math.max(readAt, cutoff), '+inf')
-end
-return reply
+return countUserCounters(KEYS[1], eventsKeys, kinds, tonumber(ARGV[1]))

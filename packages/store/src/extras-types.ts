@@ -146,8 +146,12 @@ export interface Conversations {
   /**
    * memberships() of each user, in input order, without previews and ts: each conversation's
    * maxSeq is read once however many of the users are its members (a batch of cold starts).
+   * `indexes`: each user's conversation index (UserInputs.conversations) when read already.
    */
-  membershipSeqs(users: readonly string[]): Promise<MembershipSeqs[][]>;
+  membershipSeqs(
+    users: readonly string[],
+    indexes?: ReadonlyArray<readonly string[]>,
+  ): Promise<MembershipSeqs[][]>;
   members(conversation: string): Promise<string[] | null>;
 }
 

@@ -1,5 +1,6 @@
 import type {
   Conversations,
+  CounterCounts,
   InteractionCounters,
   NoticeBoard,
   RedDots,
@@ -102,10 +103,15 @@ export interface FeedInputs {
   readAt: number | null;
 }
 
-/** What a cold start reads of a user's own keys: their feed inputs and their marks. */
+/**
+ * What a cold start reads of a user's own keys: their feed inputs, their marks, their
+ * conversation index (the ids membershipSeqs starts from) and their interaction counters' counts.
+ */
 export interface UserInputs {
   feed: FeedInputs;
   marks: UserMarksState;
+  conversations: string[];
+  counters: CounterCounts;
 }
 
 /** The counts a badge state is compared on. Zero counts are not stored. */
@@ -186,10 +192,14 @@ export interface BubbleStore {
   /** Follows, topic follows and read cursor of one user, fetched together (one slot). */
   feedInputs(user: string): Promise<FeedInputs>;
   /**
-   * feedInputs and marks.state of every user, in input order: a batch of cold starts (offline
-   * delivery's senders). One call per user on Redis (the keys share the user's hash tag).
+   * feedInputs, marks.state, the conversation index and counters.counts(user, kinds, windowMs)
+   * of every user, in input order: a batch of cold starts (offline delivery's senders). One call
+   * per user on Redis (the keys share the user's hash tag), its counts one atomic step.
    */
-  userInputs(users: readonly string[]): Promise<UserInputs[]>;
+  userInputs(
+    users: readonly string[],
+    counters: { kinds: readonly string[]; windowMs: number },
+  ): Promise<UserInputs[]>;
   /**
    * Commands sent to Redis since the store was made, each command of a pipeline or transaction
    * counted (0 for the memory engine): what a caller's work cost, read before and after it.

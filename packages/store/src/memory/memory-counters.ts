@@ -76,8 +76,10 @@ export class MemoryCounters implements InteractionCounters {
 
   async counts(user: string, kinds: readonly string[], windowMs: number): Promise<CounterCounts> {
     const now = this.now();
-    const state = this.live(user, now, windowMs, false);
     const counts = idRecord<number>();
+    // As on Redis: with no kind asked nothing is counted, so nothing bounds a read.
+    if (kinds.length === 0) return { counts, asOf: null };
+    const state = this.live(user, now, windowMs, false);
     if (!state) return { counts, asOf: null };
     state.countedAt = Math.max(state.countedAt, now);
     for (const kind of kinds) {

@@ -280,12 +280,17 @@ export class MemoryConversations implements Conversations {
     return (await this.memberships(user)).sort(byActivity).slice(0, limit);
   }
 
-  async membershipSeqs(users: readonly string[]): Promise<MembershipSeqs[][]> {
-    return users.map((user) => {
+  async membershipSeqs(
+    users: readonly string[],
+    indexes?: ReadonlyArray<readonly string[]>,
+  ): Promise<MembershipSeqs[][]> {
+    return users.map((user, i) => {
       const out: MembershipSeqs[] = [];
-      for (const conversation of this.byUser.get(user) ?? []) {
-        const c = this.byId.get(conversation)!;
-        const member = c.members.get(user)!;
+      for (const conversation of indexes?.[i] ?? this.byUser.get(user) ?? []) {
+        const c = this.byId.get(conversation);
+        const member = c?.members.get(user);
+        // As on Redis: an index read before the user left no longer stands for a membership.
+        if (!c || !member) continue;
         out.push({ conversation, maxSeq: c.maxSeq, readSeq: member.readSeq, muted: member.muted });
       }
       return out;

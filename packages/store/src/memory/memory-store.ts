@@ -154,11 +154,19 @@ export class MemoryStore implements BubbleStore {
     return { follows, topics, readAt };
   }
 
-  async userInputs(users: readonly string[]): Promise<UserInputs[]> {
+  async userInputs(
+    users: readonly string[],
+    { kinds, windowMs }: { kinds: readonly string[]; windowMs: number },
+  ): Promise<UserInputs[]> {
     return Promise.all(
       users.map(async (user) => {
-        const [feed, marks] = await Promise.all([this.feedInputs(user), this.marks.state(user)]);
-        return { feed, marks };
+        const [feed, marks, [seqs], counters] = await Promise.all([
+          this.feedInputs(user),
+          this.marks.state(user),
+          this.conversations.membershipSeqs([user]),
+          this.counters.counts(user, kinds, windowMs),
+        ]);
+        return { feed, marks, conversations: seqs!.map((m) => m.conversation), counters };
       }),
     );
   }

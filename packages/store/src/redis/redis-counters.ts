@@ -6,7 +6,7 @@ import { scripts, type ScriptRunner } from './scripts.js';
 
 const LAST_STAMP_PREFIX = 'l:';
 /** Kinds counted per script call (countCounters-4): the default three in one round trip. */
-const KINDS_PER_COUNT = 3;
+export const KINDS_PER_COUNT = 3;
 
 /**
  * Interaction counters under each user's hash tag: every call is one script on one slot
@@ -87,17 +87,7 @@ export class RedisCounters implements InteractionCounters {
         );
       }),
     );
-    const counts = idRecord<number>();
-    // Each call counts its kinds atomically; the lowest watermark bounds every event missed.
-    let asOf: number | null = null;
-    chunks.forEach((chunk, c) => {
-      const [watermark, ...each] = replies[c]!;
-      chunk.forEach((kind, i) => {
-        if (each[i]! > 0) counts[kind] = each[i]!;
-      });
-      if (watermark !== -1) asOf = asOf === null ? watermark : Math.min(asOf, watermark);
-    });
-    return { counts, asOf };
+    return countsOfReplies(chunks, replies);
   }
 
   async dropUsers(users: readonly string[]): Promise<void> {
@@ -117,4 +107,33 @@ export class RedisCounters implements InteractionCounters {
       }),
     );
   }
+}
+
+/**
+ * CounterCounts of the replies of countUserCounters (includes/countUserCounters.lua), one per
+ * chunk of kinds: each call counts its kinds atomically, so the lowest watermark bounds every
+ * event missed.
+ */
+export function countsOfReplies(
+  chunks: ReadonlyArray<readonly string[]>,
+  replies: ReadonlyArray<readonly number[]>,
+): CounterCounts {
+  const counts = idRecord<number>();
+  let asOf: number | null = null;
+  chunks.forEach((chunk, c) => {
+    const [watermark, ...each] = replies[c]!;
+    chunk.forEach((kind, i) => {
+      if (each[i]! > 0) counts[kind] = each[i]!;
+    });
+    if (watermark !== -1) asOf = asOf === null ? watermark! : Math.min(asOf, watermark!);
+  });
+  return { counts, asOf };
+}
+
+/** The counts of two disjoint sets of kinds, counted apart: the lower watermark bounds both. */
+export function bothCounts(a: CounterCounts, b: CounterCounts): CounterCounts {
+  const counts = idRecord<number>();
+  Object.assign(counts, a.counts, b.counts);
+  const asOf = a.asOf === null ? b.asOf : b.asOf === null ? a.asOf : Math.min(a.asOf, b.asOf);
+  return { counts, asOf };
 }

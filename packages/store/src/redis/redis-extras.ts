@@ -407,13 +407,16 @@ export class RedisConversations implements Conversations {
     return rows.sort(byActivity).slice(0, limit);
   }
 
-  async membershipSeqs(users: readonly string[]): Promise<MembershipSeqs[][]> {
+  async membershipSeqs(
+    users: readonly string[],
+    indexesRead?: ReadonlyArray<readonly string[]>,
+  ): Promise<MembershipSeqs[][]> {
     const { keys } = this;
-    // Two round trips for the whole batch (auto-pipelined): the users' indexes, then per
-    // distinct conversation its maxSeq and the cursors of the batch's users in it (one HMGET).
-    const indexes = await Promise.all(
-      users.map((user) => this.redis.smembers(keys.userConversations(user))),
-    );
+    // Two round trips for the whole batch (auto-pipelined): the users' indexes, unless read
+    // already, then per distinct conversation one call for its maxSeq and the batch's cursors.
+    const indexes =
+      indexesRead ??
+      (await Promise.all(users.map((user) => this.redis.smembers(keys.userConversations(user)))));
     const askers = new Map<string, number[]>();
     indexes.forEach((ids, i) => {
       for (const id of ids) {
@@ -424,10 +427,10 @@ export class RedisConversations implements Conversations {
     });
     const rows = await Promise.all(
       [...askers].map(([id, of]) =>
-        Promise.all([
-          this.redis.hget(keys.conversation(id), 'maxSeq'),
-          this.redis.hmget(keys.conversationMembers(id), ...of.map((i) => users[i]!)),
-        ]),
+        this.run.readMemberSeqs(
+          [keys.conversation(id), keys.conversationMembers(id)],
+          of.map((i) => users[i]!),
+        ),
       ),
     );
     const cursorOf = new Map<
@@ -436,7 +439,7 @@ export class RedisConversations implements Conversations {
     >();
     let row = 0;
     for (const [id, of] of askers) {
-      const [maxSeq, cursors] = rows[row++]!;
+      const [maxSeq, ...cursors] = rows[row++]!;
       cursorOf.set(id, { maxSeq, cursors: new Map(of.map((i, j) => [i, cursors[j]!])) });
     }
     return indexes.map((ids, i) => {

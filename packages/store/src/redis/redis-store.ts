@@ -40,7 +40,7 @@ import {
   RedisRedDots,
   RedisUserMarks,
 } from './redis-extras.js';
-import { RedisCounters } from './redis-counters.js';
+import { bothCounts, countsOfReplies, KINDS_PER_COUNT, RedisCounters } from './redis-counters.js';
 import { RedisFencedBadges } from './redis-fenced-badges.js';
 import { RedisPresence } from './redis-presence.js';
 import { scripts, type ScriptRunner } from './scripts.js';
@@ -142,19 +142,43 @@ export class RedisStore implements BubbleStore {
     return { follows, topics, readAt: readAt === null ? null : Number(readAt) };
   }
 
-  async userInputs(users: readonly string[]): Promise<UserInputs[]> {
+  async userInputs(
+    users: readonly string[],
+    { kinds, windowMs }: { kinds: readonly string[]; windowMs: number },
+  ): Promise<UserInputs[]> {
     const { keys } = this;
+    // The script counts the first KINDS_PER_COUNT kinds; any more, counters.counts beside it.
+    const counted = kinds.slice(0, KINDS_PER_COUNT);
+    const more = kinds.slice(KINDS_PER_COUNT);
     return Promise.all(
       users.map(async (user) => {
-        const [follows, topics, readAt, marks] = await this.run.readUserInputs(
-          [keys.follows(user), keys.topics(user), keys.cursors(user), keys.marks(user)],
-          [FEED_CURSOR],
-        );
+        const events = counted.map((kind) => keys.counterEvents(user, kind));
+        while (events.length < KINDS_PER_COUNT) events.push(events.at(-1) ?? keys.marks(user));
+        const [[follows, topics, readAt, marks, conversations, counts], rest] = await Promise.all([
+          this.run.readUserInputs(
+            [
+              keys.follows(user),
+              keys.topics(user),
+              keys.cursors(user),
+              keys.marks(user),
+              keys.userConversations(user),
+              keys.counterState(user),
+              events[0]!,
+              events[1]!,
+              events[2]!,
+            ],
+            [FEED_CURSOR, windowMs, ...counted],
+          ),
+          more.length === 0 ? null : this.counters.counts(user, more, windowMs),
+        ]);
         const raw = idRecord<string>();
         for (let i = 0; i < marks.length; i += 2) raw[marks[i]!] = marks[i + 1]!;
+        const first = countsOfReplies([counted], [counts]);
         return {
           feed: { follows, topics, readAt: readAt === null ? null : Number(readAt) },
           marks: decodeMarks(raw),
+          conversations,
+          counters: rest ? bothCounts(first, rest) : first,
         };
       }),
     );

@@ -297,11 +297,33 @@ export const SCRIPTS = {
     ]
   >(2),
   readClock: script<[anyKeyOfTheSlot: string], [], number>(1),
+  readMemberSeqs: script<
+    [meta: string, members: string],
+    string[],
+    [maxSeq: string | null, ...entries: Array<string | null>]
+  >(2),
   readUserInputs: script<
-    [follows: string, topics: string, cursors: string, marks: string],
-    [feedCursorField: string],
-    [follows: string[], topics: string[], readAt: string | null, marks: string[]]
-  >(4),
+    [
+      follows: string,
+      topics: string,
+      cursors: string,
+      marks: string,
+      conversations: string,
+      counterState: string,
+      first: string,
+      second: string,
+      third: string,
+    ],
+    [feedCursorField: string, windowMs: number, ...kinds: string[]],
+    [
+      follows: string[],
+      topics: string[],
+      readAt: string | null,
+      marks: string[],
+      conversations: string[],
+      counters: [watermark: number, ...counts: number[]],
+    ]
+  >(9),
   routeUsers: script<
     [routes: string],
     [gateway: string, ttlMs: number, ...users: string[]],

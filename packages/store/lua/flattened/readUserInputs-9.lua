@@ -1,0 +1,66 @@
+--[[
+  What a cold start reads of one user's own keys, in one call: the follows, the topic follows,
+  the feed read cursor, the marks (notice cursor, red dot clicks), the conversation index and
+  the interaction counters' counts (includes/countUserCounters.lua, which writes the count's
+  time). Every key carries the user's hash tag, so this runs unchanged on a Redis Cluster.
+  KEYS[1] follows SET · KEYS[2] topics SET · KEYS[3] cursors HASH · KEYS[4] marks HASH ·
+  KEYS[5] conversations SET · KEYS[6] counter state HASH · KEYS[7..9] events ZSET of up to
+  three kinds, in ARGV's order (fewer kinds repeat a key; it is not read)
+  ARGV[1] the feed cursor's field in KEYS[3] · ARGV[2] windowMs · ARGV[3..] the kinds, zero to
+  three
+  Returns { follows, topics, readAt or false, marks as HGETALL returns them, conversation ids,
+  { watermark, count of each kind } }
+]]
+--[[
+  counter(u, k) of one user's kinds, atomically, and the watermark between what it counted and
+  what it did not: every event counted is stamped at or before max(now, the user's last stamp),
+  every event ingested after this count after it (ingestCounters-3 reads `c` and the last stamp).
+  stateKey     HASH  as ingestCounters-3
+  eventsKeys   ZSETs event id → arrivedAt, one per kind of `kinds`, in its order
+  Returns { watermark, count of each kind }, the watermark -1 for a user with no counter state
+  or when no kind is asked (nothing is written then)
+]]
+--[[
+  The server's clock, in ms. Presence, routes and node liveness are written and checked on it
+  alone, so the clocks of the nodes calling the scripts never meet (docs/redis-keys.md, "One
+  clock"). Scripts that call it write their effects, not the script, to replicas and the AOF.
+]]
+local function storeNow()
+  local time = redis.call('TIME')
+  return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+end
+local function countUserCounters(stateKey, eventsKeys, kinds, windowMs)
+  local reply = { -1 }
+  if #kinds == 0 or redis.call('EXISTS', stateKey) == 0 then
+    for i = 1, #kinds do
+      reply[i + 1] = 0
+    end
+    return reply
+  end
+  local now = storeNow()
+  if now > tonumber(redis.call('HGET', stateKey, 'c') or '0') then
+    redis.call('HSET', stateKey, 'c', now)
+  end
+  local cutoff = now - windowMs
+  reply[1] = math.max(now, tonumber(redis.call('HGET', stateKey, 'l') or '0'))
+  for i = 1, #kinds do
+    local eventsKey = eventsKeys[i]
+    local readAt = tonumber(redis.call('HGET', stateKey, 'r:' .. kinds[i]) or '0')
+    redis.call('ZREMRANGEBYSCORE', eventsKey, '-inf', cutoff)
+    reply[i + 1] = redis.call('ZCOUNT', eventsKey, '(' .. math.max(readAt, cutoff), '+inf')
+  end
+  return reply
+end
+local kinds, eventsKeys = {}, {}
+for i = 3, #ARGV do
+  kinds[i - 2] = ARGV[i]
+  eventsKeys[i - 2] = KEYS[i + 4]
+end
+return {
+  redis.call('SMEMBERS', KEYS[1]),
+  redis.call('SMEMBERS', KEYS[2]),
+  redis.call('HGET', KEYS[3], ARGV[1]),
+  redis.call('HGETALL', KEYS[4]),
+  redis.call('SMEMBERS', KEYS[5]),
+  countUserCounters(KEYS[6], eventsKeys, kinds, tonumber(ARGV[2])),
+}
