@@ -219,6 +219,11 @@ export async function benchLatency(partial: Partial<LatencyOptions> = {}) {
         perAddress: options.perAddress,
         warmupSeconds: options.ceilingWarmupSeconds,
         seconds: options.ceilingSeconds,
+        // The same writes at the gateway's rate and in its sweeps' rhythm.
+        pace: {
+          framesPerSec: merged.frames / Math.max(0.001, merged.seconds),
+          tickMs: options.tickMs,
+        },
         log,
       });
     }
@@ -566,6 +571,17 @@ function ceilingFigures(
         ? null
         : round2((run.gatewayInvoluntarySwitches / merged.frames) * 1000),
     ceilingSenderInvoluntarySwitchesPerKFrames: ceiling.senderInvoluntarySwitchesPerKFrames,
+    // The bare sender paced to the gateway's frames/s in bursts a tick apart: not the bar's
+    // yardstick, which is the ceiling above; what the same writes cost at the gateway's rate.
+    ...(ceiling.paced && {
+      pacedSenderCpuUsPerFrame: ceiling.paced.senderCpuUsPerFrame,
+      pacedSenderKernelUsPerFrame: ceiling.paced.senderKernelUsPerFrame,
+      pacedSenderFramesPerSec: ceiling.paced.framesPerSec,
+      pacedCpuPerFrameRatio:
+        gatewayCpuUsPerFrame === null
+          ? null
+          : round2(gatewayCpuUsPerFrame / ceiling.paced.senderCpuUsPerFrame),
+    }),
     cpuPerFrameBarMet: cpuPerFrameRatio !== null && cpuPerFrameRatio <= 1.5,
     tickMs: options.tickMs,
     minRoundMs,

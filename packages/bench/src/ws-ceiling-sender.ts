@@ -27,9 +27,19 @@ const SLICE = 512;
 const peers: WebSocket[] = [];
 let version = 0;
 
+/**
+ * `pace`: instead of as fast as the clients take them, `framesPerSec` frames in bursts every
+ * `tickMs`, each burst written in slices as the gateway writes a sweep's changes: the bare
+ * sender's cost per frame at the gateway's own rate and rhythm.
+ */
+export interface BlastArgs {
+  seconds: number;
+  pace?: { framesPerSec: number; tickMs: number };
+}
+
 serveDriver({
   listen: () => listen(),
-  blast: (args: { seconds: number }) => blast(args.seconds),
+  blast: (args: BlastArgs) => blast(args),
 });
 
 function listen(): Promise<number> {
@@ -64,7 +74,7 @@ function frame(client: number): string {
   return JSON.stringify({ type: 'badge', badge });
 }
 
-async function blast(seconds: number): Promise<BlastResult> {
+async function blast({ seconds, pace }: BlastArgs): Promise<BlastResult> {
   const switches = await processContextSwitches('self');
   const cpu = process.cpuUsage();
   const started = performance.now();
@@ -72,20 +82,35 @@ async function blast(seconds: number): Promise<BlastResult> {
   let frames = 0;
   let skipped = 0;
   let next = 0;
+  /** Frames the pace asks for and not yet written (paced blasts only). */
+  let owed = 0;
+  let nextTick = started;
   const result = await new Promise<Omit<BlastResult, 'involuntarySwitches'>>((resolve) => {
     const slice = () => {
-      if (performance.now() >= until || peers.length === 0) {
+      const now = performance.now();
+      if (now >= until || peers.length === 0) {
         const used = process.cpuUsage(cpu);
         resolve({
           frames,
           skipped,
-          seconds: (performance.now() - started) / 1000,
+          seconds: (now - started) / 1000,
           cpuSeconds: (used.user + used.system) / 1e6,
           kernelSeconds: used.system / 1e6,
         });
         return;
       }
-      for (let k = 0; k < SLICE; k++) {
+      if (pace) {
+        while (now >= nextTick) {
+          owed += (pace.framesPerSec * pace.tickMs) / 1000;
+          nextTick += pace.tickMs;
+        }
+        if (owed < 1) {
+          setTimeout(slice, Math.max(0, nextTick - now));
+          return;
+        }
+      }
+      const turn = pace ? Math.min(SLICE, Math.floor(owed)) : SLICE;
+      for (let k = 0; k < turn; k++) {
         const i = next++ % peers.length;
         const ws = peers[i]!;
         if (ws.bufferedAmount > 0) {
@@ -95,6 +120,7 @@ async function blast(seconds: number): Promise<BlastResult> {
         ws.send(frame(i));
         frames++;
       }
+      owed -= turn;
       setImmediate(slice);
     };
     slice();

@@ -17,6 +17,11 @@ export interface WsCeilingOptions {
   connectSeconds: number;
   warmupSeconds: number;
   seconds: number;
+  /**
+   * After the ceiling, as long again at this rate and rhythm (ws-ceiling-sender.ts, `pace`):
+   * what the same writes cost at another sender's rate (`latency`: the gateway's).
+   */
+  pace?: { framesPerSec: number; tickMs: number };
   log: (line: string) => void;
 }
 
@@ -96,13 +101,39 @@ export async function measureCeiling(
     await Promise.all(drivers.map((d) => d.call('measure', { on: true })));
     const blast = await sender.call<BlastResult>('blast', { seconds: options.seconds });
     // Nothing is buffered past one frame a socket: the last ones arrive within moments.
-    await allReceived(drivers, connected + warmup.frames + blast.frames);
+    let written = connected + warmup.frames + blast.frames;
+    await allReceived(drivers, written);
     await Promise.all(drivers.map((d) => d.call('measure', { on: false })));
     const reports = await Promise.all(drivers.map((d) => d.call<WsReport>('report')));
     const received = reports.reduce((sum, r) => sum + r.framesMeasured, 0);
     const receiverCpu = reports.reduce((sum, r) => sum + r.cpuSeconds, 0);
     const measured = Math.max(...reports.map((r) => r.measuredSeconds));
     const framesPerSec = received / measured;
+    let paced:
+      | (ReturnType<typeof senderFigures> & {
+          targetFramesPerSec: number;
+          tickMs: number;
+          framesPerSec: number;
+        })
+      | undefined;
+    if (options.pace) {
+      const { framesPerSec: rate, tickMs } = options.pace;
+      log(
+        `ws-ceiling: ${Math.round(rate)} frames/s in bursts every ${tickMs} ms for ${options.seconds} s`,
+      );
+      const slow = await sender.call<BlastResult>('blast', {
+        seconds: options.seconds,
+        pace: options.pace,
+      });
+      written += slow.frames;
+      await allReceived(drivers, written);
+      paced = {
+        targetFramesPerSec: Math.round(rate),
+        tickMs,
+        framesPerSec: Math.round(slow.frames / slow.seconds),
+        ...senderFigures(slow),
+      };
+    }
     return {
       clients: connected,
       framesPerSec: Math.round(framesPerSec),
@@ -115,18 +146,26 @@ export async function measureCeiling(
         sender: round2(blast.cpuSeconds / blast.seconds),
         receivers: round2(receiverCpu / measured),
       },
-      senderCpuUsPerFrame: round2((blast.cpuSeconds / blast.frames) * 1e6),
-      senderKernelUsPerFrame: round2((blast.kernelSeconds / blast.frames) * 1e6),
-      senderInvoluntarySwitchesPerKFrames:
-        blast.involuntarySwitches === null
-          ? null
-          : round2((blast.involuntarySwitches / blast.frames) * 1000),
+      ...senderFigures(blast),
       receiverCpuUsPerFrame: round2((receiverCpu / received) * 1e6),
       measuredSeconds: round2(measured),
+      ...(paced && { paced }),
     };
   } finally {
     await sender.stop().catch(() => {});
   }
+}
+
+/** The sender's CPU per frame written, the kernel's part of it, and its preemptions. */
+function senderFigures(blast: BlastResult) {
+  return {
+    senderCpuUsPerFrame: round2((blast.cpuSeconds / blast.frames) * 1e6),
+    senderKernelUsPerFrame: round2((blast.kernelSeconds / blast.frames) * 1e6),
+    senderInvoluntarySwitchesPerKFrames:
+      blast.involuntarySwitches === null
+        ? null
+        : round2((blast.involuntarySwitches / blast.frames) * 1000),
+  };
 }
 
 /** Waits (5 s at most) until the drivers have received `frames` frames in all. */
