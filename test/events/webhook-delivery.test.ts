@@ -31,6 +31,29 @@ async function setUp(options: Parameters<typeof startWorkers>[2] = {}) {
 }
 
 describe('offline delivery', () => {
+  it('has at most `concurrency` requests in flight, and fills every slot when users are due', async () => {
+    const { stack, receiver } = await setUp({ concurrency: 3, batchSize: 5 });
+    await receiver.start();
+    let release!: () => void;
+    receiver.gate = new Promise((resolve) => (release = resolve));
+    const members = membersNamed('slot', 40);
+    await stack.service.replaceMembers('wide', members);
+    await stack.service.ingestMessages('wide', [{ seq: 1, from: 'slot0' }]);
+    await waitFor(() => receiver.open === 3, { message: 'three requests held' });
+    // Eight batches are due: three are in flight, the users of the others stay queued.
+    await waitFor(async () => (await stack.queue.stats(Date.now())).queued === 40 - 15, {
+      message: 'the users of five batches queued',
+    });
+    expect(receiver.maxOpen).toBe(3);
+    receiver.gate = null;
+    release();
+    await waitFor(() => receiver.deliveriesByUser().size === members.length, {
+      message: 'every member delivered',
+    });
+    expect(receiver.maxOpen).toBe(3);
+    expect(receiver.accepted().every((r) => r.deliveries.length <= 5)).toBe(true);
+  });
+
   it('the receiver down, then up: every delivery arrives once per key, signed, at most one per user per interval, with the latest badge', async () => {
     const MIN_INTERVAL = 400;
     const { stack, receiver, workers } = await setUp({ minIntervalMs: MIN_INTERVAL });

@@ -105,6 +105,11 @@ export type Answer = { status: number; headers?: Record<string, string> };
 export class TestReceiver {
   readonly requests: ReceivedRequest[] = [];
   answer: (request: ReceivedRequest, nth: number) => Answer = () => ({ status: 200 });
+  /** While set, a request waits for it before it is answered: requests in flight pile up. */
+  gate: Promise<void> | null = null;
+  /** Requests read and not answered yet, and the most there were at once. */
+  open = 0;
+  maxOpen = 0;
   private server: Server | undefined;
 
   constructor(readonly port: number) {}
@@ -154,6 +159,10 @@ export class TestReceiver {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const raw = Buffer.concat(chunks);
+    this.open++;
+    this.maxOpen = Math.max(this.maxOpen, this.open);
+    if (this.gate) await this.gate;
+    this.open--;
     const parsed = JSON.parse(raw.toString('utf8')) as {
       id: string;
       deliveries: WebhookDelivery[];

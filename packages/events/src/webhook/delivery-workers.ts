@@ -325,16 +325,19 @@ class Workers implements DeliveryWorkers {
             this.launch(this.attempt(batch.id, batch.body, usersOf(batch.body), batch.attempt));
           }
         }
-        if (this.o.concurrency - this.inFlight > 0) {
+        // Every free slot filled from one read: a read per batch made the round trip, not the
+        // work, what bounded the batches in flight.
+        const slots = this.o.concurrency - this.inFlight;
+        if (slots > 0) {
           const due = await this.queue.takeDue(
             now,
             now + this.o.leaseMs,
-            this.o.batchSize,
+            slots * this.o.batchSize,
             this.o.minIntervalMs,
           );
-          if (due.length > 0) {
+          for (let first = 0; first < due.length; first += this.o.batchSize) {
             started++;
-            this.launch(this.prepare(due));
+            this.launch(this.prepare(due.slice(first, first + this.o.batchSize)));
           }
         }
       } catch (err) {
