@@ -703,6 +703,32 @@ describeEachEngine('BubbleStore contract', (ctx) => {
     expect(await store.userInputs([], scope)).toEqual([]);
   });
 
+  it('userInputs and membershipSeqs of a batch larger than one call answer as user by user', async () => {
+    const { store } = ctx();
+    const users = Array.from({ length: 450 }, (_, i) => `big${i}`);
+    for (let i = 0; i < users.length; i += 3) await store.follows.follow(users[i]!, `a${i}`, 10);
+    // 600 conversations: a pair of neighbours each, and 150 more of big0's own.
+    for (let i = 0; i < users.length; i++) {
+      await store.conversations.replaceMembers(`pc${i}`, [users[i]!, users[(i + 1) % 450]!]);
+    }
+    for (let k = 0; k < 150; k++) await store.conversations.addMembers(`solo${k}`, ['big0']);
+    await store.conversations.setMuted('pc7', 'big8', true);
+    const inputs = await store.userInputs(users, { kinds: ['like'], windowMs: 60_000 });
+    const seqs = await store.conversations.membershipSeqs(
+      users,
+      inputs.map((i) => i.conversations),
+    );
+    for (const [i, user] of users.entries()) {
+      expect(inputs[i]!.feed).toEqual(await store.feedInputs(user));
+      const [alone] = await store.conversations.membershipSeqs([user]);
+      const byId = (a: { conversation: string }, b: { conversation: string }) =>
+        a.conversation < b.conversation ? -1 : 1;
+      expect([...seqs[i]!].sort(byId)).toEqual([...alone!].sort(byId));
+    }
+    expect(seqs[0]).toHaveLength(152);
+    expect(seqs[8]!.find((m) => m.conversation === 'pc7')!.muted).toBe(true);
+  });
+
   // ---------------------------------------------------------------- BadgeService
 
   it('service: following yourself is 422 UB_ERR_SELF_FOLLOW, in follow and replace', async () => {

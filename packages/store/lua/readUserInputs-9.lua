@@ -1,8 +1,9 @@
 --[[
-  What a cold start reads of one user's own keys, in one call: the follows, the topic follows,
-  the feed read cursor, the marks (notice cursor, red dot clicks), the conversation index and
-  the interaction counters' counts (includes/countUserCounters.lua, which writes the count's
-  time). Every key carries the user's hash tag, so this runs unchanged on a Redis Cluster.
+  What a cold start reads of one user's own keys, in one call (includes/userInputsAt.lua): the
+  follows, the topic follows, the feed read cursor, the marks (notice cursor, red dot clicks),
+  the conversation index and the interaction counters' counts (includes/countUserCounters.lua,
+  which writes the count's time). Every key carries the user's hash tag, so this runs unchanged
+  on a Redis Cluster.
   KEYS[1] follows SET · KEYS[2] topics SET · KEYS[3] cursors HASH · KEYS[4] marks HASH ·
   KEYS[5] conversations SET · KEYS[6] counter state HASH · KEYS[7..9] events ZSET of up to
   three kinds, in ARGV's order (fewer kinds repeat a key; it is not read)
@@ -11,17 +12,9 @@
   Returns { follows, topics, readAt or false, marks as HGETALL returns them, conversation ids,
   { watermark, count of each kind } }
 ]]
---- @include "countUserCounters"
-local kinds, eventsKeys = {}, {}
+--- @include "userInputsAt"
+local kinds = {}
 for i = 3, #ARGV do
   kinds[i - 2] = ARGV[i]
-  eventsKeys[i - 2] = KEYS[i + 4]
 end
-return {
-  redis.call('SMEMBERS', KEYS[1]),
-  redis.call('SMEMBERS', KEYS[2]),
-  redis.call('HGET', KEYS[3], ARGV[1]),
-  redis.call('HGETALL', KEYS[4]),
-  redis.call('SMEMBERS', KEYS[5]),
-  countUserCounters(KEYS[6], eventsKeys, kinds, tonumber(ARGV[2])),
-}
+return userInputsAt(0, ARGV[1], kinds, tonumber(ARGV[2]))

@@ -17,9 +17,12 @@ import type { RedisClient } from './connect.js';
 import type { RedisKeys } from './keys.js';
 import { sharedEventJson, type RedisChangeLog } from './redis-change-log.js';
 import { scripts, type ScriptRunner } from './scripts.js';
+import { Cluster } from 'ioredis';
 
 /** Users per SREM of a conversation's unlogged set (a million-member join stays in chunks). */
 const SREM_CHUNK = 10_000;
+/** Conversations per readManyMemberSeqs call on a standalone Redis: a bounded step for the server. */
+const SEQS_CHUNK = 500;
 
 /** The last sight is written at most this often per user (the inactive job needs days). */
 export const SIGHT_THROTTLE_MS = 3_600_000;
@@ -425,14 +428,7 @@ export class RedisConversations implements Conversations {
         else askers.set(id, [i]);
       }
     });
-    const rows = await Promise.all(
-      [...askers].map(([id, of]) =>
-        this.run.readMemberSeqs(
-          [keys.conversation(id), keys.conversationMembers(id)],
-          of.map((i) => users[i]!),
-        ),
-      ),
-    );
+    const rows = await this.memberSeqRows(askers, users);
     const cursorOf = new Map<
       string,
       { maxSeq: string | null; cursors: Map<number, string | null> }
@@ -458,6 +454,47 @@ export class RedisConversations implements Conversations {
       }
       return out;
     });
+  }
+
+  /** Per conversation of `askers`, in its order: maxSeq, then the cursor of each user asking. */
+  private async memberSeqRows(
+    askers: ReadonlyMap<string, readonly number[]>,
+    users: readonly string[],
+  ): Promise<Array<[maxSeq: string | null, ...cursors: Array<string | null>]>> {
+    const { keys } = this;
+    if (this.redis instanceof Cluster) {
+      // Each conversation in its own slot: one call each.
+      return Promise.all(
+        [...askers].map(([id, of]) =>
+          this.run.readMemberSeqs(
+            [keys.conversation(id), keys.conversationMembers(id)],
+            of.map((i) => users[i]!),
+          ),
+        ),
+      );
+    }
+    // One server holds them all: a call per chunk of conversations.
+    const entries = [...askers];
+    const chunks = [];
+    for (let c = 0; c < entries.length; c += SEQS_CHUNK) {
+      const chunk = entries.slice(c, c + SEQS_CHUNK);
+      const chunkKeys = chunk.flatMap(([id]) => [
+        keys.conversation(id),
+        keys.conversationMembers(id),
+      ]);
+      const args = chunk.flatMap(([, of]) => [of.length, ...of.map((i) => users[i]!)]);
+      chunks.push(
+        this.run.readManyMemberSeqs(chunkKeys, args).then((flat) => {
+          let at = 0;
+          return chunk.map(([, of]) => {
+            const row = flat.slice(at, at + 1 + of.length);
+            at += 1 + of.length;
+            return row as [string | null, ...Array<string | null>];
+          });
+        }),
+      );
+    }
+    return (await Promise.all(chunks)).flat();
   }
 
   async members(conversation: string): Promise<string[] | null> {

@@ -48,6 +48,8 @@ import { scripts, type ScriptRunner } from './scripts.js';
 const FEED_CURSOR = 'feed';
 /** Authors counted per script call on a standalone Redis: keeps each call well under 1 ms. */
 const COUNT_CHUNK = 500;
+/** Users per readManyUserInputs call on a standalone Redis: a bounded step for the server. */
+const INPUTS_CHUNK = 200;
 
 export interface RedisStoreOptions extends RedisTarget {
   keyPrefix: string;
@@ -146,42 +148,57 @@ export class RedisStore implements BubbleStore {
     users: readonly string[],
     { kinds, windowMs }: { kinds: readonly string[]; windowMs: number },
   ): Promise<UserInputs[]> {
+    if (users.length === 0) return [];
     const { keys } = this;
     // The script counts the first KINDS_PER_COUNT kinds; any more, counters.counts beside it.
     const counted = kinds.slice(0, KINDS_PER_COUNT);
     const more = kinds.slice(KINDS_PER_COUNT);
-    return Promise.all(
-      users.map(async (user) => {
-        const events = counted.map((kind) => keys.counterEvents(user, kind));
-        while (events.length < KINDS_PER_COUNT) events.push(events.at(-1) ?? keys.marks(user));
-        const [[follows, topics, readAt, marks, conversations, counts], rest] = await Promise.all([
-          this.run.readUserInputs(
-            [
-              keys.follows(user),
-              keys.topics(user),
-              keys.cursors(user),
-              keys.marks(user),
-              keys.userConversations(user),
-              keys.counterState(user),
-              events[0]!,
-              events[1]!,
-              events[2]!,
-            ],
-            [FEED_CURSOR, windowMs, ...counted],
-          ),
-          more.length === 0 ? null : this.counters.counts(user, more, windowMs),
-        ]);
-        const raw = idRecord<string>();
-        for (let i = 0; i < marks.length; i += 2) raw[marks[i]!] = marks[i + 1]!;
-        const first = countsOfReplies([counted], [counts]);
-        return {
-          feed: { follows, topics, readAt: readAt === null ? null : Number(readAt) },
-          marks: decodeMarks(raw),
-          conversations,
-          counters: rest ? bothCounts(first, rest) : first,
-        };
-      }),
-    );
+    const keysOf = (user: string) => {
+      const events = counted.map((kind) => keys.counterEvents(user, kind));
+      while (events.length < KINDS_PER_COUNT) events.push(events.at(-1) ?? keys.marks(user));
+      return [
+        keys.follows(user),
+        keys.topics(user),
+        keys.cursors(user),
+        keys.marks(user),
+        keys.userConversations(user),
+        keys.counterState(user),
+        events[0]!,
+        events[1]!,
+        events[2]!,
+      ] as const;
+    };
+    const args = [FEED_CURSOR, windowMs, ...counted] as const;
+    let read: Promise<Awaited<ReturnType<ScriptRunner['readUserInputs']>>[]>;
+    if (this.redis instanceof Cluster) {
+      // One call per user, in the user's slot.
+      read = Promise.all(users.map((user) => this.run.readUserInputs(keysOf(user), args)));
+    } else {
+      // One server holds every user: a call per chunk of the batch.
+      const chunks = [];
+      for (let i = 0; i < users.length; i += INPUTS_CHUNK) {
+        const chunk = users.slice(i, i + INPUTS_CHUNK);
+        chunks.push(this.run.readManyUserInputs(chunk.flatMap(keysOf), args));
+      }
+      read = Promise.all(chunks).then((all) => all.flat());
+    }
+    const [replies, rest] = await Promise.all([
+      read,
+      more.length === 0
+        ? null
+        : Promise.all(users.map((user) => this.counters.counts(user, more, windowMs))),
+    ]);
+    return replies.map(([follows, topics, readAt, marks, conversations, counts], i) => {
+      const raw = idRecord<string>();
+      for (let k = 0; k < marks.length; k += 2) raw[marks[k]!] = marks[k + 1]!;
+      const first = countsOfReplies([counted], [counts]);
+      return {
+        feed: { follows, topics, readAt: readAt === null ? null : Number(readAt) },
+        marks: decodeMarks(raw),
+        conversations,
+        counters: rest ? bothCounts(first, rest[i]!) : first,
+      };
+    });
   }
 
   /**

@@ -63,6 +63,15 @@ function script<Keys extends readonly string[], Args extends readonly Arg[], Rep
 
 type LogEntry = [id: string, fields: string[]];
 
+type UserInputsReply = [
+  follows: string[],
+  topics: string[],
+  readAt: string | null,
+  marks: string[],
+  conversations: string[],
+  counters: [watermark: number, ...counts: number[]],
+];
+
 /**
  * Every script of packages/store/lua, typed once: the KEYS and ARGV its caller passes and the
  * reply ioredis hands back (Lua integers as numbers, strings, tables as arrays, false as null).
@@ -297,6 +306,12 @@ export const SCRIPTS = {
     ]
   >(2),
   readClock: script<[anyKeyOfTheSlot: string], [], number>(1),
+  readManyMemberSeqs: script<string[], Arg[], Array<string | null>>('n'),
+  readManyUserInputs: script<
+    string[],
+    [feedCursorField: string, windowMs: number, ...kinds: string[]],
+    UserInputsReply[]
+  >('n'),
   readMemberSeqs: script<
     [meta: string, members: string],
     string[],
@@ -315,14 +330,7 @@ export const SCRIPTS = {
       third: string,
     ],
     [feedCursorField: string, windowMs: number, ...kinds: string[]],
-    [
-      follows: string[],
-      topics: string[],
-      readAt: string | null,
-      marks: string[],
-      conversations: string[],
-      counters: [watermark: number, ...counts: number[]],
-    ]
+    UserInputsReply
   >(9),
   routeUsers: script<
     [routes: string],
