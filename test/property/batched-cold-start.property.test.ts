@@ -2,14 +2,17 @@
  * BadgeService.badges(users), offline delivery's batched cold start, answers exactly what
  * badge(user) answers for each user: random follows and posts, notices (published, withdrawn,
  * users seen at different cursors), red dots marked and clicked, conversations with members,
- * messages, reads and mutes, on both engines. The batch goes first, so a count it got wrong
+ * messages, reads and mutes, on both engines and a Redis Cluster. The batch goes first, so a count it got wrong
  * also shows as a version that moves when badge(user) saves the right one; repeated users and
  * users with no state at all are in every batch.
  */
 import type { BadgeService } from '@bubble/badges';
 import { HOUR_MS } from '@bubble/protocol';
+import { RedisStore, type BubbleStore } from '@bubble/store';
+import { startRedisCluster, uniquePrefix, type RedisClusterHandle } from '@bubble/test-utils';
 import fc from 'fast-check';
-import { expect, it } from 'vitest';
+import { Cluster } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describeEachEngine, manualService, type EngineName } from '../support/engines.js';
 
 const USERS = Array.from({ length: 12 }, (_, i) => `u${i}`);
@@ -107,29 +110,58 @@ function notFound(err: unknown): void {
   if (code !== 'UB_ERR_NOT_FOUND' && code !== 'UB_ERR_FORBIDDEN') throw err;
 }
 
+/** The property on stores `makeStore` gives, one per run. */
+async function holds(makeStore: () => BubbleStore, numRuns: number): Promise<void> {
+  await fc.assert(
+    fc.asyncProperty(
+      fc.array(opArb, { minLength: 1, maxLength: 60 }),
+      fc.array(fc.nat({ max: USERS.length }), { minLength: 1, maxLength: 20 }),
+      async (ops, picks) => {
+        const { service, clock } = manualService(makeStore());
+        let step = 0;
+        for (const o of ops) {
+          // Distinct timestamps: message seqs and post ids come from the clock.
+          clock.advance(1_000);
+          await apply(service, o, (ms) => clock.advance(ms));
+          // Half-way, a batch and the single badges once more (versions move between).
+          if (++step === Math.ceil(ops.length / 2)) await compare(service, picks);
+        }
+        await compare(service, picks);
+      },
+    ),
+    { numRuns },
+  );
+}
+
 describeEachEngine('batched cold start', (ctx, engine) => {
   it('badges(users) equals badge(user) of each user, saves included', async () => {
-    await fc.assert(
-      fc.asyncProperty(
-        fc.array(opArb, { minLength: 1, maxLength: 60 }),
-        fc.array(fc.nat({ max: USERS.length }), { minLength: 1, maxLength: 20 }),
-        async (ops, picks) => {
-          const store = ctx().freshStore();
-          const { service, clock } = manualService(store);
-          let step = 0;
-          for (const o of ops) {
-            // Distinct timestamps: message seqs and post ids come from the clock.
-            clock.advance(1_000);
-            await apply(service, o, (ms) => clock.advance(ms));
-            // Half-way, a batch and the single badges once more (versions move between).
-            if (++step === Math.ceil(ops.length / 2)) await compare(service, picks);
-          }
-          await compare(service, picks);
-        },
-      ),
-      { numRuns: RUNS[engine] },
-    );
+    await holds(() => ctx().freshStore(), RUNS[engine]);
   });
+});
+
+// A standalone Redis reads a batch in a call or two; a Cluster per user and per conversation.
+describe('batched cold start [3-master Redis Cluster]', () => {
+  let cluster: RedisClusterHandle | undefined;
+  let client: Cluster | undefined;
+  const stores: RedisStore[] = [];
+  beforeAll(async () => {
+    cluster = await startRedisCluster({ masters: 3 });
+    client = new Cluster(cluster.nodes, { enableAutoPipelining: true });
+  }, 60_000);
+  afterAll(async () => {
+    await Promise.all(stores.map((store) => store.close()));
+    await client?.quit().catch(() => client?.disconnect());
+    await cluster?.stop();
+  });
+
+  it('badges(users) equals badge(user) of each user, each call in its slot', async () => {
+    const makeStore = () => {
+      const store = new RedisStore({ client: client!, keyPrefix: uniquePrefix(), pools: 100 });
+      stores.push(store);
+      return store;
+    };
+    await holds(makeStore, 10);
+  }, 120_000);
 });
 
 /** `picks` index USERS; one past the end is a user nobody ever wrote about. */

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Cluster, Redis } from 'ioredis';
+import { Cluster, type Redis } from 'ioredis';
 import { flattenLua, includesIn } from './lua-includes.js';
 
 /** The Lua scripts live in packages/store/lua, the same distance from src/ and dist/. */
@@ -423,6 +423,16 @@ export function scripts(client: Redis | Cluster): ScriptRunner {
   if (runner) return runner;
   for (const script of bubbleScripts()) {
     client.defineCommand(script.name, { numberOfKeys: script.numberOfKeys, lua: script.lua });
+  }
+  if (client instanceof Cluster) {
+    // ioredis groups a Cluster's auto-pipelined commands by their first argument, which for a
+    // `-n` script is its key count: calls of one count on different slots went out as one
+    // pipeline and failed ("All keys in the pipeline should belong to the same slots allocation
+    // group"). These calls go out one by one instead, each to its keys' node.
+    const ignored = (client.options.autoPipeliningIgnoredCommands ??= []);
+    for (const { name, numberOfKeys } of bubbleScripts()) {
+      if (numberOfKeys === undefined && !ignored.includes(name)) ignored.push(name);
+    }
   }
   // defineCommand puts each script on the client as a method of its name; the table types it.
   const commands = client as unknown as Record<ScriptName, DefinedCommand>;
