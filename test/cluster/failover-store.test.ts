@@ -395,8 +395,8 @@ async function survivesFaults(
   expect(cores.every((core) => core.alive) && gateway!.alive).toBe(true);
   const refused = await r.staleWritesRefused();
   const fenced = r.published.filter((m) => m.fence !== null).length;
-  // By the logs a pool may overlap for the moment between the old holder's release and its
-  // 'pool dropped' line; the fences above are what keeps the writes apart.
+  // A core logs 'pool dropped' as it lets the pool go, before its lock is released, so by the
+  // logs no two tenures should overlap; the fences above are what keeps the writes apart.
   const overlaps = overlappingTenures(cores).length;
   const drops = new Map<string, number>();
   for (const line of cores.flatMap((core) => core.logs('pool dropped', faultsFrom))) {

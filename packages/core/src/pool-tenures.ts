@@ -102,8 +102,10 @@ export class PoolTenures {
     if (!held) return;
     this.held.delete(pool);
     for (const user of held.users) this.options.release(user);
-    await held.lock.release();
+    // Logged as it happens, not after the release (up to a lease on a silent server): a late
+    // line would follow a later 'pools taken' of the same pool and misstate what is held.
     this.options.log.info({ pool, reason }, 'pool dropped');
+    await held.lock.release();
   }
 
   /** Gives up every pool held; never rejects. */
