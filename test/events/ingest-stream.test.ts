@@ -260,38 +260,44 @@ describe('the ingest stream on one redis-server', () => {
     expect(await following(r, 'u4')).toEqual([]);
   });
 
-  it('applies appended posts as batches: few script calls, one XACK per read, order kept', async () => {
-    const r = (current = rig({ url: server.url }));
-    const n = 2000;
-    const now = Date.now();
-    const pipeline = r.admin.pipeline();
-    for (let i = 0; i < n; i++) {
-      const body = JSON.stringify({
-        author: `a${i % 50}`,
-        id: `p${i}`,
-        ts: now - 1000 + (i % 100),
+  it.each([
+    ['its own read connection', false],
+    ['reads packed by a script (as on a Cluster)', true],
+  ])(
+    'applies appended posts as batches, reading on %s: few script calls, one XACK per read, order kept',
+    async (_, packedReads) => {
+      const r = (current = rig({ url: server.url }));
+      const n = 2000;
+      const now = Date.now();
+      const pipeline = r.admin.pipeline();
+      for (let i = 0; i < n; i++) {
+        const body = JSON.stringify({
+          author: `a${i % 50}`,
+          id: `p${i}`,
+          ts: now - 1000 + (i % 100),
+        });
+        pipeline.xadd(r.keys.ingest(0), '*', 'v', '1', 'op', 'post', 'body', body);
+      }
+      await pipeline.exec();
+      await r.service.follow('reader', 'a1');
+      const before = r.store.commandsSent();
+      const consumers = r.start({ count: 1000, packedReads });
+      await waitFor(
+        async () => (await backlog(r))[0]!.pending === 0 && (await backlog(r))[0]!.lag === 0,
+      );
+      const applied = await waitForValue(async () => {
+        const values = (await consumers.metrics.entries.get()).values;
+        const sum = values.find((v) => v.labels.outcome === 'applied')?.value ?? 0;
+        return sum === n && sum;
       });
-      pipeline.xadd(r.keys.ingest(0), '*', 'v', '1', 'op', 'post', 'body', body);
-    }
-    await pipeline.exec();
-    await r.service.follow('reader', 'a1');
-    const before = r.store.commandsSent();
-    const consumers = r.start({ count: 1000 });
-    await waitFor(
-      async () => (await backlog(r))[0]!.pending === 0 && (await backlog(r))[0]!.lag === 0,
-    );
-    const applied = await waitForValue(async () => {
-      const values = (await consumers.metrics.entries.get()).values;
-      const sum = values.find((v) => v.labels.outcome === 'applied')?.value ?? 0;
-      return sum === n && sum;
-    });
-    expect(applied).toBe(n);
-    const commands = r.store.commandsSent() - before;
-    console.log(`[ingest batches] ${n} posts applied with ${commands} store commands`);
-    // 2 reads of 1000 → 2 ingestPosts calls, each a handful of commands (one script per shard).
-    expect(commands).toBeLessThan(60);
-    expect((await r.service.badge('reader')).feed).toBe(n / 50);
-  });
+      expect(applied).toBe(n);
+      const commands = r.store.commandsSent() - before;
+      console.log(`[ingest batches] ${n} posts applied with ${commands} store commands`);
+      // 2 reads of 1000 → 2 ingestPosts calls, each a handful of commands (one script per shard).
+      expect(commands).toBeLessThan(60);
+      expect((await r.service.badge('reader')).feed).toBe(n / 50);
+    },
+  );
 
   it('recreates the group after Redis restarted empty and consumes again within seconds', async () => {
     const r = (current = rig({ url: server.url }));

@@ -68,6 +68,16 @@ export async function commandCalls(admin: Redis): Promise<Map<string, number>> {
   return calls;
 }
 
+/** `INFO commandstats` as name → microseconds spent (a script's calls inside its own figure too). */
+export async function commandUsec(admin: Redis): Promise<Map<string, number>> {
+  const text = await admin.info('commandstats');
+  const usec = new Map<string, number>();
+  for (const match of text.matchAll(/^cmdstat_([^:]+):calls=\d+,usec=(\d+)/gm)) {
+    usec.set(match[1]!, Number(match[2]));
+  }
+  return usec;
+}
+
 /** Seconds of CPU (user + system) the redis-server process used so far. */
 export async function redisCpuSeconds(admin: Redis): Promise<number> {
   const text = await admin.info('cpu');

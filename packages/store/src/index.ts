@@ -13,6 +13,11 @@ export {
 } from './redis/connect.js';
 export { loadScripts } from './redis/scripts.js';
 export {
+  IngestReadConnection,
+  ReadReplyDecoder,
+  decodeReadReply,
+} from './redis/ingest-read-connection.js';
+export {
   INGEST_GROUP,
   IngestPartition,
   ingestPartitionOf,

@@ -1,13 +1,15 @@
 import type { BadgeService } from '@bubble/badges';
 import {
+  INGEST_GROUP,
   IngestPartition,
+  IngestReadConnection,
   readIngestBacklog,
   type ClaimedIngestEntry,
   type IngestPartitionBacklog,
   type RedisClient,
   type RedisKeys,
 } from '@bubble/store';
-import { Cluster } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import { holdEntry, segmentsOf, singleSegment, type HeldEntry, type Segment } from './entries.js';
@@ -40,6 +42,11 @@ export interface IngestConsumerOptions {
   backlogEveryMs?: number;
   /** Consumers with nothing pending idle this long are deleted; default 10 min. */
   forgetConsumersAfterMs?: number;
+  /**
+   * Read through ioredis with the reply packed by a script even on a standalone Redis (the
+   * way a Cluster reads); for tests of that path. Default false.
+   */
+  packedReads?: boolean;
 }
 
 /** The longest pause after a failure; each one in a row doubles it from RETRY_BASE_MS. */
@@ -124,6 +131,11 @@ class PartitionLoop {
   /** XREADGROUP only: a blocked read holds up nothing else. */
   private reader: RedisClient;
   private readStream: IngestPartition;
+  /**
+   * On a standalone Redis, the reads go here instead: a socket of our own whose replies are
+   * decoded from their bytes (see IngestReadConnection); `reader` then only connects.
+   */
+  private rawReader: IngestReadConnection | undefined;
   /** Everything else of the partition's stream. */
   private writer: RedisClient;
   private stream: IngestPartition;
@@ -147,6 +159,7 @@ class PartitionLoop {
     this.log = options.logger.child({ ingestPartition: partition });
     this.reader = this.connect('read');
     this.readStream = new IngestPartition(this.reader, options.keys, partition);
+    this.rawReader = this.connectRaw();
     this.writer = this.connect('write');
     this.stream = new IngestPartition(this.writer, options.keys, partition);
   }
@@ -185,6 +198,7 @@ class PartitionLoop {
     await this.settle().catch(() => {});
     // A read begun before a stop: its entries stay pending and are claimed by another consumer.
     this.reader.disconnect();
+    this.rawReader?.close();
     this.writer.disconnect();
   }
 
@@ -205,6 +219,13 @@ class PartitionLoop {
     return connection;
   }
 
+  private connectRaw(): IngestReadConnection | undefined {
+    const { redis } = this.options;
+    return redis instanceof Redis && !this.options.packedReads
+      ? new IngestReadConnection(redis)
+      : undefined;
+  }
+
   private get stallGraceMs(): number {
     return this.options.stallGraceMs ?? 5_000;
   }
@@ -215,16 +236,23 @@ class PartitionLoop {
    */
   private replaceConnections(): void {
     this.reader.disconnect();
+    this.rawReader?.close();
     this.writer.disconnect();
     this.reader = this.connect('read');
     this.readStream = new IngestPartition(this.reader, this.options.keys, this.partition);
+    this.rawReader = this.connectRaw();
     this.writer = this.connect('write');
     this.stream = new IngestPartition(this.writer, this.options.keys, this.partition);
   }
 
-  /** What is there now, cheaply packed; else a blocking read under the watchdog. */
+  /**
+   * What is there now, or what comes within the block time, under the watchdog: on our own
+   * connection where there is one, else packed by a script, then a blocking read when that
+   * found nothing.
+   */
   private async read(): Promise<ClaimedIngestEntry[]> {
     const { consumer, count = 1000 } = this.options;
+    if (this.rawReader) return this.readBlocking();
     try {
       const ready = await this.readStream.readNow(consumer, count);
       if (ready.length > 0) return ready.map((entry) => ({ ...entry, deliveries: 1 }));
@@ -239,7 +267,18 @@ class PartitionLoop {
 
   private async readBlocking(): Promise<ClaimedIngestEntry[]> {
     const { consumer, blockMs, count = 1000 } = this.options;
-    const reading = this.readStream.read(consumer, count, blockMs);
+    const reading: Promise<ClaimedIngestEntry[]> = this.rawReader
+      ? this.rawReader.read(
+          this.readStream.stream,
+          INGEST_GROUP,
+          consumer,
+          count,
+          blockMs,
+          blockMs + this.stallGraceMs + 1_000,
+        )
+      : this.readStream
+          .read(consumer, count, blockMs)
+          .then((entries) => entries.map((entry) => ({ ...entry, deliveries: 1 })));
     let timer: NodeJS.Timeout | undefined;
     const stalled = new Promise<'stalled'>((resolve) => {
       timer = setTimeout(() => resolve('stalled'), blockMs + this.stallGraceMs);
@@ -255,7 +294,7 @@ class PartitionLoop {
         this.replaceConnections();
         return [];
       }
-      return result.map((entry) => ({ ...entry, deliveries: 1 }));
+      return result;
     } catch (err) {
       if (failureKind(err) === 'unavailable' && /timed out/i.test(String(err))) {
         this.replaceConnections();

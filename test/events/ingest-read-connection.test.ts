@@ -1,0 +1,146 @@
+/**
+ * IngestReadConnection against real redis-servers: the same entries as ioredis reads, the
+ * block time, NOGROUP, a password and a database from the client's options, a connection
+ * killed by the server and one that falls silent (TcpProxy).
+ */
+import { INGEST_GROUP, IngestReadConnection } from '@bubble/store';
+import { TcpProxy, startRedisServer, waitFor, type RedisServerHandle } from '@bubble/test-utils';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+describe('IngestReadConnection', () => {
+  let server: RedisServerHandle;
+  let admin: Redis;
+  let key = 0;
+  const stream = () => `read-connection:${++key}`;
+
+  beforeAll(async () => {
+    server = await startRedisServer();
+    admin = new Redis(server.url);
+  });
+  afterAll(async () => {
+    admin.disconnect();
+    await server.stop();
+  });
+
+  it('reads what ioredis reads: fields in order, UTF-8 text, an entry deleted while pending', async () => {
+    const name = stream();
+    await admin.xgroup('CREATE', name, INGEST_GROUP, '0', 'MKSTREAM');
+    const bodies = [
+      JSON.stringify({ author: 'a1', id: 'p1', ts: 1 }),
+      JSON.stringify({ user: 'ü✓😀', text: 'x'.repeat(70_000) }),
+      '',
+    ];
+    for (const body of bodies) await admin.xadd(name, '*', 'v', '1', 'op', 'post', 'body', body);
+    await admin.xadd(name, '*', 'op', 'counter', 'extra', 'field', 'v', '2');
+    const reader = new IngestReadConnection(new Redis(server.url, { lazyConnect: true }));
+    try {
+      const first = await reader.read(name, INGEST_GROUP, 'c1', 2, undefined, 5_000);
+      const rest = await reader.read(name, INGEST_GROUP, 'c1', 10, undefined, 5_000);
+      const all = await admin.xrange(name, '-', '+');
+      expect([...first, ...rest]).toEqual(
+        all.map(([id, fields]) => ({ id, fields, deliveries: 1 })),
+      );
+      // Deleted while pending: XAUTOCLAIM drops it, a read of the pending list gives no fields.
+      await admin.xdel(name, all[0]![0]);
+      const again = (await admin.xreadgroup('GROUP', INGEST_GROUP, 'c1', 'STREAMS', name, '0')) as [
+        string,
+        [string, string[] | null][],
+      ][];
+      expect(again[0]![1][0]).toEqual([all[0]![0], null]);
+      expect(await reader.read(name, INGEST_GROUP, 'c1', 10, undefined, 5_000)).toEqual([]);
+    } finally {
+      reader.close();
+    }
+  });
+
+  it('waits up to the block time for entries, and answers as soon as one comes', async () => {
+    const name = stream();
+    await admin.xgroup('CREATE', name, INGEST_GROUP, '$', 'MKSTREAM');
+    const reader = new IngestReadConnection(new Redis(server.url, { lazyConnect: true }));
+    try {
+      const started = Date.now();
+      expect(await reader.read(name, INGEST_GROUP, 'c1', 10, 200, 5_000)).toEqual([]);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(190);
+      const reading = reader.read(name, INGEST_GROUP, 'c1', 10, 10_000, 15_000);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const id = await admin.xadd(name, '*', 'v', '1', 'op', 'post', 'body', '{}');
+      expect(await reading).toEqual([
+        { id, fields: ['v', '1', 'op', 'post', 'body', '{}'], deliveries: 1 },
+      ]);
+    } finally {
+      reader.close();
+    }
+  });
+
+  it('rejects with NOGROUP when the group is gone, as ioredis does, and reads again after', async () => {
+    const name = stream();
+    const reader = new IngestReadConnection(new Redis(server.url, { lazyConnect: true }));
+    try {
+      await expect(reader.read(name, INGEST_GROUP, 'c1', 10, undefined, 5_000)).rejects.toThrow(
+        /^NOGROUP/,
+      );
+      await admin.xgroup('CREATE', name, INGEST_GROUP, '0', 'MKSTREAM');
+      const id = await admin.xadd(name, '*', 'v', '1');
+      expect(await reader.read(name, INGEST_GROUP, 'c1', 10, undefined, 5_000)).toEqual([
+        { id, fields: ['v', '1'], deliveries: 1 },
+      ]);
+    } finally {
+      reader.close();
+    }
+  });
+
+  it('authenticates and selects the database of the client it was given', async () => {
+    const secured = await startRedisServer();
+    const setup = new Redis(secured.url);
+    await setup.config('SET', 'requirepass', 's3cret');
+    setup.disconnect();
+    const client = new Redis(`redis://:s3cret@127.0.0.1:${secured.port}/3`, { lazyConnect: true });
+    const other = new Redis(`redis://:s3cret@127.0.0.1:${secured.port}/3`);
+    const reader = new IngestReadConnection(client);
+    try {
+      await other.xgroup('CREATE', 'in-db-3', INGEST_GROUP, '0', 'MKSTREAM');
+      const id = await other.xadd('in-db-3', '*', 'v', '1');
+      expect(await reader.read('in-db-3', INGEST_GROUP, 'c1', 10, undefined, 5_000)).toEqual([
+        { id, fields: ['v', '1'], deliveries: 1 },
+      ]);
+      const wrong = new IngestReadConnection(
+        new Redis(`redis://:wrong@127.0.0.1:${secured.port}`, { lazyConnect: true }),
+      );
+      await expect(wrong.read('in-db-3', INGEST_GROUP, 'c1', 1, undefined, 5_000)).rejects.toThrow(
+        /WRONGPASS|invalid password/,
+      );
+      wrong.close();
+    } finally {
+      reader.close();
+      other.disconnect();
+      await secured.stop();
+    }
+  });
+
+  it('fails a read on a connection the server killed or that fell silent, and connects again', async () => {
+    const name = stream();
+    await admin.xgroup('CREATE', name, INGEST_GROUP, '$', 'MKSTREAM');
+    const proxy = await TcpProxy.start({ port: server.port });
+    const reader = new IngestReadConnection(new Redis(proxy.url, { lazyConnect: true }));
+    try {
+      const blocked = reader.read(name, INGEST_GROUP, 'killed', 10, 10_000, 15_000);
+      await waitFor(async () => String(await admin.client('LIST')).includes('cmd=xreadgroup'));
+      await admin.call('CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
+      await expect(blocked).rejects.toThrow(/Connection is closed/);
+
+      proxy.silence();
+      const silent = reader.read(name, INGEST_GROUP, 'silent', 10, 100, 600);
+      await expect(silent).rejects.toThrow(/Command timed out/);
+      proxy.heal();
+
+      const id = await admin.xadd(name, '*', 'v', '1');
+      expect(await reader.read(name, INGEST_GROUP, 'after', 10, undefined, 5_000)).toEqual([
+        { id, fields: ['v', '1'], deliveries: 1 },
+      ]);
+    } finally {
+      reader.close();
+      await proxy.close();
+    }
+  });
+});
