@@ -79,20 +79,33 @@ export class IngestReadConnection {
     socket.on('data', (chunk: Buffer) => this.receive(chunk));
     socket.on('error', (err) => this.drop(new Error(`Connection is closed. (${err.message})`)));
     socket.on('close', () => this.drop(new Error('Connection is closed.')));
+    const connectTimeout = this.client.options.connectTimeout ?? 10_000;
     await new Promise<void>((resolve, reject) => {
-      const failed = (err: Error) => reject(new Error(`Connection is closed. (${err.message})`));
+      const failed = (err?: Error) => {
+        clearTimeout(timer);
+        reject(new Error(`Connection is closed. (${err?.message ?? 'closed while connecting'})`));
+      };
+      const timer = setTimeout(() => {
+        failed(new Error('connect timed out'));
+        socket.destroy();
+      }, connectTimeout);
+      timer.unref();
       socket.once('error', failed);
+      socket.once('close', () => failed());
       socket.once(tlsOptions ? 'secureConnect' : 'connect', () => {
+        clearTimeout(timer);
         socket.off('error', failed);
         resolve();
       });
     });
-    const connectTimeout = this.client.options.connectTimeout ?? 10_000;
     if (password) {
       const auth = username ? ['AUTH', username, password] : ['AUTH', password];
       await this.request(encodeCommand(auth), connectTimeout, decodeStatus);
     }
     if (db) await this.request(encodeCommand(['SELECT', String(db)]), connectTimeout, decodeStatus);
+    // Named in CLIENT LIST after the client it reads for, e.g. bubble-gateway:ingest-read.
+    const name = `${this.client.options.connectionName ?? 'bubble'}:ingest-read`;
+    await this.request(encodeCommand(['CLIENT', 'SETNAME', name]), connectTimeout, decodeStatus);
   }
 
   private request<T>(
