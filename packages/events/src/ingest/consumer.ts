@@ -214,14 +214,23 @@ class PartitionLoop {
         ? redis.duplicate(undefined, {
             redisOptions: { ...redis.options.redisOptions, commandTimeout, socketTimeout },
           })
-        : redis.duplicate({ commandTimeout, socketTimeout });
+        : redis.duplicate({
+            commandTimeout,
+            socketTimeout,
+            // Reads go through IngestReadConnection: this one never sends, so never connects.
+            lazyConnect: use === 'read' && this.readsOnOwnConnection,
+          });
     connection.on('error', () => {});
     return connection;
   }
 
+  private get readsOnOwnConnection(): boolean {
+    return this.options.redis instanceof Redis && !this.options.packedReads;
+  }
+
   private connectRaw(): IngestReadConnection | undefined {
     const { redis } = this.options;
-    return redis instanceof Redis && !this.options.packedReads
+    return redis instanceof Redis && this.readsOnOwnConnection
       ? new IngestReadConnection(redis)
       : undefined;
   }

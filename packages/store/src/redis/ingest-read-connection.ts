@@ -28,8 +28,8 @@ export class IngestReadConnection {
 
   /**
    * `XREADGROUP GROUP <group> <consumer> COUNT <count> [BLOCK <blockMs>] STREAMS <key> >`: the
-   * new entries, [] when none came. Rejects after `timeoutMs` without an answer (and drops the
-   * connection, which may have fallen silent).
+   * new entries, [] when none came. Rejects when `timeoutMs` passes without an answer, a
+   * connection made for it included (and drops the connection, which may have fallen silent).
    */
   async read(
     key: string,
@@ -44,11 +44,10 @@ export class IngestReadConnection {
     const args = ['XREADGROUP', 'GROUP', group, consumer, 'COUNT', String(count)];
     if (blockMs !== undefined) args.push('BLOCK', String(blockMs));
     args.push('STREAMS', key, '>');
-    await this.connect();
+    const deadline = Date.now() + timeoutMs;
+    await this.connect(deadline);
     const decoder = new ReadReplyDecoder();
-    const reply = await this.request(encodeCommand(args), timeoutMs, (data) =>
-      decoder.decode(data),
-    );
+    const reply = await this.request(encodeCommand(args), deadline, (data) => decoder.decode(data));
     return reply ?? [];
   }
 
@@ -58,15 +57,16 @@ export class IngestReadConnection {
     this.drop(new Error('Connection is closed.'));
   }
 
-  private connect(): Promise<void> {
-    this.ready ??= this.open().catch((err: unknown) => {
+  private connect(deadline: number): Promise<void> {
+    this.ready ??= this.open(deadline).catch((err: unknown) => {
       this.drop(err instanceof Error ? err : new Error(String(err)));
       throw err;
     });
     return this.ready;
   }
 
-  private async open(): Promise<void> {
+  /** Connects and runs AUTH, SELECT and CLIENT SETNAME, by the deadline or connectTimeout. */
+  private async open(readDeadline: number): Promise<void> {
     const { host = 'localhost', port = 6379, path, username, password, db } = this.client.options;
     const tlsOptions = this.client.options.tls;
     const socket = tlsOptions
@@ -79,7 +79,10 @@ export class IngestReadConnection {
     socket.on('data', (chunk: Buffer) => this.receive(chunk));
     socket.on('error', (err) => this.drop(new Error(`Connection is closed. (${err.message})`)));
     socket.on('close', () => this.drop(new Error('Connection is closed.')));
-    const connectTimeout = this.client.options.connectTimeout ?? 10_000;
+    const deadline = Math.min(
+      readDeadline,
+      Date.now() + (this.client.options.connectTimeout ?? 10_000),
+    );
     await new Promise<void>((resolve, reject) => {
       const failed = (err?: Error) => {
         clearTimeout(timer);
@@ -88,7 +91,7 @@ export class IngestReadConnection {
       const timer = setTimeout(() => {
         failed(new Error('connect timed out'));
         socket.destroy();
-      }, connectTimeout);
+      }, deadline - Date.now());
       timer.unref();
       socket.once('error', failed);
       socket.once('close', () => failed());
@@ -100,26 +103,29 @@ export class IngestReadConnection {
     });
     if (password) {
       const auth = username ? ['AUTH', username, password] : ['AUTH', password];
-      await this.request(encodeCommand(auth), connectTimeout, decodeStatus);
+      await this.request(encodeCommand(auth), deadline, decodeStatus);
     }
-    if (db) await this.request(encodeCommand(['SELECT', String(db)]), connectTimeout, decodeStatus);
+    if (db) await this.request(encodeCommand(['SELECT', String(db)]), deadline, decodeStatus);
     // Named in CLIENT LIST after the client it reads for, e.g. bubble-gateway:ingest-read.
     const name = `${this.client.options.connectionName ?? 'bubble'}:ingest-read`;
-    await this.request(encodeCommand(['CLIENT', 'SETNAME', name]), connectTimeout, decodeStatus);
+    await this.request(encodeCommand(['CLIENT', 'SETNAME', name]), deadline, decodeStatus);
   }
 
   private request<T>(
     bytes: Buffer,
-    timeoutMs: number,
+    deadline: number,
     decode: (data: Buffer) => Decoded<T>,
   ): Promise<T> {
     const socket = this.socket;
     if (!socket || socket.destroyed) return Promise.reject(new Error('Connection is closed.'));
     return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        // A connection that does not answer in time may never: start over on the next read.
-        this.drop(new Error('Command timed out'));
-      }, timeoutMs);
+      const timer = setTimeout(
+        () => {
+          // A connection that does not answer in time may never: start over on the next read.
+          this.drop(new Error('Command timed out'));
+        },
+        Math.max(0, deadline - Date.now()),
+      );
       timer.unref();
       this.pending = {
         decode: decode as (data: Buffer) => Decoded<unknown>,
