@@ -104,6 +104,16 @@ describe('IngestReadConnection', () => {
       expect(await reader.read('in-db-3', INGEST_GROUP, 'c1', 10, undefined, 5_000)).toEqual([
         { id, fields: ['v', '1'], deliveries: 1 },
       ]);
+      // An ACL user that may not name its connection (CLIENT refused) still reads.
+      await other.call('ACL', 'SETUSER', 'reader', 'on', '>r3ad', '~*', '&*', '+@all', '-client');
+      const restricted = new IngestReadConnection(
+        new Redis(`redis://reader:r3ad@127.0.0.1:${secured.port}/3`, { lazyConnect: true }),
+      );
+      const next = await other.xadd('in-db-3', '*', 'v', '2');
+      expect(await restricted.read('in-db-3', INGEST_GROUP, 'c2', 10, undefined, 5_000)).toEqual([
+        { id: next, fields: ['v', '2'], deliveries: 1 },
+      ]);
+      restricted.close();
       const wrong = new IngestReadConnection(
         new Redis(`redis://:wrong@127.0.0.1:${secured.port}`, { lazyConnect: true }),
       );

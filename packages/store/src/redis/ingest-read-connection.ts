@@ -76,9 +76,16 @@ export class IngestReadConnection {
         : net.connect({ host, port });
     this.socket = socket;
     socket.setNoDelay(true);
-    socket.on('data', (chunk: Buffer) => this.receive(chunk));
-    socket.on('error', (err) => this.drop(new Error(`Connection is closed. (${err.message})`)));
-    socket.on('close', () => this.drop(new Error('Connection is closed.')));
+    // A socket given up (dropped) may still report its end: it must not fail its successor.
+    socket.on('data', (chunk: Buffer) => {
+      if (this.socket === socket) this.receive(chunk);
+    });
+    socket.on('error', (err) => {
+      if (this.socket === socket) this.drop(new Error(`Connection is closed. (${err.message})`));
+    });
+    socket.on('close', () => {
+      if (this.socket === socket) this.drop(new Error('Connection is closed.'));
+    });
     const deadline = Math.min(
       readDeadline,
       Date.now() + (this.client.options.connectTimeout ?? 10_000),
@@ -106,9 +113,14 @@ export class IngestReadConnection {
       await this.request(encodeCommand(auth), deadline, decodeStatus);
     }
     if (db) await this.request(encodeCommand(['SELECT', String(db)]), deadline, decodeStatus);
-    // Named in CLIENT LIST after the client it reads for, e.g. bubble-gateway:ingest-read.
+    // Named in CLIENT LIST after the client it reads for, e.g. bubble-gateway:ingest-read; an
+    // ACL user without CLIENT (a refusal) still reads. A connection lost here fails the read.
     const name = `${this.client.options.connectionName ?? 'bubble'}:ingest-read`;
-    await this.request(encodeCommand(['CLIENT', 'SETNAME', name]), deadline, decodeStatus);
+    await this.request(encodeCommand(['CLIENT', 'SETNAME', name]), deadline, decodeStatus).catch(
+      (err: unknown) => {
+        if (!this.socket) throw err;
+      },
+    );
   }
 
   private request<T>(
