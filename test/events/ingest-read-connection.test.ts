@@ -1,10 +1,20 @@
 /**
  * IngestReadConnection against real redis-servers: the same entries as ioredis reads, the
- * block time, NOGROUP, a password and a database from the client's options, a connection
- * killed by the server and one that falls silent (TcpProxy).
+ * block time, NOGROUP, a password, an ACL user and a database from the client's options, TLS,
+ * a connection killed by the server and one that falls silent (TcpProxy).
  */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { INGEST_GROUP, IngestReadConnection } from '@bubble/store';
-import { TcpProxy, startRedisServer, waitFor, type RedisServerHandle } from '@bubble/test-utils';
+import {
+  TcpProxy,
+  freePort,
+  startRedisServer,
+  waitFor,
+  type RedisServerHandle,
+} from '@bubble/test-utils';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -125,6 +135,70 @@ describe('IngestReadConnection', () => {
       reader.close();
       other.disconnect();
       await secured.stop();
+    }
+  });
+
+  it('reads over TLS when the client does (rediss://), verifying the server', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'bubble-tls-'));
+    const [cert, key] = [join(dir, 'cert.pem'), join(dir, 'key.pem')];
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=localhost',
+        '-addext',
+        'subjectAltName=DNS:localhost',
+        '-keyout',
+        key,
+        '-out',
+        cert,
+      ],
+      { stdio: 'ignore' },
+    );
+    const tlsPort = await freePort();
+    const secured = await startRedisServer({
+      args: [
+        '--tls-port',
+        String(tlsPort),
+        '--tls-cert-file',
+        cert,
+        '--tls-key-file',
+        key,
+        '--tls-auth-clients',
+        'no',
+      ],
+    });
+    const plain = new Redis(secured.url);
+    const ca = readFileSync(cert);
+    try {
+      await plain.xgroup('CREATE', 'over-tls', INGEST_GROUP, '0', 'MKSTREAM');
+      const id = await plain.xadd('over-tls', '*', 'v', '1', 'op', 'post', 'body', '{"ü":1}');
+      const reader = new IngestReadConnection(
+        new Redis({ host: 'localhost', port: tlsPort, tls: { ca }, lazyConnect: true }),
+      );
+      expect(await reader.read('over-tls', INGEST_GROUP, 'c1', 10, undefined, 5_000)).toEqual([
+        { id, fields: ['v', '1', 'op', 'post', 'body', '{"ü":1}'], deliveries: 1 },
+      ]);
+      reader.close();
+      // A server it cannot verify is refused, as ioredis refuses it.
+      const untrusting = new IngestReadConnection(
+        new Redis({ host: 'localhost', port: tlsPort, tls: {}, lazyConnect: true }),
+      );
+      await expect(
+        untrusting.read('over-tls', INGEST_GROUP, 'c2', 10, undefined, 5_000),
+      ).rejects.toThrow(/Connection is closed.*certificate/);
+      untrusting.close();
+    } finally {
+      plain.disconnect();
+      await secured.stop();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 

@@ -70,7 +70,7 @@ export class IngestReadConnection {
     const { host = 'localhost', port = 6379, path, username, password, db } = this.client.options;
     const tlsOptions = this.client.options.tls;
     const socket = tlsOptions
-      ? tls.connect({ host, port, servername: host, ...tlsOptions })
+      ? tls.connect({ host, port, servername: net.isIP(host) ? undefined : host, ...tlsOptions })
       : path
         ? net.connect({ path })
         : net.connect({ host, port });
