@@ -138,6 +138,32 @@ describe('IngestReadConnection', () => {
     }
   });
 
+  it('drops a connection that reached a replica (READONLY), so the next read reconnects', async () => {
+    const replica = await startRedisServer({
+      args: ['--replicaof', '127.0.0.1', String(server.port)],
+    });
+    const onReplica = new Redis(replica.url);
+    try {
+      const name = stream();
+      await admin.xgroup('CREATE', name, INGEST_GROUP, '0', 'MKSTREAM');
+      await waitFor(async () => (await onReplica.exists(name)) === 1);
+      const reader = new IngestReadConnection(
+        new Redis(replica.url, { connectionName: 'test', lazyConnect: true }),
+      );
+      await expect(reader.read(name, INGEST_GROUP, 'c1', 10, undefined, 5_000)).rejects.toThrow(
+        /^READONLY/,
+      );
+      await waitFor(
+        async () => !String(await onReplica.client('LIST')).includes('name=test:ingest-read'),
+        { message: 'the connection to the replica stayed open' },
+      );
+      reader.close();
+    } finally {
+      onReplica.disconnect();
+      await replica.stop();
+    }
+  });
+
   it('reads over TLS when the client does (rediss://), verifying the server', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'bubble-tls-'));
     const [cert, key] = [join(dir, 'cert.pem'), join(dir, 'key.pem')];

@@ -181,8 +181,15 @@ export class IngestReadConnection {
       pending.reject(new Error('Connection is closed. (an unexpected reply)'));
       return;
     }
-    if (decoded.error !== undefined) pending.reject(new Error(decoded.error));
-    else pending.resolve(decoded.value);
+    if (decoded.error === undefined) {
+      pending.resolve(decoded.value);
+      return;
+    }
+    // A replica answers a read (a write to the group) with READONLY: the master it was behind
+    // stepped down. The next read reconnects to whatever serves the address now, as ioredis
+    // does on READONLY (connect.ts).
+    if (decoded.error.startsWith('READONLY')) this.drop(new Error(decoded.error));
+    pending.reject(new Error(decoded.error));
   }
 
   /** Fails what is in flight and forgets the socket; the next read connects again. */
