@@ -72,6 +72,40 @@ describe('decodeReadReply (the ingest read connection)', () => {
     );
   });
 
+  it('decodes a reply fed in chunks with what is decoded let go, as the connection does', () => {
+    fc.assert(
+      fc.property(
+        fc.array(entryArb, { maxLength: 8 }),
+        fc.array(fc.integer({ min: 1, max: 40 }), { minLength: 1, maxLength: 30 }),
+        (entries, sizes) => {
+          const bytes = encodeReply('bubble:ingest:{0}', entries);
+          const decoder = new ReadReplyDecoder();
+          let kept = Buffer.alloc(0);
+          let at = 0;
+          let result: unknown;
+          for (let i = 0; result === undefined; i++) {
+            const size = sizes[i % sizes.length]!;
+            const chunk = bytes.subarray(at, at + size);
+            at += chunk.length;
+            const data = Buffer.concat([kept, chunk]);
+            const decoded = decoder.decode(data);
+            if (typeof decoded === 'symbol') {
+              expect(at).toBeLessThan(bytes.length);
+              kept = Buffer.from(data.subarray(decoder.consumed()));
+            } else {
+              expect(decoded.end).toBe(data.length);
+              result = decoded.value;
+            }
+          }
+          expect(result).toEqual(
+            entries.map(({ id, fields }) => ({ id, fields: fields ?? [], deliveries: 1 })),
+          );
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
   it('reads a null reply (nothing within the block) and an error reply', () => {
     expect(decodeReadReply(Buffer.from('*-1\r\n'))).toEqual({ value: null, end: 5 });
     const error = '-NOGROUP No such key or consumer group\r\n';

@@ -46,8 +46,7 @@ export class IngestReadConnection {
     args.push('STREAMS', key, '>');
     const deadline = Date.now() + timeoutMs;
     await this.connect(deadline);
-    const decoder = new ReadReplyDecoder();
-    const reply = await this.request(encodeCommand(args), deadline, (data) => decoder.decode(data));
+    const reply = await this.request(encodeCommand(args), deadline, new ReadReplyDecoder());
     return reply ?? [];
   }
 
@@ -110,24 +109,20 @@ export class IngestReadConnection {
     });
     if (password) {
       const auth = username ? ['AUTH', username, password] : ['AUTH', password];
-      await this.request(encodeCommand(auth), deadline, decodeStatus);
+      await this.request(encodeCommand(auth), deadline, STATUS);
     }
-    if (db) await this.request(encodeCommand(['SELECT', String(db)]), deadline, decodeStatus);
+    if (db) await this.request(encodeCommand(['SELECT', String(db)]), deadline, STATUS);
     // Named in CLIENT LIST after the client it reads for, e.g. bubble-gateway:ingest-read; an
     // ACL user without CLIENT (a refusal) still reads. A connection lost here fails the read.
     const name = `${this.client.options.connectionName ?? 'bubble'}:ingest-read`;
-    await this.request(encodeCommand(['CLIENT', 'SETNAME', name]), deadline, decodeStatus).catch(
+    await this.request(encodeCommand(['CLIENT', 'SETNAME', name]), deadline, STATUS).catch(
       (err: unknown) => {
         if (!this.socket) throw err;
       },
     );
   }
 
-  private request<T>(
-    bytes: Buffer,
-    deadline: number,
-    decode: (data: Buffer) => Decoded<T>,
-  ): Promise<T> {
+  private request<T>(bytes: Buffer, deadline: number, decoder: ReplyDecoder<T>): Promise<T> {
     const socket = this.socket;
     if (!socket || socket.destroyed) return Promise.reject(new Error('Connection is closed.'));
     return new Promise<T>((resolve, reject) => {
@@ -140,7 +135,7 @@ export class IngestReadConnection {
       );
       timer.unref();
       this.pending = {
-        decode: decode as (data: Buffer) => Decoded<unknown>,
+        decoder,
         resolve: (value) => {
           clearTimeout(timer);
           resolve(value as T);
@@ -165,13 +160,16 @@ export class IngestReadConnection {
     const data = this.chunks.length === 1 ? chunk : Buffer.concat(this.chunks);
     let decoded: Decoded<unknown>;
     try {
-      decoded = pending.decode(data);
+      decoded = pending.decoder.decode(data);
     } catch (err) {
       this.drop(err instanceof Error ? err : new Error(String(err)));
       return;
     }
     if (decoded === INCOMPLETE) {
-      this.chunks = [data];
+      // Only what is not decoded yet is kept (a copy: not the whole reply's buffer), so a large
+      // reply costs its bytes once, not once per socket read.
+      const consumed = pending.decoder.consumed?.() ?? 0;
+      this.chunks = [consumed > 0 ? Buffer.from(data.subarray(consumed)) : data];
       return;
     }
     this.chunks = [];
@@ -206,8 +204,18 @@ export class IngestReadConnection {
   }
 }
 
+/**
+ * Decodes a reply from the bytes received so far (from the reply's start, or from where
+ * consumed() said the bytes before were done with).
+ */
+interface ReplyDecoder<T> {
+  decode(data: Buffer): Decoded<T>;
+  /** After an incomplete decode: how many leading bytes are decoded and may be let go. */
+  consumed?(): number;
+}
+
 interface PendingReply {
-  decode: (data: Buffer) => Decoded<unknown>;
+  decoder: ReplyDecoder<unknown>;
   resolve: (value: unknown) => void;
   reject: (err: Error) => void;
 }
@@ -236,6 +244,8 @@ export function encodeCommand(args: readonly string[]): Buffer {
   return Buffer.from(text);
 }
 
+const STATUS: ReplyDecoder<string> = { decode: decodeStatus };
+
 /** +OK, or an error reply. */
 function decodeStatus(data: Buffer): Decoded<string> {
   const lineEnd = data.indexOf(CR, 1);
@@ -252,11 +262,18 @@ function decodeStatus(data: Buffer): Decoded<string> {
  * reply of 1,000 entries spans several socket reads: each call goes on from the last whole
  * entry of the call before, given the same bytes plus what came since.
  */
-export class ReadReplyDecoder {
+export class ReadReplyDecoder implements ReplyDecoder<ClaimedIngestEntry[] | null> {
   private entries: ClaimedIngestEntry[] | undefined;
   private count = 0;
   /** Where the next entry starts, once the header is read. */
   private resumeAt = 0;
+
+  /** The bytes before the next entry, which the next call is given no more. */
+  consumed(): number {
+    const done = this.resumeAt;
+    this.resumeAt = 0;
+    return done;
+  }
 
   decode(data: Buffer): Decoded<ClaimedIngestEntry[] | null> {
     const reader = new ReplyReader(data);
