@@ -73,6 +73,9 @@ describe('IngestReadConnection', () => {
       expect(await reader.read(name, INGEST_GROUP, 'c1', 10, 200, 5_000)).toEqual([]);
       expect(Date.now() - started).toBeGreaterThanOrEqual(190);
       const reading = reader.read(name, INGEST_GROUP, 'c1', 10, 10_000, 15_000);
+      await expect(reader.read(name, INGEST_GROUP, 'c1', 10, 100, 5_000)).rejects.toThrow(
+        /one XREADGROUP at a time/,
+      );
       await new Promise((resolve) => setTimeout(resolve, 50));
       const id = await admin.xadd(name, '*', 'v', '1', 'op', 'post', 'body', '{}');
       expect(await reading).toEqual([

@@ -22,6 +22,7 @@ export class IngestReadConnection {
   private pending: PendingReply | undefined;
   private chunks: Buffer[] = [];
   private closed = false;
+  private reading = false;
 
   /** Only for a standalone ioredis client (not a Cluster), whose options give the address. */
   constructor(private readonly client: Redis) {}
@@ -40,14 +41,19 @@ export class IngestReadConnection {
     timeoutMs: number,
   ): Promise<ClaimedIngestEntry[]> {
     if (this.closed) throw new Error('Connection is closed.');
-    if (this.pending) throw new Error('one XREADGROUP at a time on an ingest read connection');
-    const args = ['XREADGROUP', 'GROUP', group, consumer, 'COUNT', String(count)];
-    if (blockMs !== undefined) args.push('BLOCK', String(blockMs));
-    args.push('STREAMS', key, '>');
-    const deadline = Date.now() + timeoutMs;
-    await this.connect(deadline);
-    const reply = await this.request(encodeCommand(args), deadline, new ReadReplyDecoder());
-    return reply ?? [];
+    if (this.reading) throw new Error('one XREADGROUP at a time on an ingest read connection');
+    this.reading = true;
+    try {
+      const args = ['XREADGROUP', 'GROUP', group, consumer, 'COUNT', String(count)];
+      if (blockMs !== undefined) args.push('BLOCK', String(blockMs));
+      args.push('STREAMS', key, '>');
+      const deadline = Date.now() + timeoutMs;
+      await this.connect(deadline);
+      const reply = await this.request(encodeCommand(args), deadline, new ReadReplyDecoder());
+      return reply ?? [];
+    } finally {
+      this.reading = false;
+    }
   }
 
   /** Closes the connection; a read in flight rejects. Later reads reject too. */
