@@ -291,6 +291,9 @@ describe('the ingest stream on one redis-server', () => {
         return sum === n && sum;
       });
       expect(applied).toBe(n);
+      // The path it names is the one that read: only the read connection names itself so.
+      const clients = String(await r.admin.call('CLIENT', 'LIST'));
+      expect(clients.includes(':ingest-read')).toBe(!packedReads);
       const commands = r.store.commandsSent() - before;
       console.log(`[ingest batches] ${n} posts applied with ${commands} store commands`);
       // 2 reads of 1000 → 2 ingestPosts calls, each a handful of commands (one script per shard).

@@ -1,6 +1,9 @@
-import { ReadReplyDecoder, decodeReadReply } from '@bubble/store';
+import { ReadReplyDecoder } from '@bubble/store';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+
+/** One whole reply, decoded by a fresh decoder. */
+const decodeReadReply = (data: Buffer) => new ReadReplyDecoder().decode(data);
 
 /** What Redis writes for an XREADGROUP of one stream (RESP2). */
 function encodeReply(key: string, entries: { id: string; fields: string[] | null }[]): Buffer {
@@ -19,8 +22,27 @@ const entryArb = fc.record({
     fc
       .array(
         fc.tuple(
-          fc.oneof(fc.constantFrom('v', 'op', 'body', 'post', '1', 'bod', 'posts'), fc.string()),
-          fc.oneof(fc.constantFrom('1', 'post', 'v'), fc.string({ unit: 'grapheme' }), fc.string()),
+          fc.oneof(
+            fc.constantFrom(
+              'v',
+              'op',
+              'body',
+              'post',
+              '1',
+              'bod',
+              'posts',
+              'pose',
+              'bodz',
+              'oq',
+              'w',
+            ),
+            fc.string(),
+          ),
+          fc.oneof(
+            fc.constantFrom('1', 'post', 'v', '2', 'bost', 'pody', 'op'),
+            fc.string({ unit: 'grapheme' }),
+            fc.string(),
+          ),
         ),
         { maxLength: 5 },
       )

@@ -425,7 +425,6 @@ class BacklogSampler {
   }
 }
 
-/** `XADD <key> * v 1 op post body <json>` in RESP. */
 /** `XADD <key> * v 1 op post body` in RESP, up to the body's bulk string (an ASCII body follows). */
 function xaddPostHead(key: string): string {
   return (
@@ -611,7 +610,7 @@ export async function gatewaySeries(
 /**
  * Redis time per post in a phase by command (INFO commandstats): where a phase's Redis time
  * goes. A command a script calls is counted under its own name and inside the script's figure
- * too (`evalsha`), so the figures overlap; `cpu` is the server's whole CPU per post.
+ * too (`evalsha`), so the figures overlap; the server's whole CPU is in the phase's `cpuCores`.
  */
 function usPerPostByCommand(
   before: Map<string, number>,

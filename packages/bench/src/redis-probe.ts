@@ -59,23 +59,22 @@ export function countCommands(client: Redis, tally: CommandTally): void {
 }
 
 /** `INFO commandstats` as name → calls. Calls made by Lua scripts are counted under their name. */
-export async function commandCalls(admin: Redis): Promise<Map<string, number>> {
-  const text = await admin.info('commandstats');
-  const calls = new Map<string, number>();
-  for (const match of text.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
-    calls.set(match[1]!, Number(match[2]));
-  }
-  return calls;
+export function commandCalls(admin: Redis): Promise<Map<string, number>> {
+  return commandStat(admin, 'calls');
 }
 
 /** `INFO commandstats` as name → microseconds spent (a script's calls inside its own figure too). */
-export async function commandUsec(admin: Redis): Promise<Map<string, number>> {
+export function commandUsec(admin: Redis): Promise<Map<string, number>> {
+  return commandStat(admin, 'usec');
+}
+
+async function commandStat(admin: Redis, field: 'calls' | 'usec'): Promise<Map<string, number>> {
   const text = await admin.info('commandstats');
-  const usec = new Map<string, number>();
-  for (const match of text.matchAll(/^cmdstat_([^:]+):calls=\d+,usec=(\d+)/gm)) {
-    usec.set(match[1]!, Number(match[2]));
+  const stat = new Map<string, number>();
+  for (const match of text.matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)) {
+    stat.set(match[1]!, Number(field === 'calls' ? match[2] : match[3]));
   }
-  return usec;
+  return stat;
 }
 
 /** Seconds of CPU (user + system) the redis-server process used so far. */

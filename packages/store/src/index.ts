@@ -12,11 +12,7 @@ export {
   type RedisTarget,
 } from './redis/connect.js';
 export { loadScripts } from './redis/scripts.js';
-export {
-  IngestReadConnection,
-  ReadReplyDecoder,
-  decodeReadReply,
-} from './redis/ingest-read-connection.js';
+export { IngestReadConnection, ReadReplyDecoder } from './redis/ingest-read-connection.js';
 export {
   INGEST_GROUP,
   IngestPartition,

@@ -229,9 +229,8 @@ class PartitionLoop {
   }
 
   private connectRaw(): IngestReadConnection | undefined {
-    const { redis } = this.options;
-    return redis instanceof Redis && this.readsOnOwnConnection
-      ? new IngestReadConnection(redis)
+    return this.readsOnOwnConnection
+      ? new IngestReadConnection(this.options.redis as Redis)
       : undefined;
   }
 

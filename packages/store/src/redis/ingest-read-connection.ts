@@ -2,6 +2,13 @@ import net from 'node:net';
 import tls from 'node:tls';
 import type { Redis } from 'ioredis';
 import type { ClaimedIngestEntry } from './ingest-stream.js';
+import {
+  CR,
+  FRAMING_BOUND,
+  bulkStringBound,
+  writeArrayHeader,
+  writeBulkString,
+} from './resp-writer.js';
 
 /**
  * A connection of its own that does nothing but `XREADGROUP` on an ingest partition, its reply
@@ -237,17 +244,19 @@ interface ErrorReply {
   end: number;
 }
 
-const CR = 0x0d;
 const STAR = 0x2a;
 const DOLLAR = 0x24;
 const MINUS = 0x2d;
 const PLUS = 0x2b;
 
-/** A RESP2 request: an array of bulk strings. */
-export function encodeCommand(args: readonly string[]): Buffer {
-  let text = `*${args.length}\r\n`;
-  for (const arg of args) text += `$${Buffer.byteLength(arg)}\r\n${arg}\r\n`;
-  return Buffer.from(text);
+/** A RESP2 request: an array of bulk strings, written by resp-writer. */
+function encodeCommand(args: readonly string[]): Buffer {
+  let bound = FRAMING_BOUND;
+  for (const arg of args) bound += bulkStringBound(arg);
+  const target = Buffer.allocUnsafe(bound);
+  let pos = writeArrayHeader(target, 0, args.length);
+  for (const arg of args) pos = writeBulkString(target, pos, arg);
+  return target.subarray(0, pos);
 }
 
 const STATUS: ReplyDecoder<string> = { decode: decodeStatus };
@@ -323,11 +332,6 @@ export class ReadReplyDecoder implements ReplyDecoder<ClaimedIngestEntry[] | nul
       throw err;
     }
   }
-}
-
-/** One whole XREADGROUP reply in `data` (see ReadReplyDecoder). */
-export function decodeReadReply(data: Buffer): Decoded<ClaimedIngestEntry[] | null> {
-  return new ReadReplyDecoder().decode(data);
 }
 
 const NEED_MORE = Symbol('need more');
