@@ -17,7 +17,7 @@ import type {
   RedisStore,
   StoredBadge,
 } from '@bubble/store';
-import { LOG_START, RedisKeys } from '@bubble/store';
+import { LOG_START, RedisKeys, readChanges } from '@bubble/store';
 import {
   startRedisCluster,
   uniquePrefix,
@@ -92,7 +92,9 @@ async function listenAsGateways(badges: FencedBadges, gateways: string[], field:
   const stops = await Promise.all(
     gateways.map((gateway) =>
       badges.subscribeGateway(gateway, (changes) =>
-        heard.get(gateway)!.push(...changes.map((c) => `${c.user}=${c.fields[field]}`)),
+        heard
+          .get(gateway)!
+          .push(...readChanges(changes).map((c) => `${c.user}=${c.fields[field]}`)),
       ),
     ),
   );

@@ -8,7 +8,7 @@
  * test/cluster/lost-pubsub.test.ts.
  */
 import { poolOf } from '@bubble/protocol';
-import { RedisKeys, type MissedReason, type RedisStore } from '@bubble/store';
+import { RedisKeys, readChanges, type MissedReason, type RedisStore } from '@bubble/store';
 import {
   startRedisCluster,
   uniquePrefix,
@@ -63,7 +63,7 @@ describeEachEngine(
       const heard: string[] = [];
       const close = await store.fencedBadges.subscribeGateway(
         'g1',
-        (changes) => heard.push(...changes.map((c) => `${c.user}=${c.fields.f}`)),
+        (changes) => heard.push(...readChanges(changes).map((c) => `${c.user}=${c.fields.f}`)),
         {
           onMissed: (pools, reason) => reports.push({ pools: [...pools], reason }),
           checkEveryMs,
@@ -177,7 +177,7 @@ describe('a gateway subscription that lost messages, on a 3-master Redis Cluster
     const heard: string[] = [];
     const close = await badges.subscribeGateway(
       'g1',
-      (changes) => heard.push(...changes.map((c) => `${c.user}=${c.fields.f}`)),
+      (changes) => heard.push(...readChanges(changes).map((c) => `${c.user}=${c.fields.f}`)),
       {
         onMissed: (pools, reason) => reports.push({ pools: [...pools], reason }),
         checkEveryMs: 25,

@@ -10,6 +10,26 @@ export interface FramedState {
 }
 
 /**
+ * What every badge frame of one user in one epoch begins with, up to the version: made once per
+ * user and epoch by a gateway, which frames a user's states one after another.
+ */
+export class FrameStem {
+  readonly text: string;
+  /** Whether the stem is ASCII (ids are), so a frame's length in bytes is its length. */
+  readonly ascii: boolean;
+
+  constructor(
+    readonly user: string,
+    readonly epoch: string,
+  ) {
+    this.text =
+      `{"type":"badge","badge":{"user":${JSON.stringify(user)},` +
+      `"epoch":${JSON.stringify(epoch)},"version":`;
+    this.ascii = isAscii(this.text);
+  }
+}
+
+/**
  * `JSON.stringify({ type: 'badge', badge })` of the badge a published state stands for, written
  * straight from its stored counts ("name=value,…" sorted by name, docs/redis-keys.md). A gateway
  * frames almost every badge it is pushed and makes the object of few (polls, watched lists):
@@ -19,6 +39,18 @@ export interface FramedState {
  * (a property test compares them).
  */
 export function badgeFrameText(state: FramedState, counts: string, displayCap: number): string {
+  const stem = new FrameStem(state.user, state.epoch);
+  return stemmedFrameText(stem, state.version, state.computedAt, counts, displayCap);
+}
+
+/** badgeFrameText, from the user's stem. */
+export function stemmedFrameText(
+  stem: FrameStem,
+  version: number,
+  computedAt: number,
+  counts: string,
+  displayCap: number,
+): string {
   let feed = 0;
   let notices = 0;
   let others: Record<string, number> | null = null;
@@ -36,17 +68,22 @@ export function badgeFrameText(state: FramedState, counts: string, displayCap: n
   if (others !== null) {
     others.f = feed;
     others.n = notices;
-    const badge = makeBadge(state.user, decodeFields(others), state, state.computedAt, displayCap);
+    const state = { epoch: stem.epoch, version };
+    const badge = makeBadge(stem.user, decodeFields(others), state, computedAt, displayCap);
     return JSON.stringify({ type: 'badge', badge });
   }
   const total = feed + notices;
   return (
-    `{"type":"badge","badge":{"user":${JSON.stringify(state.user)},` +
-    `"epoch":${JSON.stringify(state.epoch)},"version":${json(state.version)},` +
-    `"feed":${json(feed)},"notices":${json(notices)},"conversations":{},"conversationsTotal":0,` +
-    `"reddots":[],"total":${json(total)},"display":${JSON.stringify(displayTotal(total, displayCap))},` +
-    `"computedAt":${json(state.computedAt)}}}`
+    `${stem.text}${json(version)},"feed":${json(feed)},"notices":${json(notices)},` +
+    `"conversations":{},"conversationsTotal":0,"reddots":[],"total":${json(total)},` +
+    `"display":${JSON.stringify(displayTotal(total, displayCap))},"computedAt":${json(computedAt)}}}`
   );
+}
+
+/** Whether every code unit of `text` is ASCII. */
+export function isAscii(text: string): boolean {
+  for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) > 0x7f) return false;
+  return true;
 }
 
 const F = 0x66;

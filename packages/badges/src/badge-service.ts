@@ -1,12 +1,6 @@
 import type { Badge, Clock, ReadRequest } from '@bubble/protocol';
-import {
-  countsTextOf,
-  type BadgeChange,
-  type BubbleStore,
-  type CounterEvent,
-  type Post,
-} from '@bubble/store';
-import { badgeFrameText } from './badge-frame.js';
+import type { BubbleStore, CounterEvent, Post } from '@bubble/store';
+import { stemmedFrameText, type FrameStem } from './badge-frame.js';
 import type { ExtraCounts } from './badge-fields.js';
 import { ColdStart, type BadgeCallOptions, type BadgeStateOf } from './cold-start.js';
 import { createBadgeContext, type BadgeContext } from './context.js';
@@ -135,9 +129,12 @@ export class BadgeService {
     return this.coldStart.badgeOf(state);
   }
 
-  /** The text of the badge frame of a published state, the same as badgeOf's (a push). */
-  frameOf(change: BadgeChange): string {
-    return badgeFrameText(change, countsTextOf(change), this.rules.displayCap);
+  /**
+   * The text of the badge frame of a published state (its counts as stored text), the same as
+   * badgeOf's: a push, from the user's stem.
+   */
+  frameOf(stem: FrameStem, version: number, computedAt: number, counts: string): string {
+    return stemmedFrameText(stem, version, computedAt, counts, this.rules.displayCap);
   }
 
   read(user: string, request: ReadRequest): Promise<Badge> {

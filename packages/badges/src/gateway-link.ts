@@ -1,4 +1,4 @@
-import type { BadgeChange, BubbleStore, MissedMessages } from '@bubble/store';
+import type { BadgeChange, BadgeChangeReader, BubbleStore, MissedMessages } from '@bubble/store';
 
 /**
  * What a gateway needs of the store beside the use cases: the live routes and presence of the
@@ -13,7 +13,7 @@ export interface GatewayLink {
    */
   subscribe(
     gatewayId: string,
-    onChanges: (changes: BadgeChange[]) => void,
+    onChanges: (changes: BadgeChangeReader) => void,
     missed?: MissedMessages,
   ): Promise<() => Promise<void>>;
   /**

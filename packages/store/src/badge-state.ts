@@ -6,7 +6,7 @@ import {
   writeNumber,
   writeText,
 } from './bytes.js';
-import type { BadgeChange } from './cluster-types.js';
+import type { BadgeChange, BadgeChangeReader } from './cluster-types.js';
 import type { BadgeFields, StoredBadge } from './types.js';
 
 /**
@@ -89,59 +89,126 @@ export function decodeChanges(message: string): BadgeChange[] {
 }
 
 /**
- * decodeChanges for a gateway, which pushes only the newest change of a user and conflates the
- * rest away: the user, epoch and version (what isNewerBadge compares) are read at once, the
- * time and counts only when a change is read for its badge. The message is scanned in place:
- * a change costs its user's name, its epoch and one object, however many of them are then
- * superseded. (A change points into the message until it is read: not for keeping.)
+ * The changes of a published message, read where they lie for a gateway, which pushes only the
+ * newest change of a user and conflates the rest away. Moving to a change costs a scan for its
+ * line ends; its user's name is made only when asked, its epoch is compared in place, and its
+ * time and counts are read only for a change the gateway keeps. Nothing of the reader points
+ * into the message once the gateway has read what it keeps (a short counts text is a copy).
  */
-export function decodeChangesLazily(message: string): BadgeChange[] {
-  const changes: BadgeChange[] = [];
-  let at = message.indexOf('\n');
-  while (at >= 0) {
+export class PublishedChanges implements BadgeChangeReader {
+  /** Where the next change's user line begins, less one (its "\n"); -1 past the last. */
+  private nextAt: number;
+  private userStart = 0;
+  private stateStart = 0;
+  private epochEnd = 0;
+  private versionEnd = 0;
+  private end = 0;
+
+  constructor(private readonly message: string) {
+    this.nextAt = message.indexOf('\n');
+  }
+
+  next(): boolean {
+    const message = this.message;
+    const at = this.nextAt;
+    if (at < 0) return false;
     const userEnd = message.indexOf('\n', at + 1);
-    if (userEnd < 0) break;
+    if (userEnd < 0) {
+      this.nextAt = -1;
+      return false;
+    }
     let end = message.indexOf('\n', userEnd + 1);
     if (end < 0) end = message.length;
-    changes.push(new LazyBadgeChange(message.slice(at + 1, userEnd), message, userEnd + 1, end));
-    at = end < message.length ? end : -1;
+    this.userStart = at + 1;
+    this.stateStart = userEnd + 1;
+    this.epochEnd = pipeBefore(message, this.stateStart, end);
+    this.versionEnd = pipeBefore(message, this.epochEnd + 1, end);
+    this.end = end;
+    this.nextAt = end < message.length ? end : -1;
+    return true;
   }
-  return changes;
-}
 
-class LazyBadgeChange implements BadgeChange {
-  readonly epoch: string;
-  readonly version: number;
-  /** The packed state's "<computedAt>|<counts>" is message[rest, end), until read. */
-  private readonly rest: number;
-  private decoded: Record<string, number> | null = null;
+  get user(): string {
+    return this.message.slice(this.userStart, this.stateStart - 1);
+  }
 
-  constructor(
-    readonly user: string,
-    private readonly message: string,
-    start: number,
-    private readonly end: number,
-  ) {
-    const afterEpoch = pipeBefore(message, start, end);
-    const afterVersion = pipeBefore(message, afterEpoch + 1, end);
-    this.epoch = message.slice(start, afterEpoch);
-    this.version = integerAt(message, afterEpoch + 1, afterVersion);
-    this.rest = Math.min(afterVersion + 1, end);
+  get epoch(): string {
+    return this.message.slice(this.stateStart, this.epochEnd);
+  }
+
+  hasEpoch(epoch: string): boolean {
+    return (
+      this.epochEnd - this.stateStart === epoch.length &&
+      this.message.startsWith(epoch, this.stateStart)
+    );
+  }
+
+  get version(): number {
+    return integerAt(this.message, this.epochEnd + 1, this.versionEnd);
   }
 
   get computedAt(): number {
-    return Number(this.message.slice(this.rest, pipeBefore(this.message, this.rest, this.end)));
-  }
-
-  get fields(): Record<string, number> {
-    this.decoded ??= decodeCounts(this.countsText);
-    return this.decoded;
+    const from = Math.min(this.versionEnd + 1, this.end);
+    return integerAt(this.message, from, pipeBefore(this.message, from, this.end));
   }
 
   get countsText(): string {
-    const pipe = pipeBefore(this.message, this.rest, this.end);
+    const from = Math.min(this.versionEnd + 1, this.end);
+    const pipe = pipeBefore(this.message, from, this.end);
     return pipe < this.end ? this.message.slice(pipe + 1, this.end) : NO_COUNTS;
   }
+}
+
+/** A list of changes (the memory engine's, a re-read's) read as a published message is. */
+export class ChangeList implements BadgeChangeReader {
+  private at = -1;
+  private current: BadgeChange | undefined;
+
+  constructor(private readonly changes: readonly BadgeChange[]) {}
+
+  next(): boolean {
+    this.current = this.changes[++this.at];
+    return this.current !== undefined;
+  }
+
+  get user(): string {
+    return this.current!.user;
+  }
+
+  get epoch(): string {
+    return this.current!.epoch;
+  }
+
+  hasEpoch(epoch: string): boolean {
+    return this.current!.epoch === epoch;
+  }
+
+  get version(): number {
+    return this.current!.version;
+  }
+
+  get computedAt(): number {
+    return this.current!.computedAt;
+  }
+
+  get countsText(): string {
+    return encodeCounts(this.current!.fields);
+  }
+}
+
+/** Every change a reader has left, as objects (tests, and whoever wants them all). */
+export function readChanges(reader: BadgeChangeReader): BadgeChange[] {
+  const changes: BadgeChange[] = [];
+  while (reader.next()) {
+    changes.push({
+      user: reader.user,
+      epoch: reader.epoch,
+      version: reader.version,
+      computedAt: reader.computedAt,
+      fields: decodeCounts(reader.countsText),
+    });
+  }
+  return changes;
 }
 
 /** The next "|" in text[from, end), else end. */
@@ -160,11 +227,6 @@ function integerAt(text: string, from: number, to: number): number {
     value = value * 10 + digit;
   }
   return value;
-}
-
-/** A change's counts as stored text, which a gateway frames without decoding them. */
-export function countsTextOf(change: BadgeChange): string {
-  return change instanceof LazyBadgeChange ? change.countsText : encodeCounts(change.fields);
 }
 
 /**

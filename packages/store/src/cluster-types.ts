@@ -224,6 +224,25 @@ export interface BadgeChange {
 }
 
 /**
+ * The changes of one message to a gateway, read one at a time (next()), each field of the
+ * current change on demand: a gateway decides from user, epoch and version whether a change is
+ * newer than what it holds, and reads its time and counts only for those it keeps, so the
+ * changes it conflates away cost no objects (PublishedChanges reads a message in place).
+ */
+export interface BadgeChangeReader {
+  /** Moves to the next change: false past the last. */
+  next(): boolean;
+  readonly user: string;
+  readonly epoch: string;
+  /** Whether the current change's epoch is `epoch`, without making its string. */
+  hasEpoch(epoch: string): boolean;
+  readonly version: number;
+  readonly computedAt: number;
+  /** Its counts as stored: "name=value,…" sorted by name (encodeCounts). */
+  readonly countsText: string;
+}
+
+/**
  * How a gateway's subscription finds lost messages: every message to a gateway carries its
  * number on the gateway's channel of its pool, and the store keeps the count published.
  */
@@ -275,7 +294,7 @@ export interface FencedBadges {
    */
   subscribeGateway(
     gateway: string,
-    handler: (changes: BadgeChange[]) => void,
+    handler: (changes: BadgeChangeReader) => void,
     missed?: MissedMessages,
   ): Promise<() => Promise<void>>;
   /**

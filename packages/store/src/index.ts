@@ -31,7 +31,13 @@ export {
   type ClockSample,
   type StoreClockOptions,
 } from './store-clock.js';
-export { encodeCounts, decodeCounts, countsTextOf } from './badge-state.js';
+export {
+  encodeCounts,
+  decodeCounts,
+  ChangeList,
+  PublishedChanges,
+  readChanges,
+} from './badge-state.js';
 export { marksEventsByPool } from './marks-events.js';
 export {
   RedisWebhookQueue,

@@ -1,6 +1,11 @@
-import type { BadgeService } from '@bubble/badges';
+import { FrameStem, type BadgeService } from '@bubble/badges';
 import { BubbleError, isNewerBadge, poolOf, type Badge } from '@bubble/protocol';
-import type { BadgeChange, MissedReason } from '@bubble/store';
+import {
+  ChangeList,
+  type BadgeChange,
+  type BadgeChangeReader,
+  type MissedReason,
+} from '@bubble/store';
 import type { Logger } from 'pino';
 import { HeldBadge } from './held-badge.js';
 
@@ -55,12 +60,15 @@ export interface BadgeListener {
 }
 
 interface LiveUser {
+  readonly user: string;
   sockets: number;
   /** Set while the user polls without a socket: let go after this time. */
   pollerUntil: number;
   badge: HeldBadge | null;
-  /** A routed change newer than `badge`, waiting for its turn in the push queue. */
-  pending: BadgeChange | null;
+  /** A routed state newer than `badge`, waiting for its turn in the push queue. */
+  pending: HeldBadge | null;
+  /** What the frames of the user's states in the current epoch begin with. */
+  stem: FrameStem | null;
   /** When the oldest change `pending` stands for arrived (performance.now()). */
   pendingSince: number;
   /** Polls answered in a row from `badge` while the store could not be read. */
@@ -221,10 +229,12 @@ export class LiveUsers {
       return existing;
     }
     const live: LiveUser = {
+      user,
       sockets: 0,
       pollerUntil: 0,
       badge: null,
       pending: null,
+      stem: null,
       pendingSince: 0,
       staleAnswers: 0,
       listeners: null,
@@ -281,15 +291,20 @@ export class LiveUsers {
    * faster than frames can be written the gateway sends fewer frames, never stale ones, and
    * never falls behind.
    */
-  private deliver(changes: BadgeChange[]): number {
+  private deliver(changes: BadgeChangeReader): number {
     let taken = 0;
-    for (const change of changes) {
-      const live = this.users.get(change.user);
-      if (!live || !isNewerBadge(change, live.pending ?? live.badge)) continue;
+    while (changes.next()) {
+      const live = this.users.get(changes.user);
+      if (live === undefined) continue;
+      // isNewerBadge(change, held), the epoch compared where the change lies.
+      const held = live.pending ?? live.badge;
+      const version = changes.version;
+      if (held !== null && changes.hasEpoch(held.epoch) && version <= held.version) continue;
       taken++;
+      const badge = this.heldOf(live, changes, version);
       if (live.listeners === null) {
         // A poller: its cached badge is all there is to update.
-        this.offer(live, HeldBadge.of(this.options.service.badgeOf(change)));
+        this.offer(live, badge);
         continue;
       }
       this.routed++;
@@ -299,10 +314,25 @@ export class LiveUsers {
       } else {
         this.superseded++;
       }
-      live.pending = change;
+      live.pending = badge;
     }
     this.schedulePushes();
     return taken;
+  }
+
+  /** The current change of `changes` as the user's badge: its stem made once per epoch. */
+  private heldOf(live: LiveUser, changes: BadgeChangeReader, version: number): HeldBadge {
+    let stem = live.stem;
+    if (stem === null || !changes.hasEpoch(stem.epoch)) {
+      live.stem = stem = new FrameStem(live.user, changes.epoch);
+    }
+    return HeldBadge.pushed(
+      stem,
+      version,
+      changes.computedAt,
+      changes.countsText,
+      this.options.service,
+    );
   }
 
   private missed(pools: readonly number[], reason: MissedReason): void {
@@ -345,7 +375,7 @@ export class LiveUsers {
           this.retryResync();
           return;
         }
-        const repaired = this.deliver(states);
+        const repaired = this.deliver(new ChangeList(states));
         const event = { reasons, pools: pools.size, users: users.length, repaired };
         this.options.onResync?.(event);
         this.log.warn(
@@ -386,14 +416,14 @@ export class LiveUsers {
     }
   };
 
-  /** Hands the user's pending change (if any) to their listeners now. */
+  /** Hands the user's pending state (if any) to their listeners now. */
   private takePending(live: LiveUser): void {
-    const change = live.pending;
-    if (change === null) return;
+    const badge = live.pending;
+    if (badge === null) return;
     live.pending = null;
     this.pushed++;
     this.options.onPushed?.((performance.now() - live.pendingSince) / 1000);
-    this.offer(live, HeldBadge.pushed(change, this.options.service));
+    this.offer(live, badge);
   }
 
   /** Keeps the newest badge (isNewerBadge: greater version within an epoch; another epoch replaces). */

@@ -12,7 +12,7 @@ import type { Duplex } from 'node:stream';
 export function writeTextFrame(socket: Duplex, text: string): void {
   const length = Buffer.byteLength(text, 'utf8');
   if (length === text.length) {
-    socket.write(textFrameHeader(length) + text, 'latin1');
+    writeAsciiTextFrame(socket, text);
     return;
   }
   const header = textFrameHeader(length);
@@ -20,6 +20,11 @@ export function writeTextFrame(socket: Duplex, text: string): void {
   frame.write(header, 0, 'latin1');
   frame.write(text, header.length, 'utf8');
   socket.write(frame);
+}
+
+/** writeTextFrame of a text known to be ASCII (a pushed badge's): its length is its bytes. */
+export function writeAsciiTextFrame(socket: Duplex, text: string): void {
+  socket.write(textFrameHeader(text.length) + text, 'latin1');
 }
 
 const FIN_TEXT = 0x81;

@@ -18,7 +18,7 @@ import type { LoadMonitor } from '../load-monitor.js';
 import { HeldBadge } from './held-badge.js';
 import { IpRateLimiter } from './ip-rate-limiter.js';
 import type { BadgeListener, LiveUsers } from './live-users.js';
-import { writeTextFrame } from './text-frame.js';
+import { writeAsciiTextFrame, writeTextFrame } from './text-frame.js';
 
 /**
  * New connections being admitted at once (upgraded, not yet sent their first badge): past it an
@@ -469,8 +469,7 @@ export class WsGateway {
     // Not newer means the same epoch and a version not greater: only an answer re-sends it.
     if (!isNewerBadge(badge, ws.sent) && !(answer && badge.version === ws.sent?.version)) return;
     ws.sent = badge;
-    // A user's devices share the held badge, which serializes itself once.
-    this.sendText(ws, badge.frame);
+    this.sendText(ws, badge.frame, badge.ascii);
   }
 
   /** A list signal: the watchers of these users read their lists again. */
@@ -572,7 +571,7 @@ export class WsGateway {
    * Every frame goes through here: a connection whose unsent frames pass the bound is dropped
    * (a slow consumer), so no client can make the gateway buffer without limit.
    */
-  private sendText(ws: Peer, text: string): void {
+  private sendText(ws: Peer, text: string, ascii = false): void {
     if (ws.readyState !== WebSocket.OPEN) return;
     if (ws.bufferedAmount > (this.options.maxBufferedBytes ?? 256 * 1024)) {
       // The close frame would queue behind the backlog: ask politely, then cut it off.
@@ -580,8 +579,9 @@ export class WsGateway {
       setTimeout(() => ws.terminate(), 1000).unref();
       return;
     }
-    if (ws.wire) writeTextFrame(ws.wire, text);
-    else ws.send(text);
+    if (!ws.wire) ws.send(text);
+    else if (ascii) writeAsciiTextFrame(ws.wire, text);
+    else writeTextFrame(ws.wire, text);
   }
 
   private sendError(ws: Peer, error: BubbleError): void {

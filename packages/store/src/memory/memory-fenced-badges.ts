@@ -1,7 +1,8 @@
 import { poolOf, idRecord } from '@bubble/protocol';
-import { sameCounts } from '../badge-state.js';
+import { ChangeList, sameCounts } from '../badge-state.js';
 import type {
   BadgeChange,
+  BadgeChangeReader,
   FencedBadges,
   FencedBadgeWrite,
   FencedSaveOptions,
@@ -41,7 +42,7 @@ export class MemoryFencedBadges implements FencedBadges {
   private readonly handlers = new Map<number, Set<ChangeHandler>>();
   /** user → gateway → route expiry */
   private readonly routes = new Map<string, Map<string, number>>();
-  private readonly gatewayHandlers = new Map<string, Set<(changes: BadgeChange[]) => void>>();
+  private readonly gatewayHandlers = new Map<string, Set<(changes: BadgeChangeReader) => void>>();
   private readonly listHandlers = new Map<string, Set<(users: string[]) => void>>();
 
   constructor(options: MemoryFencedBadgesOptions) {
@@ -174,7 +175,7 @@ export class MemoryFencedBadges implements FencedBadges {
 
   async subscribeGateway(
     gateway: string,
-    handler: (changes: BadgeChange[]) => void,
+    handler: (changes: BadgeChangeReader) => void,
   ): Promise<() => Promise<void>> {
     let set = this.gatewayHandlers.get(gateway);
     if (!set) this.gatewayHandlers.set(gateway, (set = new Set()));
@@ -252,7 +253,9 @@ export class MemoryFencedBadges implements FencedBadges {
     for (const [gateway, list] of byGateway) {
       for (const handler of this.gatewayHandlers.get(gateway) ?? []) {
         queueMicrotask(() => {
-          if (this.gatewayHandlers.get(gateway)?.has(handler)) handler(structuredClone(list));
+          if (this.gatewayHandlers.get(gateway)?.has(handler)) {
+            handler(new ChangeList(structuredClone(list)));
+          }
         });
       }
     }

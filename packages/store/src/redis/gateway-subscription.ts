@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
-import { decodeChangesLazily } from '../badge-state.js';
-import type { BadgeChange, MissedMessages, MissedReason } from '../cluster-types.js';
+import { PublishedChanges } from '../badge-state.js';
+import type { BadgeChangeReader, MissedMessages, MissedReason } from '../cluster-types.js';
 import type { RedisClient } from './connect.js';
 import type { CommandCounter } from './ioredis-internals.js';
 import type { RedisKeys } from './keys.js';
@@ -13,7 +13,7 @@ export interface GatewaySubscriptionOptions {
   gateway: string;
   sharded: boolean;
   commands?: CommandCounter;
-  onChanges: (changes: BadgeChange[]) => void;
+  onChanges: (changes: BadgeChangeReader) => void;
   missed?: MissedMessages;
 }
 
@@ -88,7 +88,7 @@ export class GatewaySubscription {
   private readonly onMessage = (channel: string, message: string): void => {
     const pool = this.poolOfChannel.get(channel);
     if (pool === undefined) return;
-    this.options.onChanges(decodeChangesLazily(message));
+    this.options.onChanges(new PublishedChanges(message));
     if (!this.options.missed) return;
     const lineEnd = message.indexOf('\n');
     const header = lineEnd < 0 ? message : message.slice(0, lineEnd);

@@ -7,6 +7,7 @@ import {
 } from '../badge-state.js';
 import type {
   BadgeChange,
+  BadgeChangeReader,
   FencedBadges,
   FencedBadgeWrite,
   FencedSaveOptions,
@@ -229,7 +230,7 @@ export class RedisFencedBadges implements FencedBadges {
 
   subscribeGateway(
     gateway: string,
-    handler: (changes: BadgeChange[]) => void,
+    handler: (changes: BadgeChangeReader) => void,
     missed?: MissedMessages,
   ): Promise<() => Promise<void>> {
     return new GatewaySubscription({
