@@ -12,10 +12,11 @@ import {
   encodeCounts,
   readChanges,
 } from '../../packages/store/src/badge-state.js';
+import { epochCode } from '../../packages/store/src/epoch.js';
 
 const state = fc.record({
   user: fc.stringMatching(/^[A-Za-z0-9_:@-]{1,8}$/),
-  epoch: fc.stringMatching(/^[A-Za-z0-9]{1,8}$/),
+  epoch: fc.oneof(fc.stringMatching(/^[A-Za-z0-9]{1,8}$/), fc.stringMatching(/^[A-Za-z0-9_-]{8}$/)),
   version: fc.oneof(fc.nat(), fc.maxSafeNat()),
   computedAt: fc.oneof(fc.nat(), fc.maxSafeNat()),
   fields: fc.dictionary(
@@ -65,6 +66,7 @@ describe('PublishedChanges', () => {
             expect(changes.user).toBe(s.user);
             expect(changes.version).toBe(s.version);
             expect(changes.epoch).toBe(s.epoch);
+            expect(changes.epochCode).toBe(epochCode(s.epoch, 0, s.epoch.length));
           }
           expect(changes.next()).toBe(false);
           expect(changes.next()).toBe(false);
@@ -89,6 +91,11 @@ describe('ChangeList', () => {
       fc.property(fc.array(state, { maxLength: 6 }), (states) => {
         const list = new ChangeList(states.map((s) => ({ ...s })));
         expect(readChanges(list)).toEqual(decodeChanges(messageOf(states, false)));
+        const codes = new ChangeList(states.map((s) => ({ ...s })));
+        for (const s of states) {
+          expect(codes.next()).toBe(true);
+          expect(codes.epochCode).toBe(epochCode(s.epoch, 0, s.epoch.length));
+        }
       }),
     );
   });

@@ -73,10 +73,11 @@ export function stemmedFrameText(
     return JSON.stringify({ type: 'badge', badge });
   }
   const total = feed + notices;
+  // displayTotal writes digits, a sign, "+", NaN or Infinity: nothing JSON escapes.
   return (
     `${stem.text}${json(version)},"feed":${json(feed)},"notices":${json(notices)},` +
     `"conversations":{},"conversationsTotal":0,"reddots":[],"total":${json(total)},` +
-    `"display":${JSON.stringify(displayTotal(total, displayCap))},"computedAt":${json(computedAt)}}}`
+    `"display":"${displayTotal(total, displayCap)}","computedAt":${json(computedAt)}}}`
   );
 }
 

@@ -7,6 +7,7 @@ import {
   writeText,
 } from './bytes.js';
 import type { BadgeChange, BadgeChangeReader } from './cluster-types.js';
+import { epochCode } from './epoch.js';
 import type { BadgeFields, StoredBadge } from './types.js';
 
 /**
@@ -96,15 +97,20 @@ export function decodeChanges(message: string): BadgeChange[] {
  * into the message once the gateway has read what it keeps (a short counts text is a copy).
  */
 export class PublishedChanges implements BadgeChangeReader {
+  user = '';
+  version = 0;
+  epochCode = -1;
   /** Where the next change's user line begins, less one (its "\n"); -1 past the last. */
   private nextAt: number;
-  private userStart = 0;
   private stateStart = 0;
   private epochEnd = 0;
   private versionEnd = 0;
   private end = 0;
 
-  constructor(private readonly message: string) {
+  constructor(
+    private readonly message: string,
+    readonly pool = -1,
+  ) {
     this.nextAt = message.indexOf('\n');
   }
 
@@ -119,17 +125,18 @@ export class PublishedChanges implements BadgeChangeReader {
     }
     let end = message.indexOf('\n', userEnd + 1);
     if (end < 0) end = message.length;
-    this.userStart = at + 1;
-    this.stateStart = userEnd + 1;
-    this.epochEnd = pipeBefore(message, this.stateStart, end);
-    this.versionEnd = pipeBefore(message, this.epochEnd + 1, end);
+    const stateStart = userEnd + 1;
+    const epochEnd = pipeBefore(message, stateStart, end);
+    const versionEnd = pipeBefore(message, epochEnd + 1, end);
+    this.user = message.slice(at + 1, userEnd);
+    this.version = integerAt(message, epochEnd + 1, versionEnd);
+    this.epochCode = epochCode(message, stateStart, epochEnd);
+    this.stateStart = stateStart;
+    this.epochEnd = epochEnd;
+    this.versionEnd = versionEnd;
     this.end = end;
     this.nextAt = end < message.length ? end : -1;
     return true;
-  }
-
-  get user(): string {
-    return this.message.slice(this.userStart, this.stateStart - 1);
   }
 
   get epoch(): string {
@@ -141,10 +148,6 @@ export class PublishedChanges implements BadgeChangeReader {
       this.epochEnd - this.stateStart === epoch.length &&
       this.message.startsWith(epoch, this.stateStart)
     );
-  }
-
-  get version(): number {
-    return integerAt(this.message, this.epochEnd + 1, this.versionEnd);
   }
 
   get computedAt(): number {
@@ -161,18 +164,22 @@ export class PublishedChanges implements BadgeChangeReader {
 
 /** A list of changes (the memory engine's, a re-read's) read as a published message is. */
 export class ChangeList implements BadgeChangeReader {
+  user = '';
+  version = 0;
+  epochCode = -1;
+  readonly pool = -1;
   private at = -1;
   private current: BadgeChange | undefined;
 
   constructor(private readonly changes: readonly BadgeChange[]) {}
 
   next(): boolean {
-    this.current = this.changes[++this.at];
-    return this.current !== undefined;
-  }
-
-  get user(): string {
-    return this.current!.user;
+    const current = (this.current = this.changes[++this.at]);
+    if (current === undefined) return false;
+    this.user = current.user;
+    this.version = current.version;
+    this.epochCode = epochCode(current.epoch, 0, current.epoch.length);
+    return true;
   }
 
   get epoch(): string {
@@ -181,10 +188,6 @@ export class ChangeList implements BadgeChangeReader {
 
   hasEpoch(epoch: string): boolean {
     return this.current!.epoch === epoch;
-  }
-
-  get version(): number {
-    return this.current!.version;
   }
 
   get computedAt(): number {

@@ -23,7 +23,7 @@ export {
   type IngestEntry,
   type IngestPartitionBacklog,
 } from './redis/ingest-stream.js';
-export { newEpoch } from './epoch.js';
+export { newEpoch, epochCode } from './epoch.js';
 export { byActivity, DEFAULT_LARGE_GROUP, DEFAULT_LIST_INDEX_SIZE } from './conversation-order.js';
 export {
   StoreClock,

@@ -2,6 +2,7 @@ import { FrameStem, type BadgeService } from '@bubble/badges';
 import { BubbleError, isNewerBadge, poolOf, type Badge } from '@bubble/protocol';
 import {
   ChangeList,
+  epochCode,
   type BadgeChange,
   type BadgeChangeReader,
   type MissedReason,
@@ -61,6 +62,7 @@ export interface BadgeListener {
 
 interface LiveUser {
   readonly user: string;
+  readonly pool: number;
   sockets: number;
   /** Set while the user polls without a socket: let go after this time. */
   pollerUntil: number;
@@ -69,6 +71,15 @@ interface LiveUser {
   pending: HeldBadge | null;
   /** What the frames of the user's states in the current epoch begin with. */
   stem: FrameStem | null;
+  /**
+   * The epoch, its epochCode and the version of the newest state known here, pending or held:
+   * a routed change is compared with them, most often as numbers alone.
+   */
+  newestEpoch: string | null;
+  newestEpochCode: number;
+  newestVersion: number;
+  /** Whether `stem` is of the newest state's epoch. */
+  stemIsNewest: boolean;
   /** When the oldest change `pending` stands for arrived (performance.now()). */
   pendingSince: number;
   /** Polls answered in a row from `badge` while the store could not be read. */
@@ -86,6 +97,11 @@ interface LiveUser {
  */
 export class LiveUsers {
   private readonly users = new Map<string, LiveUser>();
+  /**
+   * The same users by pool: a routed message is of one pool, and its lookups go to a table of
+   * that pool's users, which stays in the cache while the message is read.
+   */
+  private readonly byPool: Map<string, LiveUser>[];
   private readonly log: Logger;
   private timer: NodeJS.Timeout | undefined;
   private unsubscribe: (() => Promise<void>) | undefined;
@@ -110,6 +126,8 @@ export class LiveUsers {
 
   constructor(private readonly options: LiveUsersOptions) {
     this.log = options.logger.child({ module: 'live-users' });
+    const { pools } = options.service.gatewayLink;
+    this.byPool = Array.from({ length: pools }, () => new Map<string, LiveUser>());
   }
 
   get size(): number {
@@ -230,11 +248,16 @@ export class LiveUsers {
     }
     const live: LiveUser = {
       user,
+      pool: poolOf(user, this.byPool.length),
       sockets: 0,
       pollerUntil: 0,
       badge: null,
       pending: null,
       stem: null,
+      newestEpoch: null,
+      newestEpochCode: -1,
+      newestVersion: 0,
+      stemIsNewest: false,
       pendingSince: 0,
       staleAnswers: 0,
       listeners: null,
@@ -242,6 +265,7 @@ export class LiveUsers {
     };
     claim(live);
     this.users.set(user, live);
+    this.byPool[live.pool]!.set(user, live);
     const { service, gatewayId, presenceTtlMs } = this.options;
     // Route and presence before the badge is computed, so no change after it is missed.
     live.ready = service.gatewayLink.hold(gatewayId, [user], presenceTtlMs);
@@ -272,6 +296,7 @@ export class LiveUsers {
     const live = this.users.get(user);
     if (!live) return;
     this.users.delete(user);
+    this.byPool[live.pool]!.delete(user);
     live.pending = null;
   }
 
@@ -292,16 +317,26 @@ export class LiveUsers {
    * never falls behind.
    */
   private deliver(changes: BadgeChangeReader): number {
+    const { users } = this;
+    const ofPool = this.byPool[changes.pool] ?? users;
     let taken = 0;
     while (changes.next()) {
-      const live = this.users.get(changes.user);
+      const user = changes.user;
+      const live = ofPool.get(user) ?? (ofPool === users ? undefined : users.get(user));
       if (live === undefined) continue;
-      // isNewerBadge(change, held), the epoch compared where the change lies.
-      const held = live.pending ?? live.badge;
-      const version = changes.version;
-      if (held !== null && changes.hasEpoch(held.epoch) && version <= held.version) continue;
+      // isNewerBadge(change, newest), the epochs compared as codes, or where the change lies.
+      const { version, epochCode } = changes;
+      const newest = live.newestEpoch;
+      const sameEpoch =
+        newest !== null &&
+        (epochCode >= 0 ? epochCode === live.newestEpochCode : changes.hasEpoch(newest));
+      if (sameEpoch && version <= live.newestVersion) continue;
       taken++;
-      const badge = this.heldOf(live, changes, version);
+      const badge = this.heldOf(live, changes, version, sameEpoch && live.stemIsNewest);
+      live.newestEpoch = badge.epoch;
+      live.newestEpochCode = epochCode;
+      live.newestVersion = version;
+      live.stemIsNewest = true;
       if (live.listeners === null) {
         // A poller: its cached badge is all there is to update.
         this.offer(live, badge);
@@ -320,10 +355,18 @@ export class LiveUsers {
     return taken;
   }
 
-  /** The current change of `changes` as the user's badge: its stem made once per epoch. */
-  private heldOf(live: LiveUser, changes: BadgeChangeReader, version: number): HeldBadge {
+  /**
+   * The current change of `changes` as the user's badge: its stem made once per epoch
+   * (`epochOfStem`: the change is known to be of the stem's epoch).
+   */
+  private heldOf(
+    live: LiveUser,
+    changes: BadgeChangeReader,
+    version: number,
+    epochOfStem: boolean,
+  ): HeldBadge {
     let stem = live.stem;
-    if (stem === null || !changes.hasEpoch(stem.epoch)) {
+    if (stem === null || (!epochOfStem && !changes.hasEpoch(stem.epoch))) {
       live.stem = stem = new FrameStem(live.user, changes.epoch);
     }
     return HeldBadge.pushed(
@@ -430,6 +473,13 @@ export class LiveUsers {
   private offer(live: LiveUser, badge: HeldBadge): void {
     if (!isNewerBadge(badge, live.badge)) return;
     live.badge = badge;
+    if (live.newestEpoch !== badge.epoch || badge.version > live.newestVersion) {
+      const { epoch } = badge;
+      live.newestEpoch = epoch;
+      live.newestEpochCode = epochCode(epoch, 0, epoch.length);
+      live.newestVersion = badge.version;
+      live.stemIsNewest = live.stem !== null && live.stem.epoch === epoch;
+    }
     const { listeners } = live;
     if (listeners instanceof Set) for (const listener of listeners) listener.onBadge(badge);
     else listeners?.onBadge(badge);
