@@ -78,8 +78,10 @@ describe('badgeFrameText', () => {
           let read = 0;
           while (changes.next()) {
             const [s, f] = states[read++]!;
-            const stem = new FrameStem(changes.user, changes.epoch);
-            const { version, computedAt, countsText } = changes;
+            const stem = new FrameStem(changes.user, changes.readEpoch());
+            const { version } = changes;
+            const computedAt = changes.readComputedAt();
+            const countsText = changes.readCountsText();
             const state = { ...s, user: s.user.replace(/\n/g, '') };
             expect(stemmedFrameText(stem, version, computedAt, countsText, displayCap)).toBe(
               expected(state, decodeCounts(encodeCounts(f)), displayCap),

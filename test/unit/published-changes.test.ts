@@ -60,12 +60,12 @@ describe('PublishedChanges', () => {
             expect(changes.next()).toBe(true);
             expect(changes.hasEpoch(s.epoch)).toBe(true);
             expect(changes.hasEpoch(other)).toBe(other === s.epoch);
-            expect(changes.countsText).toBe(encodeCounts(s.fields));
+            expect(changes.readCountsText()).toBe(encodeCounts(s.fields));
             expect(changes.version).toBe(s.version);
-            expect(changes.computedAt).toBe(s.computedAt);
+            expect(changes.readComputedAt()).toBe(s.computedAt);
             expect(changes.user).toBe(s.user);
             expect(changes.version).toBe(s.version);
-            expect(changes.epoch).toBe(s.epoch);
+            expect(changes.readEpoch()).toBe(s.epoch);
             expect(changes.epochCode).toBe(epochCode(s.epoch, 0, s.epoch.length));
           }
           expect(changes.next()).toBe(false);

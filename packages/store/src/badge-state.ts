@@ -139,7 +139,7 @@ export class PublishedChanges implements BadgeChangeReader {
     return true;
   }
 
-  get epoch(): string {
+  readEpoch(): string {
     return this.message.slice(this.stateStart, this.epochEnd);
   }
 
@@ -150,12 +150,12 @@ export class PublishedChanges implements BadgeChangeReader {
     );
   }
 
-  get computedAt(): number {
+  readComputedAt(): number {
     const from = Math.min(this.versionEnd + 1, this.end);
     return integerAt(this.message, from, pipeBefore(this.message, from, this.end));
   }
 
-  get countsText(): string {
+  readCountsText(): string {
     const from = Math.min(this.versionEnd + 1, this.end);
     const pipe = pipeBefore(this.message, from, this.end);
     return pipe < this.end ? this.message.slice(pipe + 1, this.end) : NO_COUNTS;
@@ -182,7 +182,7 @@ export class ChangeList implements BadgeChangeReader {
     return true;
   }
 
-  get epoch(): string {
+  readEpoch(): string {
     return this.current!.epoch;
   }
 
@@ -190,11 +190,11 @@ export class ChangeList implements BadgeChangeReader {
     return this.current!.epoch === epoch;
   }
 
-  get computedAt(): number {
+  readComputedAt(): number {
     return this.current!.computedAt;
   }
 
-  get countsText(): string {
+  readCountsText(): string {
     return encodeCounts(this.current!.fields);
   }
 }
@@ -205,10 +205,10 @@ export function readChanges(reader: BadgeChangeReader): BadgeChange[] {
   while (reader.next()) {
     changes.push({
       user: reader.user,
-      epoch: reader.epoch,
+      epoch: reader.readEpoch(),
       version: reader.version,
-      computedAt: reader.computedAt,
-      fields: decodeCounts(reader.countsText),
+      computedAt: reader.readComputedAt(),
+      fields: decodeCounts(reader.readCountsText()),
     });
   }
   return changes;

@@ -232,18 +232,18 @@ export interface BadgeChange {
 export interface BadgeChangeReader {
   /** The pool all its changes are of (a message's channel), or -1 when they may be of several. */
   readonly pool: number;
-  /** Moves to the next change (its user, version and epoch code read at once): false past the last. */
+  /** Moves to the next change, its user, version and epoch code read at once: false past the last. */
   next(): boolean;
   readonly user: string;
   readonly version: number;
   /** epochCode of the change's epoch: -1 when it is not one newEpoch makes. */
   readonly epochCode: number;
-  readonly epoch: string;
   /** Whether the current change's epoch is `epoch`, without making its string. */
   hasEpoch(epoch: string): boolean;
-  readonly computedAt: number;
+  readEpoch(): string;
+  readComputedAt(): number;
   /** Its counts as stored: "name=value,…" sorted by name (encodeCounts). */
-  readonly countsText: string;
+  readCountsText(): string;
 }
 
 /**

@@ -367,13 +367,13 @@ export class LiveUsers {
   ): HeldBadge {
     let stem = live.stem;
     if (stem === null || (!epochOfStem && !changes.hasEpoch(stem.epoch))) {
-      live.stem = stem = new FrameStem(live.user, changes.epoch);
+      live.stem = stem = new FrameStem(live.user, changes.readEpoch());
     }
     return HeldBadge.pushed(
       stem,
       version,
-      changes.computedAt,
-      changes.countsText,
+      changes.readComputedAt(),
+      changes.readCountsText(),
       this.options.service,
     );
   }

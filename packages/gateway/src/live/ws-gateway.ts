@@ -6,7 +6,6 @@ import {
   CLOSE,
   LIMITS,
   describeIssues,
-  isNewerBadge,
   readRequestSchema,
   type Badge,
 } from '@bubble/protocol';
@@ -110,6 +109,9 @@ class Peer extends WebSocket implements BadgeListener {
   alive = true;
   /** The newest badge sent on this connection: nothing older follows it. */
   sent: HeldBadge | null = null;
+  /** Its stamp, on the connection itself (compared on every push). */
+  sentEpoch: string | null = null;
+  sentVersion = 0;
   /** Frames of one connection are handled one after another, in order (null: none pending). */
   queue: Promise<void> | null = null;
   /** Set while a connection without a header token has to authenticate by its first frame. */
@@ -467,8 +469,13 @@ export class WsGateway {
   send(ws: Peer, badge: HeldBadge, answer = false): void {
     if (ws.readyState !== WebSocket.OPEN) return;
     // Not newer means the same epoch and a version not greater: only an answer re-sends it.
-    if (!isNewerBadge(badge, ws.sent) && !(answer && badge.version === ws.sent?.version)) return;
+    const { epoch, version } = badge;
+    // isNewerBadge(badge, ws.sent), from the stamp kept on the connection.
+    const newer = ws.sentEpoch === null || epoch !== ws.sentEpoch || version > ws.sentVersion;
+    if (!newer && !(answer && version === ws.sentVersion)) return;
     ws.sent = badge;
+    ws.sentEpoch = epoch;
+    ws.sentVersion = version;
     this.sendText(ws, badge.frame, badge.ascii);
   }
 
@@ -573,7 +580,9 @@ export class WsGateway {
    */
   private sendText(ws: Peer, text: string, ascii = false): void {
     if (ws.readyState !== WebSocket.OPEN) return;
-    if (ws.bufferedAmount > (this.options.maxBufferedBytes ?? 256 * 1024)) {
+    // ws.bufferedAmount less the sender's queue, which holds nothing without compression.
+    const buffered = ws.wire ? ws.wire.writableLength : ws.bufferedAmount;
+    if (buffered > (this.options.maxBufferedBytes ?? 256 * 1024)) {
       // The close frame would queue behind the backlog: ask politely, then cut it off.
       ws.close(CLOSE.overloaded, 'too slow to keep up');
       setTimeout(() => ws.terminate(), 1000).unref();
