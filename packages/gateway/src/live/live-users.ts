@@ -68,7 +68,14 @@ interface LiveUser {
   pollerUntil: number;
   badge: HeldBadge | null;
   /** A routed state newer than `badge`, waiting for its turn in the push queue. */
-  pending: HeldBadge | null;
+  /**
+   * A routed state newer than `badge`, waiting for its turn in the push queue, kept as the
+   * fields of its HeldBadge (its stem is `stem`): a state superseded before its turn costs no
+   * object. `pendingCounts` is null when none waits.
+   */
+  pendingCounts: string | null;
+  pendingVersion: number;
+  pendingComputedAt: number;
   /** What the frames of the user's states in the current epoch begin with. */
   stem: FrameStem | null;
   /**
@@ -80,7 +87,7 @@ interface LiveUser {
   newestVersion: number;
   /** Whether `stem` is of the newest state's epoch. */
   stemIsNewest: boolean;
-  /** When the oldest change `pending` stands for arrived (performance.now()). */
+  /** When the oldest change the pending state stands for arrived (performance.now()). */
   pendingSince: number;
   /** Polls answered in a row from `badge` while the store could not be read. */
   staleAnswers: number;
@@ -252,7 +259,9 @@ export class LiveUsers {
       sockets: 0,
       pollerUntil: 0,
       badge: null,
-      pending: null,
+      pendingCounts: null,
+      pendingVersion: 0,
+      pendingComputedAt: 0,
       stem: null,
       newestEpoch: null,
       newestEpochCode: -1,
@@ -297,7 +306,7 @@ export class LiveUsers {
     if (!live) return;
     this.users.delete(user);
     this.byPool[live.pool]!.delete(user);
-    live.pending = null;
+    live.pendingCounts = null;
   }
 
   private async letGo(user: string): Promise<void> {
@@ -310,7 +319,7 @@ export class LiveUsers {
   }
 
   /**
-   * Routed changes are conflated per user: the newest waits in `pending` and the user takes one
+   * Routed changes are conflated per user: the newest waits as pending and the user takes one
    * place in the push queue, which is sent in slices between which I/O runs. A user who
    * changes again before their turn gets one frame with the newest badge, so when changes come
    * faster than frames can be written the gateway sends fewer frames, never stale ones, and
@@ -332,50 +341,41 @@ export class LiveUsers {
         (epochCode >= 0 ? epochCode === live.newestEpochCode : changes.hasEpoch(newest));
       if (sameEpoch && version <= live.newestVersion) continue;
       taken++;
-      const badge = this.heldOf(live, changes, version, sameEpoch && live.stemIsNewest);
-      live.newestEpoch = badge.epoch;
+      const stem = this.stemOf(live, changes, sameEpoch && live.stemIsNewest);
+      live.newestEpoch = stem.epoch;
       live.newestEpochCode = epochCode;
       live.newestVersion = version;
       live.stemIsNewest = true;
+      const computedAt = changes.readComputedAt();
+      const counts = changes.readCountsText();
       if (live.listeners === null) {
         // A poller: its cached badge is all there is to update.
-        this.offer(live, badge);
+        this.offer(live, HeldBadge.pushed(stem, version, computedAt, counts, this.options.service));
         continue;
       }
       this.routed++;
-      if (live.pending === null) {
+      if (live.pendingCounts === null) {
         this.pushQueue.push(live);
         live.pendingSince = performance.now();
       } else {
         this.superseded++;
       }
-      live.pending = badge;
+      live.pendingCounts = counts;
+      live.pendingVersion = version;
+      live.pendingComputedAt = computedAt;
     }
     this.schedulePushes();
     return taken;
   }
 
   /**
-   * The current change of `changes` as the user's badge: its stem made once per epoch
+   * The user's stem for the current change of `changes`, made anew when its epoch is another
    * (`epochOfStem`: the change is known to be of the stem's epoch).
    */
-  private heldOf(
-    live: LiveUser,
-    changes: BadgeChangeReader,
-    version: number,
-    epochOfStem: boolean,
-  ): HeldBadge {
-    let stem = live.stem;
-    if (stem === null || (!epochOfStem && !changes.hasEpoch(stem.epoch))) {
-      live.stem = stem = new FrameStem(live.user, changes.readEpoch());
-    }
-    return HeldBadge.pushed(
-      stem,
-      version,
-      changes.readComputedAt(),
-      changes.readCountsText(),
-      this.options.service,
-    );
+  private stemOf(live: LiveUser, changes: BadgeChangeReader, epochOfStem: boolean): FrameStem {
+    const stem = live.stem;
+    if (stem !== null && (epochOfStem || changes.hasEpoch(stem.epoch))) return stem;
+    return (live.stem = new FrameStem(live.user, changes.readEpoch()));
   }
 
   private missed(pools: readonly number[], reason: MissedReason): void {
@@ -461,11 +461,19 @@ export class LiveUsers {
 
   /** Hands the user's pending state (if any) to their listeners now. */
   private takePending(live: LiveUser): void {
-    const badge = live.pending;
-    if (badge === null) return;
-    live.pending = null;
+    const counts = live.pendingCounts;
+    if (counts === null) return;
+    live.pendingCounts = null;
     this.pushed++;
     this.options.onPushed?.((performance.now() - live.pendingSince) / 1000);
+    const { pendingVersion, pendingComputedAt } = live;
+    const badge = HeldBadge.pushed(
+      live.stem!,
+      pendingVersion,
+      pendingComputedAt,
+      counts,
+      this.options.service,
+    );
     this.offer(live, badge);
   }
 
