@@ -77,7 +77,7 @@ export function stemmedFrameText(
   return (
     `${stem.text}${json(version)},"feed":${json(feed)},"notices":${json(notices)},` +
     `"conversations":{},"conversationsTotal":0,"reddots":[],"total":${json(total)},` +
-    `"display":"${displayTotal(total, displayCap)}","computedAt":${json(computedAt)}}}`
+    `"display":"${displayTotal(total, displayCap)}","computedAt":${timeText(computedAt)}}}`
   );
 }
 
@@ -89,6 +89,22 @@ export function isAscii(text: string): boolean {
 
 const F = 0x66;
 const N = 0x6e;
+
+/**
+ * json(computedAt), remembered for the last time asked: the states a gateway frames one after
+ * another mostly come from one sweep, which gave them all the same time, and a 13-digit number
+ * is costly to write out.
+ */
+function timeText(computedAt: number): string {
+  if (computedAt !== lastTime) {
+    lastTime = computedAt;
+    lastTimeText = json(computedAt);
+  }
+  return lastTimeText;
+}
+
+let lastTime = NaN;
+let lastTimeText = 'null';
 
 /** A number as JSON writes it (not finite: null). */
 function json(value: number): string {

@@ -99,7 +99,8 @@ export function decodeChanges(message: string): BadgeChange[] {
 export class PublishedChanges implements BadgeChangeReader {
   user = '';
   version = 0;
-  epochCode = -1;
+  /** NaN until the first change (a double from the start, as the codes are). */
+  epochCode = NaN;
   /** Where the next change's user line begins, less one (its "\n"); -1 past the last. */
   private nextAt: number;
   private stateStart = 0;
@@ -166,7 +167,8 @@ export class PublishedChanges implements BadgeChangeReader {
 export class ChangeList implements BadgeChangeReader {
   user = '';
   version = 0;
-  epochCode = -1;
+  /** NaN until the first change (a double from the start, as the codes are). */
+  epochCode = NaN;
   readonly pool = -1;
   private at = -1;
   private current: BadgeChange | undefined;

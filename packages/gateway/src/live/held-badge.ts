@@ -31,7 +31,7 @@ export class HeldBadge {
 
   /** A badge computed here (a cold start, a read). */
   static of(badge: Badge): HeldBadge {
-    return new HeldBadge(badge.epoch, badge.version, badge, null, 0, '', null);
+    return new HeldBadge(badge.epoch, badge.version, badge, null, badge.computedAt, '', null);
   }
 
   /** A state published by a core or a read elsewhere, routed to this gateway. */
