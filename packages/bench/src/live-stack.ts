@@ -61,12 +61,6 @@ export async function seedStore(
   return { edges, seconds };
 }
 
-/**
- * How a gateway is started, as docs/deployment.md starts it: with the young generation
- * GATEWAY_YOUNG_GENERATION_FLAG of @bubble/gateway asks for (a test holds the two equal).
- */
-export const GATEWAY_NODE_ARGS: readonly string[] = ['--max-semi-space-size=64'];
-
 /** `bubble gateway` as a child process on a free port, once /readyz answers 200. */
 export async function startGateway(options: {
   redisUrl: string;
@@ -93,7 +87,7 @@ export async function startGateway(options: {
       BUBBLE_CLIENT_ADDRESS_BURST: '10000000',
       ...options.env,
     },
-    nodeArgs: [...GATEWAY_NODE_ARGS, ...(options.nodeArgs ?? [])],
+    nodeArgs: options.nodeArgs ?? [],
     log: options.log,
   });
   try {

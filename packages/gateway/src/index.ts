@@ -29,9 +29,5 @@ export {
   type Cidr,
   type ClientAddress,
 } from './http/client-address.js';
-export {
-  GATEWAY_YOUNG_GENERATION_FLAG,
-  tuneHeapForConnections,
-  youngGenerationSized,
-} from './live/heap-tuning.js';
+export { tuneHeapForConnections } from './live/heap-tuning.js';
 export { heartbeatFigures, liveFiguresOf, type LiveFigures } from './dashboard/live-figures.js';

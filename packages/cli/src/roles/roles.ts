@@ -3,10 +3,8 @@ import { BadgeService } from '@bubble/badges';
 import {
   GatewayMetrics,
   HttpGateway,
-  GATEWAY_YOUNG_GENERATION_FLAG,
   heartbeatFigures,
   tuneHeapForConnections,
-  youngGenerationSized,
 } from '@bubble/gateway';
 import {
   IngestConsumers,
@@ -143,12 +141,6 @@ export async function startRole(
       // A process that is only a gateway holds mostly connections (see heap-tuning); `bubble
       // all` also holds a core's users, whose heap these settings are not made for.
       if (role === 'gateway' && config.BUBBLE_GATEWAY_HEAP_TUNING) tuneHeapForConnections();
-      if (!youngGenerationSized(process.execArgv, process.env.NODE_OPTIONS)) {
-        logger.info(
-          { flag: GATEWAY_YOUNG_GENERATION_FLAG },
-          'node was started without a young generation size: pushes cost the gateway more CPU; start it with the flag (NODE_OPTIONS, docs/deployment.md)',
-        );
-      }
       const gatewayId = nodeId('gateway');
       const gateway = new HttpGateway({
         ...common,

@@ -1,22 +1,5 @@
 import { setFlagsFromString } from 'node:v8';
 
-/**
- * The young generation a gateway should be started with (node's own flag: V8 sizes it when the
- * process starts, so it cannot be set from here). Under pushes the gateway allocates ~1 KB a
- * frame that dies at once, and keeps each user's latest badge for the quarter of a second
- * until their next frame: with the default 16 MB semi-spaces a scavenge came every ~140 ms and
- * copied those badges once or twice each; with 64 MB, a quarter as often. `bench latency`:
- * 13.0 against 14.7 µs of gateway CPU a frame (docs/benchmarks.md). Idle connections do not
- * grow it: V8 grows the young generation only as far as allocation asks.
- */
-export const GATEWAY_YOUNG_GENERATION_FLAG = '--max-semi-space-size=64';
-
-/** Whether node was started with a young generation size (on its command line or NODE_OPTIONS). */
-export function youngGenerationSized(execArgv: readonly string[], nodeOptions = ''): boolean {
-  const given = [...execArgv, ...nodeOptions.split(/\s+/)];
-  return given.some((arg) => /^--max-semi-space-size(=|$)/.test(arg));
-}
-
 let applied = false;
 
 /**
