@@ -1,16 +1,12 @@
 /**
- * A gateway writes a pushed state's frame straight from its stored counts (badgeFrameText): it
+ * A gateway writes a pushed state's frame straight from its stored counts (stemmedFrameText): it
  * must be, to the byte, the JSON of the badge badgeOf makes of the same state, whatever the
  * counts (feed and notices only, the fast path, or conversations, muted ones, red dots and
  * counters, with ids JSON sorts before others), and through a message read by PublishedChanges.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  FrameStem,
-  badgeFrameText,
-  stemmedFrameText,
-} from '../../packages/badges/src/badge-frame.js';
+import { FrameStem, stemmedFrameText } from '../../packages/badges/src/badge-frame.js';
 import { decodeFields } from '../../packages/badges/src/badge-fields.js';
 import { makeBadge } from '../../packages/protocol/src/badge.js';
 import {
@@ -48,12 +44,13 @@ function expected(
   return JSON.stringify({ type: 'badge', badge });
 }
 
-describe('badgeFrameText', () => {
+describe('stemmedFrameText', () => {
   it('is the JSON of badgeOf for every stored state', () => {
     fc.assert(
       fc.property(state, fields, cap, (s, f, displayCap) => {
         const counts = encodeCounts(f);
-        expect(badgeFrameText(s, counts, displayCap)).toBe(
+        const stem = new FrameStem(s.user, s.epoch);
+        expect(stemmedFrameText(stem, s.version, s.computedAt, counts, displayCap)).toBe(
           expected(s, decodeCounts(counts), displayCap),
         );
       }),
@@ -94,11 +91,7 @@ describe('badgeFrameText', () => {
   });
 
   it('writes the usual badge without conversations, red dots or counters', () => {
-    const frame = badgeFrameText(
-      { user: 'u1', epoch: 'ep', version: 3, computedAt: 7 },
-      'f=120,n=2',
-      99,
-    );
+    const frame = stemmedFrameText(new FrameStem('u1', 'ep'), 3, 7, 'f=120,n=2', 99);
     expect(JSON.parse(frame)).toEqual({
       type: 'badge',
       badge: {

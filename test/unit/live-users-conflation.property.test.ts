@@ -1,6 +1,6 @@
 /**
  * LiveUsers compares each routed change with the newest state it knows as numbers where it can
- * (epoch codes, by pool) and as text where it cannot. Against the definition: for any order of
+ * (epoch codes) and as text where it cannot. Against the definition: for any order of
  * routed changes, in messages of a pool or in lists, with epochs newEpoch makes and others, a
  * user's frames never go back (isNewerBadge between each two) and the last one is the newest of
  * everything routed (the fold of isNewerBadge). As in the store, a state is its stamp, and an
@@ -111,7 +111,7 @@ async function run(steps: readonly Step[]): Promise<void> {
     for (let pool = 0; pool < POOLS; pool++) {
       const ofPool = changes.filter((c) => poolOf(c.user, POOLS) === pool);
       if (ofPool.length > 0)
-        deliver!(new PublishedChanges(['- 1', ...ofPool.map(line)].join('\n'), pool));
+        deliver!(new PublishedChanges(['- 1', ...ofPool.map(line)].join('\n')));
     }
   }
   for (let i = 0; i < 4; i++) await turn();

@@ -60,6 +60,8 @@ describe('PublishedChanges', () => {
             expect(changes.next()).toBe(true);
             expect(changes.hasEpoch(s.epoch)).toBe(true);
             expect(changes.hasEpoch(other)).toBe(other === s.epoch);
+            expect(changes.hasEpoch(s.epoch.slice(0, -1))).toBe(false);
+            expect(changes.hasEpoch(`${s.epoch}x`)).toBe(false);
             expect(changes.readCountsText()).toBe(encodeCounts(s.fields));
             expect(changes.version).toBe(s.version);
             expect(changes.readComputedAt()).toBe(s.computedAt);

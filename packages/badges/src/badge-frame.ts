@@ -1,14 +1,6 @@
 import { displayTotal, makeBadge } from '@bubble/protocol';
 import { decodeFields } from './badge-fields.js';
 
-/** What a badge frame is written from: a published state, its counts as stored text. */
-export interface FramedState {
-  user: string;
-  epoch: string;
-  version: number;
-  computedAt: number;
-}
-
 /**
  * What every badge frame of one user in one epoch begins with, up to the version: made once per
  * user and epoch by a gateway, which frames a user's states one after another.
@@ -36,14 +28,8 @@ export class FrameStem {
  * the usual badge, a feed and notices, costs one string here instead of the six objects of
  * decodeFields and makeBadge and their serialization. Conversations, red dots and counters,
  * when there are any, are made as decodeFields makes them, so the text is the same to the byte
- * (a property test compares them).
+ * (a property test compares them). `stem` is the user's, of the state's epoch.
  */
-export function badgeFrameText(state: FramedState, counts: string, displayCap: number): string {
-  const stem = new FrameStem(state.user, state.epoch);
-  return stemmedFrameText(stem, state.version, state.computedAt, counts, displayCap);
-}
-
-/** badgeFrameText, from the user's stem. */
 export function stemmedFrameText(
   stem: FrameStem,
   version: number,

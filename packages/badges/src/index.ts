@@ -6,7 +6,7 @@ export type { ConversationListItem, PlatformMessage } from './conversations.js';
 export type { GatewayLink } from './gateway-link.js';
 export type { OfflineJob, OfflineJobs } from './offline-jobs.js';
 export * from './badge-fields.js';
-export { badgeFrameText, FrameStem, isAscii } from './badge-frame.js';
+export { FrameStem, isAscii, stemmedFrameText } from './badge-frame.js';
 export { readStoredExtras, type CounterScope } from './stored-extras.js';
 export {
   PLATFORM_OPS,

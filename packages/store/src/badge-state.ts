@@ -108,10 +108,7 @@ export class PublishedChanges implements BadgeChangeReader {
   private versionEnd = 0;
   private end = 0;
 
-  constructor(
-    private readonly message: string,
-    readonly pool = -1,
-  ) {
+  constructor(private readonly message: string) {
     this.nextAt = message.indexOf('\n');
   }
 
@@ -169,7 +166,6 @@ export class ChangeList implements BadgeChangeReader {
   version = 0;
   /** NaN until the first change (a double from the start, as the codes are). */
   epochCode = NaN;
-  readonly pool = -1;
   private at = -1;
   private current: BadgeChange | undefined;
 

@@ -230,8 +230,6 @@ export interface BadgeChange {
  * changes it conflates away cost no objects (PublishedChanges reads a message in place).
  */
 export interface BadgeChangeReader {
-  /** The pool all its changes are of (a message's channel), or -1 when they may be of several. */
-  readonly pool: number;
   /** Moves to the next change, its user, version and epoch code read at once: false past the last. */
   next(): boolean;
   readonly user: string;

@@ -29,7 +29,7 @@ export class HeldBadge {
     this.text = null;
   }
 
-  /** A badge computed here (a cold start, a read). */
+  /** A badge computed here (a cold start, a read); its time only keeps the field a number. */
   static of(badge: Badge): HeldBadge {
     return new HeldBadge(badge.epoch, badge.version, badge, null, badge.computedAt, '', null);
   }

@@ -62,12 +62,10 @@ export interface BadgeListener {
 
 interface LiveUser {
   readonly user: string;
-  readonly pool: number;
   sockets: number;
   /** Set while the user polls without a socket: let go after this time. */
   pollerUntil: number;
   badge: HeldBadge | null;
-  /** A routed state newer than `badge`, waiting for its turn in the push queue. */
   /**
    * A routed state newer than `badge`, waiting for its turn in the push queue, kept as the
    * fields of its HeldBadge (its stem is `stem`): a state superseded before its turn costs no
@@ -104,11 +102,6 @@ interface LiveUser {
  */
 export class LiveUsers {
   private readonly users = new Map<string, LiveUser>();
-  /**
-   * The same users by pool: a routed message is of one pool, and its lookups go to a table of
-   * that pool's users, which stays in the cache while the message is read.
-   */
-  private readonly byPool: Map<string, LiveUser>[];
   private readonly log: Logger;
   private timer: NodeJS.Timeout | undefined;
   private unsubscribe: (() => Promise<void>) | undefined;
@@ -133,8 +126,6 @@ export class LiveUsers {
 
   constructor(private readonly options: LiveUsersOptions) {
     this.log = options.logger.child({ module: 'live-users' });
-    const { pools } = options.service.gatewayLink;
-    this.byPool = Array.from({ length: pools }, () => new Map<string, LiveUser>());
   }
 
   get size(): number {
@@ -255,7 +246,6 @@ export class LiveUsers {
     }
     const live: LiveUser = {
       user,
-      pool: poolOf(user, this.byPool.length),
       sockets: 0,
       pollerUntil: 0,
       badge: null,
@@ -275,7 +265,6 @@ export class LiveUsers {
     };
     claim(live);
     this.users.set(user, live);
-    this.byPool[live.pool]!.set(user, live);
     const { service, gatewayId, presenceTtlMs } = this.options;
     // Route and presence before the badge is computed, so no change after it is missed.
     live.ready = service.gatewayLink.hold(gatewayId, [user], presenceTtlMs);
@@ -306,7 +295,6 @@ export class LiveUsers {
     const live = this.users.get(user);
     if (!live) return;
     this.users.delete(user);
-    this.byPool[live.pool]!.delete(user);
     live.pendingCounts = null;
   }
 
@@ -327,12 +315,9 @@ export class LiveUsers {
    * never falls behind.
    */
   private deliver(changes: BadgeChangeReader): number {
-    const { users } = this;
-    const ofPool = this.byPool[changes.pool] ?? users;
     let taken = 0;
     while (changes.next()) {
-      const user = changes.user;
-      const live = ofPool.get(user) ?? (ofPool === users ? undefined : users.get(user));
+      const live = this.users.get(changes.user);
       if (live === undefined) continue;
       // isNewerBadge(change, newest), the epochs compared as codes, or where the change lies.
       const { version, epochCode } = changes;

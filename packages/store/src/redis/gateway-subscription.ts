@@ -88,7 +88,7 @@ export class GatewaySubscription {
   private readonly onMessage = (channel: string, message: string): void => {
     const pool = this.poolOfChannel.get(channel);
     if (pool === undefined) return;
-    this.options.onChanges(new PublishedChanges(message, pool));
+    this.options.onChanges(new PublishedChanges(message));
     if (!this.options.missed) return;
     const lineEnd = message.indexOf('\n');
     const header = lineEnd < 0 ? message : message.slice(0, lineEnd);
