@@ -61,6 +61,15 @@ export async function seedStore(
   return { edges, seconds };
 }
 
+/**
+ * How a gateway is started, as docs/deployment.md starts it: with the young generation
+ * GATEWAY_NODE_FLAGS of @bubble/gateway ask for (a test holds the two equal).
+ */
+export const GATEWAY_NODE_ARGS: readonly string[] = [
+  '--min-semi-space-size=64',
+  '--max-semi-space-size=64',
+];
+
 /** `bubble gateway` as a child process on a free port, once /readyz answers 200. */
 export async function startGateway(options: {
   redisUrl: string;
@@ -87,7 +96,7 @@ export async function startGateway(options: {
       BUBBLE_CLIENT_ADDRESS_BURST: '10000000',
       ...options.env,
     },
-    nodeArgs: options.nodeArgs ?? [],
+    nodeArgs: [...GATEWAY_NODE_ARGS, ...(options.nodeArgs ?? [])],
     log: options.log,
   });
   try {

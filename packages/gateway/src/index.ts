@@ -29,5 +29,10 @@ export {
   type Cidr,
   type ClientAddress,
 } from './http/client-address.js';
-export { tuneHeapForConnections } from './live/heap-tuning.js';
+export {
+  GATEWAY_NODE_FLAGS,
+  pretouchYoungGeneration,
+  tuneHeapForConnections,
+  type YoungGeneration,
+} from './live/heap-tuning.js';
 export { heartbeatFigures, liveFiguresOf, type LiveFigures } from './dashboard/live-figures.js';

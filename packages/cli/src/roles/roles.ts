@@ -3,7 +3,9 @@ import { BadgeService } from '@bubble/badges';
 import {
   GatewayMetrics,
   HttpGateway,
+  GATEWAY_NODE_FLAGS,
   heartbeatFigures,
+  pretouchYoungGeneration,
   tuneHeapForConnections,
 } from '@bubble/gateway';
 import {
@@ -141,6 +143,14 @@ export async function startRole(
       // A process that is only a gateway holds mostly connections (see heap-tuning); `bubble
       // all` also holds a core's users, whose heap these settings are not made for.
       if (role === 'gateway' && config.BUBBLE_GATEWAY_HEAP_TUNING) tuneHeapForConnections();
+      const young = pretouchYoungGeneration();
+      if (young.sized) logger.info(young, 'young generation pretouched');
+      else {
+        logger.info(
+          { ...young, flags: GATEWAY_NODE_FLAGS.join(' ') },
+          "node was started without the gateway's young generation: pushes cost it more CPU (docs/deployment.md)",
+        );
+      }
       const gatewayId = nodeId('gateway');
       const gateway = new HttpGateway({
         ...common,

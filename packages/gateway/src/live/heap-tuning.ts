@@ -1,4 +1,62 @@
-import { setFlagsFromString } from 'node:v8';
+import { performance } from 'node:perf_hooks';
+import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
+
+/**
+ * The young generation a gateway is started with: node's own flags, on its command line (V8
+ * sizes the young generation when the process starts, and NODE_OPTIONS refuses the minimum).
+ * Under pushes the gateway allocates about a kilobyte a frame that dies at once, and keeps each
+ * user's latest badge for the quarter of a second until their next frame: with V8's default 16
+ * MB semi-spaces a scavenge came every ~140 ms and copied those badges once or twice each; with
+ * 64 MB, a quarter as often (docs/benchmarks.md, "The push path, third round"). The minimum is
+ * the maximum so the young generation is whole from the start rather than grown under load.
+ */
+export const GATEWAY_NODE_FLAGS: readonly string[] = [
+  '--min-semi-space-size=64',
+  '--max-semi-space-size=64',
+];
+
+/** The semi-space GATEWAY_NODE_FLAGS ask for. */
+const GATEWAY_SEMI_SPACE_BYTES = 64 * 2 ** 20;
+
+/** What pretouchYoungGeneration found and did. */
+export interface YoungGeneration {
+  /** V8's new space as committed now (both semi-spaces once touched). */
+  committedBytes: number;
+  /** Whether it is what GATEWAY_NODE_FLAGS ask for. */
+  sized: boolean;
+  pretouchMs: number;
+}
+
+/**
+ * Writes garbage through the young generation until both semi-spaces are resident, as a JVM's
+ * AlwaysPreTouch does for its heap: the process holds at start the memory it will hold under
+ * load (a 64 MB young generation: 128 MB, ~90 ms), so its RSS does not climb for minutes as
+ * traffic first reaches each page, which a leak check cannot tell from a leak. A default young
+ * generation (a megabyte at start) costs it nothing.
+ */
+export function pretouchYoungGeneration(): YoungGeneration {
+  const started = performance.now();
+  const initial = newSpace().space_size;
+  let sink: unknown = null;
+  for (let written = 0; written < 3 * initial && newSpace().physical_space_size < 2 * initial; ) {
+    for (let k = 0; k < 256; k++) sink = new Array(PRETOUCH_CHUNK);
+    written += 256 * PRETOUCH_CHUNK * 8;
+  }
+  void sink;
+  const committedBytes = newSpace().space_size;
+  return {
+    committedBytes,
+    sized: initial >= GATEWAY_SEMI_SPACE_BYTES,
+    pretouchMs: Math.round(performance.now() - started),
+  };
+}
+
+/** Elements of each garbage array: 8 KB, far below V8's large-object size. */
+const PRETOUCH_CHUNK = 1024;
+
+function newSpace() {
+  return getHeapSpaceStatistics().find((space) => space.space_name === 'new_space')!;
+}
 
 let applied = false;
 
