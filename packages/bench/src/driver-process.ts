@@ -1,4 +1,5 @@
 import { fork } from 'node:child_process';
+import { keepStringPrototypeFast } from '@bubble/store';
 import { killOnExit } from './children.js';
 
 /**
@@ -99,6 +100,9 @@ export function forkDriver(module: URL, name: string, log: (line: string) => voi
 export function serveDriver(
   handlers: Record<string, (args: never) => unknown>,
 ): (line: string) => void {
+  // A driver loads ioredis too (the peers of push-peers, the harness): it gets the repair every
+  // bubble process gets, so the bare senders it is compared with run as fast as they can.
+  keepStringPrototypeFast();
   const send = (message: ReplyMessage) => {
     if (process.connected) process.send!(message);
   };

@@ -1,4 +1,5 @@
 export type * from './types.js';
+export { keepStringPrototypeFast } from './redis/string-prototype.js';
 export { LOG_START } from './cluster-types.js';
 export { MemoryStore, type MemoryStoreOptions } from './memory/memory-store.js';
 export { MemoryPoolLocks } from './memory/memory-pool-locks.js';
