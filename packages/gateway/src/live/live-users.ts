@@ -9,6 +9,7 @@ import {
 } from '@bubble/store';
 import type { Logger } from 'pino';
 import { HeldBadge } from './held-badge.js';
+import { PushRing } from './push-ring.js';
 
 export interface LiveUsersOptions {
   gatewayId: string;
@@ -62,6 +63,8 @@ export interface BadgeListener {
 
 interface LiveUser {
   readonly user: string;
+  /** Its place in the push queue's order (PushRing), while held. */
+  slot: number;
   sockets: number;
   /** Set while the user polls without a socket: let go after this time. */
   pollerUntil: number;
@@ -106,12 +109,8 @@ export class LiveUsers {
   private timer: NodeJS.Timeout | undefined;
   private unsubscribe: (() => Promise<void>) | undefined;
   private closed = false;
-  /**
-   * Users with a pending change, in the order their first pending change came. A user let go
-   * meanwhile has no pending change left (forget), so their place is passed over.
-   */
-  private pushQueue: LiveUser[] = [];
-  private pushHead = 0;
+  /** Users with a pending change, served in the order of their slots, going round. */
+  private readonly pushRing = new PushRing<LiveUser>();
   private pushScheduled = false;
   private routed = 0;
   private superseded = 0;
@@ -134,7 +133,7 @@ export class LiveUsers {
 
   pushStats(): PushStats {
     const { routed, superseded, pushed } = this;
-    return { routed, superseded, pushed, backlog: this.pushQueue.length - this.pushHead };
+    return { routed, superseded, pushed, backlog: this.pushRing.pending };
   }
 
   async start(): Promise<void> {
@@ -246,6 +245,7 @@ export class LiveUsers {
     }
     const live: LiveUser = {
       user,
+      slot: -1,
       sockets: 0,
       pollerUntil: 0,
       badge: null,
@@ -264,6 +264,7 @@ export class LiveUsers {
       ready: RESOLVED,
     };
     claim(live);
+    live.slot = this.pushRing.claim(live);
     this.users.set(user, live);
     const { service, gatewayId, presenceTtlMs } = this.options;
     // Route and presence before the badge is computed, so no change after it is missed.
@@ -290,12 +291,14 @@ export class LiveUsers {
     await this.letGo(user);
   }
 
-  /** No longer held here: a place of theirs in the push queue sends nothing. */
+  /** No longer held here: a pending change of theirs is dropped with their slot. */
   private forget(user: string): void {
     const live = this.users.get(user);
     if (!live) return;
     this.users.delete(user);
     live.pendingCounts = null;
+    this.pushRing.release(live.slot);
+    live.slot = -1;
   }
 
   private async letGo(user: string): Promise<void> {
@@ -341,7 +344,7 @@ export class LiveUsers {
       }
       this.routed++;
       if (live.pendingCounts === null) {
-        this.pushQueue.push(live);
+        this.pushRing.mark(live.slot);
         live.pendingSince = performance.now();
       } else {
         this.superseded++;
@@ -427,22 +430,20 @@ export class LiveUsers {
   }
 
   private schedulePushes(): void {
-    if (this.pushScheduled || this.pushHead === this.pushQueue.length) return;
+    if (this.pushScheduled || this.pushRing.pending === 0) return;
     this.pushScheduled = true;
     setImmediate(this.pushSlice);
   }
 
   private readonly pushSlice = (): void => {
     this.pushScheduled = false;
-    const queue = this.pushQueue;
-    const end = Math.min(queue.length, this.pushHead + PUSH_SLICE);
-    while (this.pushHead < end) this.takePending(queue[this.pushHead++]!);
-    if (this.pushHead === queue.length) {
-      this.pushQueue = [];
-      this.pushHead = 0;
-    } else {
-      this.schedulePushes();
+    const ring = this.pushRing;
+    for (let sent = 0; sent < PUSH_SLICE; sent++) {
+      const live = ring.next();
+      if (live === undefined) return;
+      this.takePending(live);
     }
+    this.schedulePushes();
   };
 
   /** Hands the user's pending state (if any) to their listeners now. */
@@ -450,6 +451,8 @@ export class LiveUsers {
     const counts = live.pendingCounts;
     if (counts === null) return;
     live.pendingCounts = null;
+    // Taken out of turn (a poll): its mark goes too. From the ring, it is cleared already.
+    this.pushRing.unmark(live.slot);
     this.pushed++;
     this.options.onPushed?.((performance.now() - live.pendingSince) / 1000);
     const { pendingVersion, pendingComputedAt } = live;
