@@ -38,7 +38,7 @@ export function pretouchYoungGeneration(): YoungGeneration {
   const started = performance.now();
   const initial = newSpace().space_size;
   let sink: unknown = null;
-  for (let written = 0; written < 3 * initial && newSpace().physical_space_size < 2 * initial; ) {
+  for (let written = 0; written < 3 * initial && newSpace().physical_space_size < 2 * initial;) {
     for (let k = 0; k < 256; k++) sink = new Array(PRETOUCH_CHUNK);
     written += 256 * PRETOUCH_CHUNK * 8;
   }
