@@ -4,7 +4,9 @@
  * server. Both read the stream of badge changes from Redis (PUBLISH on PEER_CHANGES_CHANNEL, one
  * message of changed badges a tick) and push each to its user. Written as well as each design
  * allows: the changes of a user conflate while they wait (newest wins, as bubble's gateway does),
- * and frames go out in slices between which I/O runs.
+ * waiting users are served in the order they connected from a cursor that goes round (the
+ * order bubble's gateway writes in, which the kernel writes fastest: PushRing), and frames go
+ * out in slices between which I/O runs.
  */
 import { createServer } from 'node:http';
 import { createAdapter } from '@socket.io/redis-adapter';
@@ -36,7 +38,12 @@ const SLICE = 512;
 
 const clients: Redis[] = [];
 let sendTo: ((user: string, badge: Badge) => boolean) | undefined;
-const pending = new Map<string, Badge>();
+/** Each user's slot, in the order they first connected. */
+const slots = new Map<string, number>();
+/** By slot: the newest badge waiting to be sent. */
+const pending: (Badge | undefined)[] = [];
+let waiting = 0;
+let cursor = 0;
 let scheduled = false;
 let sent = 0;
 
@@ -63,6 +70,7 @@ async function listen(kind: PeerKind, redisUrl: string): Promise<number> {
     });
     io.on('connection', (socket) => {
       const user = String(socket.handshake.query.user);
+      slotFor(user);
       void socket.join(`u:${user}`);
       socket.emit('badge', peerBadge(user, 0, 0));
     });
@@ -76,6 +84,7 @@ async function listen(kind: PeerKind, redisUrl: string): Promise<number> {
     wss.on('connection', (ws, request) => {
       const user = new URL(request.url ?? '/', 'http://peer').searchParams.get('user') ?? '';
       sockets.set(user, ws);
+      slotFor(user);
       ws.on('close', () => sockets.delete(user));
       ws.send(JSON.stringify({ type: 'badge', badge: peerBadge(user, 0, 0) }));
     });
@@ -90,7 +99,12 @@ async function listen(kind: PeerKind, redisUrl: string): Promise<number> {
   clients.push(changes);
   await changes.subscribe(PEER_CHANGES_CHANNEL);
   changes.on('message', (_channel: string, message: string) => {
-    for (const badge of JSON.parse(message) as Badge[]) pending.set(badge.user, badge);
+    for (const badge of JSON.parse(message) as Badge[]) {
+      const slot = slots.get(badge.user);
+      if (slot === undefined) continue;
+      if (pending[slot] === undefined) waiting++;
+      pending[slot] = badge;
+    }
     schedule();
   });
   return new Promise((resolve, reject) => {
@@ -99,19 +113,25 @@ async function listen(kind: PeerKind, redisUrl: string): Promise<number> {
   });
 }
 
+function slotFor(user: string): void {
+  if (!slots.has(user)) slots.set(user, slots.size);
+}
+
 function schedule(): void {
-  if (scheduled || pending.size === 0) return;
+  if (scheduled || waiting === 0) return;
   scheduled = true;
   setImmediate(slice);
 }
 
 function slice(): void {
   scheduled = false;
-  let n = 0;
-  for (const [user, badge] of pending) {
-    pending.delete(user);
-    if (sendTo!(user, badge)) sent++;
-    if (++n === SLICE) break;
+  for (let n = 0; n < SLICE && waiting > 0; cursor = cursor + 1 === slots.size ? 0 : cursor + 1) {
+    const badge = pending[cursor];
+    if (badge === undefined) continue;
+    pending[cursor] = undefined;
+    waiting--;
+    n++;
+    if (sendTo!(badge.user, badge)) sent++;
   }
   schedule();
 }
