@@ -319,6 +319,8 @@ export class LiveUsers {
    */
   private deliver(changes: BadgeChangeReader): number {
     let taken = 0;
+    // The changes of one message arrived together: one reading of the clock for them all.
+    let arrivedAt = NaN;
     while (changes.next()) {
       const live = this.users.get(changes.user);
       if (live === undefined) continue;
@@ -345,7 +347,8 @@ export class LiveUsers {
       this.routed++;
       if (live.pendingCounts === null) {
         this.pushRing.mark(live.slot);
-        live.pendingSince = performance.now();
+        if (Number.isNaN(arrivedAt)) arrivedAt = performance.now();
+        live.pendingSince = arrivedAt;
       } else {
         this.superseded++;
       }
@@ -438,23 +441,25 @@ export class LiveUsers {
   private readonly pushSlice = (): void => {
     this.pushScheduled = false;
     const ring = this.pushRing;
+    // A slice's frames are written within a few milliseconds: their wait ends at its start.
+    const now = performance.now();
     for (let sent = 0; sent < PUSH_SLICE; sent++) {
       const live = ring.next();
       if (live === undefined) return;
-      this.takePending(live);
+      this.takePending(live, now);
     }
     this.schedulePushes();
   };
 
-  /** Hands the user's pending state (if any) to their listeners now. */
-  private takePending(live: LiveUser): void {
+  /** Hands the user's pending state (if any) to their listeners now (`now`: performance.now()). */
+  private takePending(live: LiveUser, now = performance.now()): void {
     const counts = live.pendingCounts;
     if (counts === null) return;
     live.pendingCounts = null;
     // Taken out of turn (a poll): its mark goes too. From the ring, it is cleared already.
     this.pushRing.unmark(live.slot);
     this.pushed++;
-    this.options.onPushed?.((performance.now() - live.pendingSince) / 1000);
+    this.options.onPushed?.((now - live.pendingSince) / 1000);
     const { pendingVersion, pendingComputedAt } = live;
     const badge = HeldBadge.pushed(
       live.stem!,
