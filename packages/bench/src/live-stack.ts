@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { BadgeService } from '@bubble/badges';
+import { GATEWAY_NODE_FLAGS } from '@bubble/gateway';
 import type { RedisStore } from '@bubble/store';
 import type { RoleProcess } from '@bubble/test-utils';
 import { processCpuSeconds, spawnRole } from './children.js';
@@ -61,15 +62,6 @@ export async function seedStore(
   return { edges, seconds };
 }
 
-/**
- * How a gateway is started, as docs/deployment.md starts it: with the young generation
- * GATEWAY_NODE_FLAGS of @bubble/gateway ask for (a test holds the two equal).
- */
-export const GATEWAY_NODE_ARGS: readonly string[] = [
-  '--min-semi-space-size=64',
-  '--max-semi-space-size=64',
-];
-
 /** `bubble gateway` as a child process on a free port, once /readyz answers 200. */
 export async function startGateway(options: {
   redisUrl: string;
@@ -96,7 +88,8 @@ export async function startGateway(options: {
       BUBBLE_CLIENT_ADDRESS_BURST: '10000000',
       ...options.env,
     },
-    nodeArgs: [...GATEWAY_NODE_ARGS, ...(options.nodeArgs ?? [])],
+    // Started as docs/deployment.md starts a gateway: with its young generation.
+    nodeArgs: [...GATEWAY_NODE_FLAGS, ...(options.nodeArgs ?? [])],
     log: options.log,
   });
   try {

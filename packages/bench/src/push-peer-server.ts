@@ -10,6 +10,7 @@
  */
 import { createServer } from 'node:http';
 import { createAdapter } from '@socket.io/redis-adapter';
+import { PushRing } from '@bubble/gateway';
 import { makeBadge, type Badge } from '@bubble/protocol';
 import { Redis } from 'ioredis';
 import { Server as SocketIoServer } from 'socket.io';
@@ -38,12 +39,15 @@ const SLICE = 512;
 
 const clients: Redis[] = [];
 let sendTo: ((user: string, badge: Badge) => boolean) | undefined;
-/** Each user's slot, in the order they first connected. */
-const slots = new Map<string, number>();
-/** By slot: the newest badge waiting to be sent. */
-const pending: (Badge | undefined)[] = [];
-let waiting = 0;
-let cursor = 0;
+/** A connected user, with the newest badge waiting to be sent to them. */
+interface Waiting {
+  user: string;
+  slot: number;
+  badge: Badge | null;
+}
+/** Connected users, their slots (PushRing, as bubble's gateway) in the order they connected. */
+const users = new Map<string, Waiting>();
+const ring = new PushRing<Waiting>();
 let scheduled = false;
 let sent = 0;
 
@@ -100,10 +104,10 @@ async function listen(kind: PeerKind, redisUrl: string): Promise<number> {
   await changes.subscribe(PEER_CHANGES_CHANNEL);
   changes.on('message', (_channel: string, message: string) => {
     for (const badge of JSON.parse(message) as Badge[]) {
-      const slot = slots.get(badge.user);
-      if (slot === undefined) continue;
-      if (pending[slot] === undefined) waiting++;
-      pending[slot] = badge;
+      const waiting = users.get(badge.user);
+      if (waiting === undefined) continue;
+      waiting.badge = badge;
+      ring.mark(waiting.slot);
     }
     schedule();
   });
@@ -114,24 +118,26 @@ async function listen(kind: PeerKind, redisUrl: string): Promise<number> {
 }
 
 function slotFor(user: string): void {
-  if (!slots.has(user)) slots.set(user, slots.size);
+  if (users.has(user)) return;
+  const waiting: Waiting = { user, slot: -1, badge: null };
+  waiting.slot = ring.claim(waiting);
+  users.set(user, waiting);
 }
 
 function schedule(): void {
-  if (scheduled || waiting === 0) return;
+  if (scheduled || ring.pending === 0) return;
   scheduled = true;
   setImmediate(slice);
 }
 
 function slice(): void {
   scheduled = false;
-  for (let n = 0; n < SLICE && waiting > 0; cursor = cursor + 1 === slots.size ? 0 : cursor + 1) {
-    const badge = pending[cursor];
-    if (badge === undefined) continue;
-    pending[cursor] = undefined;
-    waiting--;
-    n++;
-    if (sendTo!(badge.user, badge)) sent++;
+  for (let n = 0; n < SLICE; n++) {
+    const waiting = ring.next();
+    if (waiting === undefined) return;
+    const badge = waiting.badge!;
+    waiting.badge = null;
+    if (sendTo!(waiting.user, badge)) sent++;
   }
   schedule();
 }

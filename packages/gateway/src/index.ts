@@ -29,6 +29,7 @@ export {
   type Cidr,
   type ClientAddress,
 } from './http/client-address.js';
+export { PushRing } from './live/push-ring.js';
 export {
   GATEWAY_NODE_FLAGS,
   pretouchYoungGeneration,
