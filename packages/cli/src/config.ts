@@ -55,6 +55,11 @@ const CIDR_LIST = z.string().transform((value, ctx) => {
   }
 });
 
+/*
+ * The variables by topic. Each field's description (and, for an optional one, `unset`: what its
+ * absence means) is its row of docs/configuration.md, kept short (a table cell, at most 300
+ * characters with the range the generator appends); a group's title and description head its table.
+ */
 const redis = z
   .object({
     REDIS_URL: z
