@@ -6,3 +6,4 @@ export { IngestConsumers, type IngestConsumerOptions } from './ingest/consumer.j
 export { IngestMetrics } from './ingest/metrics.js';
 export { parseIngestEntry } from './ingest/entries.js';
 export * from './webhook/index.js';
+export { backoffMs } from './backoff.js';

@@ -13,6 +13,7 @@ import { Cluster, Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import { holdEntry, segmentsOf, singleSegment, type HeldEntry, type Segment } from './entries.js';
+import { backoffMs } from '../backoff.js';
 import { describeFailure, failureKind, isNoGroup } from './failures.js';
 import { IngestMetrics } from './metrics.js';
 
@@ -490,7 +491,7 @@ class PartitionLoop {
     if (isNoGroup(err)) {
       this.noGroupsInRow++;
       // Never a tight loop: each NOGROUP in a row waits longer before the group is recreated.
-      if (this.noGroupsInRow > 1) await this.sleep(backoffMs(this.noGroupsInRow - 1));
+      if (this.noGroupsInRow > 1) await this.sleep(pauseMs(this.noGroupsInRow - 1));
       await this.ensureGroup('lost');
       return;
     }
@@ -523,7 +524,7 @@ class PartitionLoop {
     if (this.failuresInRow === 1 || this.failuresInRow % 20 === 0) {
       this.log.warn({ err: describeFailure(err), inRow: this.failuresInRow }, 'ingest retrying');
     }
-    await this.sleep(backoffMs(this.failuresInRow));
+    await this.sleep(pauseMs(this.failuresInRow));
     if (this.stopping) throw new StopRequested();
   }
 
@@ -552,8 +553,7 @@ function commutes(one: HeldEntry): boolean {
   return kind === undefined || kind === 'posts' || kind === 'messages';
 }
 
-/** Exponential with full jitter, from RETRY_BASE_MS up to RETRY_MAX_MS. */
-function backoffMs(inRow: number): number {
-  const ceiling = Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** Math.min(inRow - 1, 16));
-  return Math.max(10, Math.random() * ceiling);
+/** Never under 10 ms, so a failure in a row is never a tight loop. */
+function pauseMs(inRow: number): number {
+  return Math.max(10, backoffMs(inRow, RETRY_BASE_MS, RETRY_MAX_MS));
 }

@@ -1,8 +1,9 @@
 import type { OfflineJob, OfflineJobs } from '@bubble/badges';
 import type { RedisWebhookQueue } from '@bubble/store';
 
-/** What BUBBLE_WEBHOOK_SOURCES may name. */
-export type WebhookSource = 'conversations' | 'counters' | 'notices' | 'reddots';
+/** What BUBBLE_WEBHOOK_SOURCES may name: the sources whose changes reach a user without a socket. */
+export const WEBHOOK_SOURCES = ['conversations', 'counters', 'notices', 'reddots'] as const;
+export type WebhookSource = (typeof WEBHOOK_SOURCES)[number];
 
 /** The source whose change a job stands for. */
 export function sourceOfJob(job: OfflineJob): WebhookSource {

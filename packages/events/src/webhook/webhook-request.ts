@@ -91,9 +91,3 @@ export function parseRetryAfter(value: string | null, nowMs = Date.now()): numbe
   }
   return Math.min(RETRY_AFTER_MAX_MS, Math.max(0, ms));
 }
-
-/** Exponential backoff with full jitter: uniform in [0, min(max, base · 2^(attempt − 1))). */
-export function backoffMs(attempt: number, baseMs: number, maxMs: number, random = Math.random) {
-  const ceiling = Math.min(maxMs, baseMs * 2 ** Math.min(attempt - 1, 40));
-  return Math.floor(random() * ceiling);
-}
