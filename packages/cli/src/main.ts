@@ -8,16 +8,9 @@ import { urlOption } from './remote.js';
 import { startRole, type Role } from './roles/roles.js';
 import { developmentSecrets, resolveStartSecrets, tokenSecret } from './secrets.js';
 import { exitOnSignals, shutdownDeadlineMs } from './shutdown.js';
-import {
-  LIMITS,
-  durationOption,
-  formatSummary,
-  intOption,
-  numberOption,
-  prefixOption,
-  runSimulate,
-  type SimulateOptions,
-} from './simulate-command.js';
+import { durationOption, intOption, numberOption, prefixOption } from './option-parsers.js';
+import { formatSummary } from './sim-report.js';
+import { LIMITS, runSimulate, type SimulateOptions } from './simulate-command.js';
 import { runStatus, type StatusOptions } from './status-command.js';
 import { hasRedis } from './store-factory.js';
 import { runWebhookReceiver } from './webhook-receiver-command.js';
