@@ -9,8 +9,12 @@ export {
   type IngestStreamOptions,
 } from './ingest-stream.js';
 export { benchMemory, MEMORY_DEFAULTS, type MemoryOptions } from './memory.js';
-export { benchLatency, LATENCY_DEFAULTS, type LatencyOptions } from './latency.js';
-export { benchLatencyModerate, LATENCY_MODERATE_DEFAULTS } from './latency.js';
+export { benchLatency, benchLatencyModerate } from './latency.js';
+export {
+  LATENCY_DEFAULTS,
+  LATENCY_MODERATE_DEFAULTS,
+  type LatencyOptions,
+} from './latency-options.js';
 export { benchPushPeers, PUSH_PEERS_DEFAULTS, type PushPeersOptions } from './push-peers.js';
 export { benchPoll, POLL_DEFAULTS, type PollOptions } from './poll.js';
 export { benchScale, SCALE_DEFAULTS, type ScaleOptions } from './scale.js';
