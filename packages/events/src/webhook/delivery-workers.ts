@@ -12,7 +12,7 @@ import {
 } from '@bubble/store';
 import pino, { type Logger } from 'pino';
 import { Registry } from 'prom-client';
-import { sourceOfJob } from './offline-jobs.js';
+import { parseJob, sourceOfJob } from './offline-jobs.js';
 import { WebhookMetrics } from './webhook-metrics.js';
 import { backoffMs } from '../backoff.js';
 import { postDelivery, webhookTarget, type WebhookTarget } from './webhook-request.js';
@@ -469,31 +469,6 @@ class Workers implements DeliveryWorkers {
 function usersOf(body: string): string[] {
   const parsed = JSON.parse(body) as { deliveries: Array<{ user: string }> };
   return parsed.deliveries.map((d) => d.user);
-}
-
-function parseJob(text: string | null): OfflineJob | null {
-  if (text === null) return null;
-  try {
-    const job = JSON.parse(text) as OfflineJob;
-    switch (job?.kind) {
-      case 'conversation':
-        return typeof job.conversation === 'string' &&
-          Number.isFinite(job.maxSeq) &&
-          Array.isArray(job.senders)
-          ? job
-          : null;
-      case 'notice':
-        return Number.isFinite(job.id) ? job : null;
-      case 'reddot':
-        return typeof job.name === 'string' ? job : null;
-      case 'user':
-        return typeof job.user === 'string' && job.source === 'counters' ? job : null;
-      default:
-        return null;
-    }
-  } catch {
-    return null;
-  }
 }
 
 function withoutUndefined<T extends object>(value: T): T {

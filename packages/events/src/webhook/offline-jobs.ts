@@ -34,3 +34,29 @@ export function redisOfflineJobs(
     },
   };
 }
+
+/** A job as the queue holds it, or null when it is not one (a dead letter, not a retry). */
+export function parseJob(text: string | null): OfflineJob | null {
+  if (text === null) return null;
+  try {
+    const job = JSON.parse(text) as OfflineJob;
+    switch (job?.kind) {
+      case 'conversation':
+        return typeof job.conversation === 'string' &&
+          Number.isFinite(job.maxSeq) &&
+          Array.isArray(job.senders)
+          ? job
+          : null;
+      case 'notice':
+        return Number.isFinite(job.id) ? job : null;
+      case 'reddot':
+        return typeof job.name === 'string' ? job : null;
+      case 'user':
+        return typeof job.user === 'string' && job.source === 'counters' ? job : null;
+      default:
+        return null;
+    }
+  } catch {
+    return null;
+  }
+}
