@@ -21,7 +21,6 @@ export { benchScale, SCALE_DEFAULTS, type ScaleOptions } from './scale.js';
 export { benchWebhook, WEBHOOK_DEFAULTS, type WebhookOptions } from './webhook.js';
 export { benchSweep, SWEEP_DEFAULTS, type SweepOptions } from './sweep.js';
 export { benchWsCeiling, WS_CEILING_DEFAULTS, type WsCeilingOptions } from './ws-ceiling.js';
-export { summarizeCpuProfile, type ProfileSummary } from './profile-summary.js';
 export { buildWorkload, postBatch, ZipfSampler, percentile } from './workload.js';
 export {
   benchConversations,

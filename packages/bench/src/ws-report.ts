@@ -18,7 +18,7 @@ export async function clockOffset(
 }
 
 /** The p-th percentile of a histogram of 0.1 ms buckets holding `samples` samples. */
-export function histogramPercentile(histogram: Float64Array, samples: number, p: number): number {
+function histogramPercentile(histogram: Float64Array, samples: number, p: number): number {
   const rank = Math.max(1, Math.ceil((p / 100) * samples));
   let seen = 0;
   for (let i = 0; i < histogram.length; i++) {

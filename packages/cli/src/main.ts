@@ -207,7 +207,7 @@ function printDevelopmentBanner(url: string, apiKey: string | null, host: string
   process.stderr.write(`${[...lines, '', ''].join('\n')}`);
 }
 
-export function parseDuration(text: string): number {
+function parseDuration(text: string): number {
   const match = /^(\d+)(s|m|h|d)?$/.exec(text.trim());
   if (!match) throw new InvalidArgumentError('use a number of seconds or 30s, 15m, 1h, 7d');
   const unit = { s: 1, m: 60, h: 3600, d: 86400 }[(match[2] ?? 's') as 's' | 'm' | 'h' | 'd'];

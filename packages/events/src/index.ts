@@ -7,4 +7,3 @@ export type { IngestConsumerOptions } from './ingest/consumer-options.js';
 export { IngestMetrics } from './ingest/metrics.js';
 export { parseIngestEntry } from './ingest/entries.js';
 export * from './webhook/index.js';
-export { backoffMs } from './backoff.js';

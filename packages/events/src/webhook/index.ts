@@ -13,7 +13,6 @@ export {
 export { signWebhook, verifyWebhook, SIGNATURE_TOLERANCE_S } from './signature.js';
 export { WebhookMetrics } from './webhook-metrics.js';
 export {
-  parseRetryAfter,
   postDelivery,
   webhookTarget,
   type RequestOutcome,

@@ -78,7 +78,7 @@ export async function postDelivery(
 }
 
 /** Retry-After in seconds or as an HTTP date, in ms from now; null when absent or unreadable. */
-export function parseRetryAfter(value: string | null, nowMs = Date.now()): number | null {
+function parseRetryAfter(value: string | null, nowMs = Date.now()): number | null {
   if (value === null || value.trim() === '') return null;
   const text = value.trim();
   let ms: number;
