@@ -9,15 +9,18 @@ export {
   type IngestStreamOptions,
 } from './ingest-stream.js';
 export { benchMemory, MEMORY_DEFAULTS, type MemoryOptions } from './memory.js';
-export { benchLatency, LATENCY_DEFAULTS, type LatencyOptions } from './latency.js';
-export { benchLatencyModerate, LATENCY_MODERATE_DEFAULTS } from './latency.js';
+export { benchLatency, benchLatencyModerate } from './latency.js';
+export {
+  LATENCY_DEFAULTS,
+  LATENCY_MODERATE_DEFAULTS,
+  type LatencyOptions,
+} from './latency-options.js';
 export { benchPushPeers, PUSH_PEERS_DEFAULTS, type PushPeersOptions } from './push-peers.js';
 export { benchPoll, POLL_DEFAULTS, type PollOptions } from './poll.js';
 export { benchScale, SCALE_DEFAULTS, type ScaleOptions } from './scale.js';
 export { benchWebhook, WEBHOOK_DEFAULTS, type WebhookOptions } from './webhook.js';
 export { benchSweep, SWEEP_DEFAULTS, type SweepOptions } from './sweep.js';
 export { benchWsCeiling, WS_CEILING_DEFAULTS, type WsCeilingOptions } from './ws-ceiling.js';
-export { summarizeCpuProfile, type ProfileSummary } from './profile-summary.js';
 export { buildWorkload, postBatch, ZipfSampler, percentile } from './workload.js';
 export {
   benchConversations,

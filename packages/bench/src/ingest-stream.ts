@@ -1,7 +1,6 @@
-import net from 'node:net';
 import { BadgeService } from '@bubble/badges';
 import { systemClock } from '@bubble/protocol';
-import { INGEST_GROUP, RedisKeys, RedisStore } from '@bubble/store';
+import { RedisKeys, RedisStore } from '@bubble/store';
 import { startRedisServer, type RoleProcess } from '@bubble/test-utils';
 import { Redis } from 'ioredis';
 import { RawHttpConnection, httpRequest } from './http-client.js';
@@ -17,6 +16,8 @@ import {
   sleep,
   startGateway,
 } from './live-stack.js';
+import { BacklogSampler } from './ingest-backlog-sampler.js';
+import { RespConnection, xaddPostHead } from './resp-connection.js';
 import { commandUsec, redisCpuSeconds } from './redis-probe.js';
 import { buildWorkload, percentile } from './workload.js';
 
@@ -358,170 +359,6 @@ export async function benchIngestStream(partial: Partial<IngestStreamOptions> = 
   }
   if (options.profileDir) figures.profiles = await logProfiles(options.profileDir, stamp, log);
   return figures;
-}
-
-/**
- * The consumer group's backlog, read from Redis itself (not from the gateway's metrics):
- * `XINFO GROUPS` for the last delivered id, `XPENDING` for the oldest pending entry and
- * `XRANGE (last-delivered` for the oldest entry not yet delivered.
- */
-class BacklogSampler {
-  lastDelivered = '0-0';
-  pending = 0;
-  /** Entries appended and delivered to the group (`entries-read`). */
-  delivered = 0;
-  maxAgeMs = 0;
-  maxUndelivered = 0;
-  maxPending = 0;
-  samples = 0;
-  private running = false;
-
-  constructor(
-    private readonly redis: Redis,
-    private readonly key: string,
-  ) {}
-
-  resetMax(): void {
-    this.maxAgeMs = 0;
-    this.maxUndelivered = 0;
-    this.maxPending = 0;
-    this.samples = 0;
-  }
-
-  async run(everyMs: number): Promise<void> {
-    this.running = true;
-    while (this.running) {
-      await this.sample();
-      await sleep(everyMs);
-    }
-  }
-
-  stop(): void {
-    this.running = false;
-  }
-
-  async sample(): Promise<void> {
-    const now = Date.now();
-    const groups = (await this.redis.xinfo('GROUPS', this.key).catch(() => [])) as unknown[][];
-    const group = groups.map(fields).find((g) => g.name === INGEST_GROUP);
-    if (!group) return;
-    this.lastDelivered = String(group['last-delivered-id']);
-    this.pending = Number(group.pending);
-    this.delivered = Number(group['entries-read'] ?? 0);
-    const lag = group.lag === null || group.lag === undefined ? 0 : Number(group.lag);
-    const [summary, next] = await Promise.all([
-      this.redis.xpending(this.key, INGEST_GROUP) as Promise<
-        [number, string | null, string | null]
-      >,
-      this.redis.xrange(this.key, `(${this.lastDelivered}`, '+', 'COUNT', 1),
-    ]);
-    let oldest = Infinity;
-    if (summary[1]) oldest = idMs(summary[1]);
-    if (next[0]) oldest = Math.min(oldest, idMs(next[0][0]));
-    this.samples++;
-    if (oldest !== Infinity) this.maxAgeMs = Math.max(this.maxAgeMs, now - oldest);
-    this.maxUndelivered = Math.max(this.maxUndelivered, lag);
-    this.maxPending = Math.max(this.maxPending, this.pending);
-  }
-}
-
-/** `XADD <key> * v 1 op post body` in RESP, up to the body's bulk string (an ASCII body follows). */
-function xaddPostHead(key: string): string {
-  return (
-    `*9\r\n$4\r\nXADD\r\n$${Buffer.byteLength(key)}\r\n${key}\r\n$1\r\n*\r\n` +
-    `$1\r\nv\r\n$1\r\n1\r\n$2\r\nop\r\n$4\r\npost\r\n$4\r\nbody\r\n`
-  );
-}
-
-/**
- * A raw RESP connection for the producer: a pipeline of XADDs is one string written at once and
- * its answers are read as bulk strings, a few times cheaper per entry than a client library's
- * command objects, so the producer does not share the cores with the gateway more than needed.
- */
-class RespConnection {
-  private buffered: Buffer | null = null;
-  private readonly batches: {
-    left: number;
-    done: (lastId: string) => void;
-    fail: (err: Error) => void;
-  }[] = [];
-
-  private constructor(private readonly socket: net.Socket) {
-    socket.setNoDelay(true);
-    socket.on('data', (chunk: Buffer) => this.receive(chunk));
-    socket.on('error', (err) => this.failAll(err));
-    socket.on('close', () => this.failAll(new Error('redis connection closed')));
-  }
-
-  static connect(url: string): Promise<RespConnection> {
-    const { hostname, port } = new URL(url);
-    return new Promise((resolve, reject) => {
-      const socket = net.connect({ host: hostname, port: Number(port) });
-      socket.once('connect', () => {
-        socket.off('error', reject);
-        resolve(new RespConnection(socket));
-      });
-      socket.once('error', reject);
-    });
-  }
-
-  /**
-   * Writes `count` XADDs encoded in `commands`; resolves with the id the last was given (only
-   * that one is decoded: the others are counted).
-   */
-  send(commands: string, count: number): Promise<string> {
-    return new Promise((done, fail) => {
-      this.batches.push({ left: count, done, fail });
-      this.socket.write(commands);
-    });
-  }
-
-  close(): void {
-    this.socket.destroy();
-  }
-
-  private failAll(err: Error): void {
-    for (const batch of this.batches.splice(0)) batch.fail(err);
-  }
-
-  private receive(chunk: Buffer): void {
-    const data = this.buffered ? Buffer.concat([this.buffered, chunk]) : chunk;
-    let pos = 0;
-    while (pos < data.length) {
-      const type = data[pos];
-      if (type === 0x2d /* - */) {
-        const lineEnd = data.indexOf('\r\n', pos);
-        if (lineEnd < 0) break;
-        this.failAll(new Error(`XADD refused: ${data.toString('utf8', pos + 1, lineEnd)}`));
-        this.socket.destroy();
-        return;
-      }
-      // "$<length>\r\n<id>\r\n": the length read digit by digit.
-      let at = pos + 1;
-      let length = 0;
-      while (at < data.length && data[at] !== 0x0d) length = length * 10 + data[at++]! - 0x30;
-      const next = at + 2 + length + 2;
-      if (at >= data.length || next > data.length) break;
-      pos = next;
-      const batch = this.batches[0];
-      if (!batch) continue;
-      if (--batch.left === 0) {
-        this.batches.shift();
-        batch.done(data.toString('latin1', at + 2, at + 2 + length));
-      }
-    }
-    this.buffered = pos < data.length ? Buffer.from(data.subarray(pos)) : null;
-  }
-}
-
-function fields(flat: unknown[]): Record<string, unknown> {
-  const record: Record<string, unknown> = {};
-  for (let i = 0; i + 1 < flat.length; i += 2) record[String(flat[i])] = flat[i + 1];
-  return record;
-}
-
-function idMs(id: string): number {
-  return Number(id.slice(0, id.indexOf('-')));
 }
 
 /** Orders two stream ids ("ms-seq"). */

@@ -1,5 +1,5 @@
 import { mkdtemp, rm } from 'node:fs/promises';
-import os, { tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DAY_MS, HOUR_MS, poolOf } from '@bubble/protocol';
 import type { RoleProcess } from '@bubble/test-utils';
@@ -33,78 +33,16 @@ import { spawnProbedCore, type ProbeReader, type ProbeRecord } from './probe-rea
 import { logProfiles } from './profile-summary.js';
 import { redisCpuSeconds } from './redis-probe.js';
 import { pushFigures, readPushMetrics, type PushSnapshot } from './push-metrics.js';
-import {
-  buildScenarioWorkload,
-  percentile,
-  type Workload,
-  type ScenarioWorkloadOptions,
-} from './workload.js';
+import { buildScenarioWorkload, percentile, type Workload } from './workload.js';
 import { measureCeiling, WS_CEILING_DEFAULTS, type CeilingFigures } from './ws-ceiling.js';
 import type { WsBatch, WsConnectResult, WsReport } from './ws-driver.js';
-
-export interface LatencyOptions extends ScenarioWorkloadOptions {
-  pools: number;
-  /** BUBBLE_TICK of the server and core children, ms. */
-  tickMs: number;
-  postsPerSec: number;
-  /** Ingest calls per second (the posts of a second are split over them). */
-  callsPerSec: number;
-  warmupSeconds: number;
-  seconds: number;
-  /** Time allowed after the last measured call for its pushes to arrive. */
-  drainSeconds: number;
-  /** Driver processes the clients are spread over. */
-  drivers: number;
-  /** Clients per local source address (the gateway limits new connections per address). */
-  perAddress: number;
-  connectConcurrency: number;
-  connectSeconds: number;
-  /** Who posts (WorkloadOptions.activity); `popularity` is the figure of the table. */
-  activity: 'popularity' | 'independent';
-  /** Write CPU profiles of the gateway, core and server children here. */
-  profileDir: string | undefined;
-  /** The bare `ws` ceiling measured after the bubble phase, with the same drivers. */
-  ceilingWarmupSeconds: number;
-  ceilingSeconds: number;
-  /** Off for push-peers, which measures bare `ws` its own way. */
-  ceiling: boolean;
-  /** ws-driver processes of the caller's to use (and leave running) instead of forking new ones. */
-  sharedDrivers: DriverHandle[] | undefined;
-}
-
-export const LATENCY_DEFAULTS: LatencyOptions = {
-  users: 10_000,
-  authors: 50_000,
-  windowPosts: 200_000,
-  followMedian: 150,
-  followCap: 2000,
-  pools: 100,
-  tickMs: 100,
-  postsPerSec: 1000,
-  callsPerSec: 10,
-  warmupSeconds: 10,
-  seconds: 60,
-  drainSeconds: 10,
-  drivers: 2,
-  perAddress: 40,
-  connectConcurrency: 100,
-  // Opening 10k sockets takes minutes on a loaded 2-core machine.
-  connectSeconds: 480,
-  seed: 11,
-  activity: 'popularity',
-  profileDir: undefined,
-  ceilingWarmupSeconds: WS_CEILING_DEFAULTS.warmupSeconds,
-  ceilingSeconds: WS_CEILING_DEFAULTS.seconds,
-  ceiling: true,
-  sharedDrivers: undefined,
-  log: () => {},
-};
-
-/** bench.md "latency-moderate": who posts is drawn independently of who is followed. */
-export const LATENCY_MODERATE_DEFAULTS: LatencyOptions = {
-  ...LATENCY_DEFAULTS,
-  activity: 'independent',
-};
+import { ceilingFigures, sweepFigures, type RunFigures } from './latency-figures.js';
+import {
+  LATENCY_DEFAULTS,
+  LATENCY_MODERATE_DEFAULTS,
+  type LatencyOptions,
+} from './latency-options.js';
+import { clockOffset, mergeReports } from './ws-report.js';
 
 export function benchLatencyModerate(partial: Partial<LatencyOptions> = {}) {
   return benchLatency({ ...LATENCY_MODERATE_DEFAULTS, ...partial });
@@ -347,38 +285,6 @@ async function coreHolds(probe: ProbeReader, users: number, log: (line: string) 
   }
 }
 
-/** The driver's clock minus ours, from the exchange with the shortest round trip. */
-export async function clockOffset(
-  driver: DriverHandle,
-): Promise<{ offsetMs: number; rttMs: number }> {
-  let best = { offsetMs: 0, rttMs: Infinity };
-  for (let i = 0; i < 20; i++) {
-    const sent = wallNow();
-    const theirs = await driver.call<number>('clock');
-    const back = wallNow();
-    if (back - sent < best.rttMs)
-      best = { offsetMs: theirs - (sent + back) / 2, rttMs: back - sent };
-  }
-  return best;
-}
-
-interface RunFigures {
-  calls: number;
-  measuredCalls: number;
-  postsPerSec: number;
-  answerP50Ms: number;
-  answerP99Ms: number;
-  sweeps: ProbeRecord[];
-  cpu: Record<string, number | null>;
-  /** Of the gateway's CPU, the cores spent in the kernel (its socket writes and reads). */
-  gatewayKernelCores: number | null;
-  /** Times the gateway was descheduled while it could run, over the measured stretch. */
-  gatewayInvoluntarySwitches: number | null;
-  benchLag: { p50Ms: number; p99Ms: number; maxMs: number };
-  /** The gateway's own push-queue metrics over the measured stretch. */
-  pushQueue: ReturnType<typeof pushFigures> | null;
-}
-
 /**
  * Posts through POST /v1/posts, one call at a time (so the posts reach the post log in the
  * order they are announced), every 1/callsPerSec s; warm-up, then the measured stretch, then
@@ -523,154 +429,4 @@ function acceptedOf(body: Buffer): number {
   } catch {
     return -1;
   }
-}
-
-/**
- * bench.md's bars for `latency` beside the figures they are made of: CPU per frame against the
- * bare sender, p99 against what the machine needs (tick + sweep p99 + one frame to every user
- * at the ceiling's rate), and for `latency-moderate` the demand as a share of the ceiling.
- */
-function ceilingFigures(
-  options: LatencyOptions,
-  merged: ReturnType<typeof mergeReports>,
-  run: RunFigures,
-  sweeps: ReturnType<typeof sweepFigures>,
-  ceiling: CeilingFigures,
-) {
-  const gatewayFramesPerSec = merged.frames / Math.max(0.001, merged.seconds);
-  const gatewayCores = run.cpu.gateway ?? null;
-  const gatewayCpuUsPerFrame =
-    gatewayCores === null || gatewayFramesPerSec === 0
-      ? null
-      : round2((gatewayCores / gatewayFramesPerSec) * 1e6);
-  const minRoundMs = round2((options.users / ceiling.framesPerSec) * 1000);
-  const latencyBarMs = round2(1.25 * (options.tickMs + sweeps.sweepP99Ms + minRoundMs));
-  const gatewayKernelUsPerFrame =
-    run.gatewayKernelCores === null || gatewayFramesPerSec === 0
-      ? null
-      : round2((run.gatewayKernelCores / gatewayFramesPerSec) * 1e6);
-  const cpuPerFrameRatio =
-    gatewayCpuUsPerFrame === null
-      ? null
-      : round2(gatewayCpuUsPerFrame / ceiling.senderCpuUsPerFrame);
-  // Frames needed: one per routed change, had the gateway conflated none away.
-  const neededPerSec = run.pushQueue ? run.pushQueue.routed / Math.max(0.001, merged.seconds) : 0;
-  return {
-    gatewayFramesPerSec: Math.round(gatewayFramesPerSec),
-    ceilingFramesPerSec: ceiling.framesPerSec,
-    ceilingRatio: round2(gatewayFramesPerSec / ceiling.framesPerSec),
-    gatewayCpuUsPerFrame,
-    ceilingSenderCpuUsPerFrame: ceiling.senderCpuUsPerFrame,
-    cpuPerFrameRatio,
-    // Of each figure above, the part spent in the kernel: the socket writes a frame needs.
-    gatewayKernelUsPerFrame,
-    ceilingSenderKernelUsPerFrame: ceiling.senderKernelUsPerFrame,
-    // How often each was descheduled while it could run, per 1,000 frames it sent.
-    gatewayInvoluntarySwitchesPerKFrames:
-      run.gatewayInvoluntarySwitches === null || merged.frames === 0
-        ? null
-        : round2((run.gatewayInvoluntarySwitches / merged.frames) * 1000),
-    ceilingSenderInvoluntarySwitchesPerKFrames: ceiling.senderInvoluntarySwitchesPerKFrames,
-    // The bare sender paced to the gateway's frames/s in bursts a tick apart: not the bar's
-    // yardstick, which is the ceiling above; what the same writes cost at the gateway's rate.
-    ...(ceiling.paced && {
-      pacedSenderCpuUsPerFrame: ceiling.paced.senderCpuUsPerFrame,
-      pacedSenderKernelUsPerFrame: ceiling.paced.senderKernelUsPerFrame,
-      pacedSenderFramesPerSec: ceiling.paced.framesPerSec,
-      pacedCpuPerFrameRatio:
-        gatewayCpuUsPerFrame === null
-          ? null
-          : round2(gatewayCpuUsPerFrame / ceiling.paced.senderCpuUsPerFrame),
-    }),
-    cpuPerFrameBarMet: cpuPerFrameRatio !== null && cpuPerFrameRatio <= 1.5,
-    tickMs: options.tickMs,
-    minRoundMs,
-    latencyBar: `1.25 × (${options.tickMs} + ${sweeps.sweepP99Ms} + ${minRoundMs}) = ${latencyBarMs} ms against pushP99Ms ${merged.p99Ms}`,
-    latencyBarMs,
-    latencyBarMet: merged.p99Ms <= latencyBarMs,
-    framesNeededPerSec: Math.round(neededPerSec),
-    demandRatio: round2(neededPerSec / ceiling.framesPerSec),
-    moderateBarMet: merged.p99Ms <= 250,
-  };
-}
-
-/** The p-th percentile of a histogram of 0.1 ms buckets holding `samples` samples. */
-function histogramPercentile(histogram: Float64Array, samples: number, p: number): number {
-  const rank = Math.max(1, Math.ceil((p / 100) * samples));
-  let seen = 0;
-  for (let i = 0; i < histogram.length; i++) {
-    seen += histogram[i]!;
-    if (seen >= rank) return round2(i / 10);
-  }
-  return 0;
-}
-
-export function mergeReports(reports: WsReport[]) {
-  const histogram = new Float64Array(reports[0]?.histogram.length ?? 1);
-  const quietHistogram = new Float64Array(histogram.length);
-  let samples = 0;
-  let quietSamples = 0;
-  for (const r of reports) {
-    r.histogram.forEach((count, i) => (histogram[i]! += count));
-    r.quietHistogram.forEach((count, i) => (quietHistogram[i]! += count));
-    samples += r.samples;
-    quietSamples += r.quietSamples;
-  }
-  const at = (p: number) => histogramPercentile(histogram, samples, p);
-  const quietAt = (p: number) => histogramPercentile(quietHistogram, quietSamples, p);
-  let max = 0;
-  histogram.forEach((count, i) => {
-    if (count > 0) max = i;
-  });
-  const closes: Record<string, number> = {};
-  for (const r of reports) {
-    for (const [code, n] of Object.entries(r.closes)) closes[code] = (closes[code] ?? 0) + n;
-  }
-  const sum = (f: (r: WsReport) => number) => reports.reduce((total, r) => total + f(r), 0);
-  return {
-    samples,
-    quietSamples,
-    quietP50Ms: quietAt(50),
-    quietP99Ms: quietAt(99),
-    p50Ms: at(50),
-    p90Ms: at(90),
-    p99Ms: at(99),
-    maxMs: round2(max / 10),
-    frames: sum((r) => r.framesMeasured),
-    seconds: sum((r) => r.measuredSeconds) / Math.max(1, reports.length),
-    undelivered: sum((r) => r.undelivered),
-    beforeAnswer: sum((r) => r.beforeAnswer),
-    decreases: sum((r) => r.decreases),
-    closes,
-  };
-}
-
-/** The core's sweeps during the measured stretch, from its probe. */
-function sweepFigures(records: ProbeRecord[]) {
-  const durations = records.map((r) => r.report.durationMs).sort((a, b) => a - b);
-  const intervals = records
-    .slice(1)
-    .map((r, i) => r.report.at - records[i]!.report.at)
-    .sort((a, b) => a - b);
-  const changed = records.map((r) => r.report.changed).sort((a, b) => a - b);
-  const repaired =
-    records.length > 0
-      ? records.at(-1)!.report.driftRepaired - records[0]!.report.driftRepaired
-      : 0;
-  return {
-    sweeps: records.length,
-    sweepP50Ms: percentile(durations, 50),
-    sweepP99Ms: percentile(durations, 99),
-    sweepIntervalP50Ms: percentile(intervals, 50),
-    sweepIntervalP99Ms: percentile(intervals, 99),
-    changedPerSweep: percentile(changed, 50),
-    sweepRedisCmdsP50: percentile(
-      records.map((r) => r.commands).sort((a, b) => a - b),
-      50,
-    ),
-    driftRepairedInRun: repaired,
-    // BUBBLE_BENCH_NO_RECONCILE=1 (passed on to the core) turns it off, for diagnosis only.
-    reconciliation: process.env.BUBBLE_BENCH_NO_RECONCILE === '1' ? 'off (diagnostic)' : 'on',
-    loadAverage1m: round2(os.loadavg()[0]!),
-  };
 }

@@ -29,7 +29,7 @@ export interface ProfileSummary {
  * and self time per package. Inclusive time counts a function once per stack, also when it
  * recurses.
  */
-export async function summarizeCpuProfile(file: string, limit = 20): Promise<ProfileSummary> {
+async function summarizeCpuProfile(file: string, limit = 20): Promise<ProfileSummary> {
   const profile = JSON.parse(await readFile(file, 'utf8')) as CpuProfile;
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const selfUs = new Map<number, number>();
@@ -88,7 +88,7 @@ export async function summarizeCpuProfile(file: string, limit = 20): Promise<Pro
 }
 
 /** Profiles written into `dir` whose names start with `prefix`, newest last. */
-export async function profilesIn(dir: string, prefix: string): Promise<string[]> {
+async function profilesIn(dir: string, prefix: string): Promise<string[]> {
   const names = (await readdir(dir)).filter(
     (n) => n.startsWith(prefix) && n.endsWith('.cpuprofile'),
   );

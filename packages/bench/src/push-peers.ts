@@ -13,17 +13,13 @@ import { Redis } from 'ioredis';
 import { processCpuSeconds, processRssBytes } from './children.js';
 import { forkDriver, type DriverHandle } from './driver-process.js';
 import { wallNow } from './identity.js';
-import {
-  benchLatency,
-  clockOffset,
-  LATENCY_DEFAULTS,
-  mergeReports,
-  type LatencyOptions,
-} from './latency.js';
+import { benchLatency } from './latency.js';
+import { LATENCY_DEFAULTS, type LatencyOptions } from './latency-options.js';
 import { machineFacts, round2, sleep } from './live-stack.js';
 import { PEER_CHANGES_CHANNEL, peerBadge, type PeerKind } from './push-peer-server.js';
 import { buildScenarioWorkload, type Workload } from './workload.js';
 import type { WsBatch, WsConnectResult, WsReport } from './ws-driver.js';
+import { clockOffset, mergeReports } from './ws-report.js';
 
 export type PushPeersOptions = LatencyOptions;
 

@@ -1,3 +1,4 @@
+import { WEBHOOK_SOURCES, type WebhookSource } from '@bubble/events';
 import { parseCidrList, publicKeyAlgorithm } from '@bubble/gateway';
 import { z } from 'zod';
 import { ID_PATTERN } from '@bubble/protocol';
@@ -9,10 +10,6 @@ const ID_LIST = z.string().transform((value) =>
     .map((part) => part.trim())
     .filter((part) => part !== ''),
 );
-
-/** What BUBBLE_WEBHOOK_SOURCES may name: the sources whose changes reach a user without a socket. */
-export const WEBHOOK_SOURCES = ['conversations', 'counters', 'notices', 'reddots'] as const;
-export type WebhookSource = (typeof WEBHOOK_SOURCES)[number];
 
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 

@@ -11,7 +11,7 @@ export interface DevSecrets {
  * Development only: secrets generated once and kept in .bubble-dev/ (git-ignored) so that
  * restarts, `bubble token` and `bubble dev-env` agree without anything being configured.
  */
-export function devSecretsPath(cwd = process.cwd()): string {
+function devSecretsPath(cwd = process.cwd()): string {
   return join(cwd, '.bubble-dev', 'secrets.json');
 }
 

@@ -1,4 +1,4 @@
-export { main, parseDuration } from './main.js';
+export { main } from './main.js';
 export { shutdownDeadlineMs } from './shutdown.js';
 export { loadConfig, configSchema, ConfigError, type Config } from './config.js';
 export { startRole, type Role, type RunningRole } from './roles/roles.js';

@@ -8,16 +8,9 @@ import { urlOption } from './remote.js';
 import { startRole, type Role } from './roles/roles.js';
 import { developmentSecrets, resolveStartSecrets, tokenSecret } from './secrets.js';
 import { exitOnSignals, shutdownDeadlineMs } from './shutdown.js';
-import {
-  LIMITS,
-  durationOption,
-  formatSummary,
-  intOption,
-  numberOption,
-  prefixOption,
-  runSimulate,
-  type SimulateOptions,
-} from './simulate-command.js';
+import { durationOption, intOption, numberOption, prefixOption } from './option-parsers.js';
+import { formatSummary } from './sim-report.js';
+import { LIMITS, runSimulate, type SimulateOptions } from './simulate-command.js';
 import { runStatus, type StatusOptions } from './status-command.js';
 import { hasRedis } from './store-factory.js';
 import { runWebhookReceiver } from './webhook-receiver-command.js';
@@ -214,7 +207,7 @@ function printDevelopmentBanner(url: string, apiKey: string | null, host: string
   process.stderr.write(`${[...lines, '', ''].join('\n')}`);
 }
 
-export function parseDuration(text: string): number {
+function parseDuration(text: string): number {
   const match = /^(\d+)(s|m|h|d)?$/.exec(text.trim());
   if (!match) throw new InvalidArgumentError('use a number of seconds or 30s, 15m, 1h, 7d');
   const unit = { s: 1, m: 60, h: 3600, d: 86400 }[(match[2] ?? 's') as 's' | 'm' | 'h' | 'd'];

@@ -74,7 +74,7 @@ function infoField(info: string, name: string): string | null {
 }
 
 /** CONFIG GET where it is allowed, else INFO (managed Redis often renames or forbids CONFIG). */
-export async function readRedisSettings(node: Redis): Promise<RedisSettings> {
+async function readRedisSettings(node: Redis): Promise<RedisSettings> {
   try {
     const [maxmemoryPolicy, maxmemory, appendonly, save] = await Promise.all([
       configGet(node, 'maxmemory-policy'),

@@ -29,7 +29,7 @@ export function resolveBaseUrl(flag: string | undefined, config: Config): URL {
   return parseBaseUrl(text, origin);
 }
 
-export function parseBaseUrl(text: string, origin = '--url'): URL {
+function parseBaseUrl(text: string, origin = '--url'): URL {
   if (text.length > MAX_URL_LENGTH) throw new RemoteError(`${origin} is too long`);
   let url: URL;
   try {

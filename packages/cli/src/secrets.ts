@@ -5,7 +5,7 @@ import type { Role } from './roles/roles.js';
 import { hasRedis } from './store-factory.js';
 
 /** The floor for every secret outside development mode (HS256 wants a key of the hash's size). */
-export const MIN_SECRET_BYTES = 32;
+const MIN_SECRET_BYTES = 32;
 
 const SECRET_VARIABLES = ['BUBBLE_API_KEY', 'BUBBLE_JWT_SECRET'] as const;
 type SecretVariable = (typeof SECRET_VARIABLES)[number];
@@ -52,7 +52,7 @@ function tokenChecks(config: Config): Omit<AuthOptions, 'apiKey' | 'jwtSecret'> 
  * listens on loopback only) when a secret is missing, or anywhere with BUBBLE_DEV=1. On Redis
  * without the secrets and without BUBBLE_DEV=1 it stops, naming what is missing.
  */
-export function isDevelopmentMode(role: Role, config: Config): boolean {
+function isDevelopmentMode(role: Role, config: Config): boolean {
   if (role !== 'all') return false;
   if (isProduction(config)) {
     if (config.BUBBLE_DEV) {

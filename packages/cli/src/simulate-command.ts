@@ -1,12 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { mintToken } from '@bubble/gateway';
-import { CLOSE, mulberry32, TERMINAL_CLOSE_CODES } from '@bubble/protocol';
-import { InvalidArgumentError } from 'commander';
-import { WebSocket } from 'ws';
+import { mulberry32 } from '@bubble/protocol';
 import { loadConfig } from './config.js';
 import {
   RemoteError,
-  call,
   endpoint,
   errorMessage,
   keySource,
@@ -14,11 +11,12 @@ import {
   printable,
   resolveBaseUrl,
   showUrl,
-  unauthorized,
-  type CallResult,
 } from './remote.js';
 import { tokenSecret } from './secrets.js';
+import { SimCalls } from './sim-calls.js';
+import { SIM_REQUEST_TIMEOUT_MS, SimClient } from './sim-client.js';
 import { followGraph, shuffled, ZipfSampler } from './sim-graph.js';
+import { newSimStats, type SimulationSummary, type StopCause } from './sim-report.js';
 import { fetchCluster } from './status-command.js';
 
 /**
@@ -58,88 +56,8 @@ const POLLS_PER_SECOND = 5;
 /** The gateway admits a burst of 50 new connections per address, then 20/s: stay under it. */
 const CONNECT_BURST = 40;
 const CONNECTS_PER_SECOND = 15;
-const REQUEST_TIMEOUT_MS = 10_000;
 const STOP_GRACE_MS = 3000;
 const MAX_ERROR_SAMPLES = 8;
-
-/** For commander: an integer within [min, max]. */
-export function intOption(min: number, max: number) {
-  return (text: string): number => {
-    const value = Number(text);
-    if (!/^\d+$/.test(text.trim()) || !Number.isSafeInteger(value) || value < min || value > max) {
-      throw new InvalidArgumentError(`an integer from ${min} to ${max}`);
-    }
-    return value;
-  };
-}
-
-/** For commander: a number within [min, max] (decimals allowed). */
-export function numberOption(min: number, max: number) {
-  return (text: string): number => {
-    const value = Number(text);
-    if (!/^\d+(\.\d+)?$/.test(text.trim()) || value < min || value > max) {
-      throw new InvalidArgumentError(`a number from ${min} to ${max}`);
-    }
-    return value;
-  };
-}
-
-/** For commander: 90, 90s, 15m, 2h → seconds, within [min, max]. */
-export function durationOption(min: number, max: number) {
-  return (text: string): number => {
-    const match = /^(\d{1,9})(s|m|h)?$/.exec(text.trim());
-    if (!match) throw new InvalidArgumentError('use seconds, or e.g. 30s, 15m, 1h');
-    const seconds = Number(match[1]) * { s: 1, m: 60, h: 3600 }[(match[2] ?? 's') as 's'];
-    if (seconds < min || seconds > max) {
-      throw new InvalidArgumentError(`between ${min} s and ${max / 3600} h`);
-    }
-    return seconds;
-  };
-}
-
-export function prefixOption(text: string): string {
-  if (!/^[A-Za-z0-9_.:@-]{1,24}$/.test(text)) {
-    throw new InvalidArgumentError('1 to 24 characters of [A-Za-z0-9_.:@-]');
-  }
-  return text;
-}
-
-/** What ended the run: its duration, Ctrl-C / SIGTERM, or the gateway refusing the key. */
-export type StopCause = 'duration' | 'signal' | 'unauthorized';
-
-interface Stats {
-  follows: number;
-  postsSent: number;
-  accepted: number;
-  ignored: number;
-  pushes: number;
-  initialBadges: number;
-  reads: number;
-  polls: number;
-  connected: number;
-  peakConnected: number;
-  reconnects: number;
-  throttled: number;
-  errors: number;
-  errorSamples: Map<string, number>;
-}
-
-export interface SimulationSummary {
-  url: string;
-  seed: number;
-  users: number;
-  follows: number;
-  clients: { target: number; connectedAtEnd: number; peak: number; reconnects: number };
-  durationS: number;
-  stoppedBy: StopCause;
-  posts: { sent: number; accepted: number; ignored: number; perSecond: number };
-  pushes: { received: number; perSecond: number };
-  initialBadges: number;
-  reads: number;
-  polls: number;
-  throttled: number;
-  errors: { total: number; samples: Record<string, number> };
-}
 
 export async function runSimulate(options: SimulateOptions): Promise<SimulationSummary> {
   if (options.clients > options.users) {
@@ -165,22 +83,7 @@ export async function runSimulate(options: SimulateOptions): Promise<SimulationS
 }
 
 class Simulation {
-  private readonly stats: Stats = {
-    follows: 0,
-    postsSent: 0,
-    accepted: 0,
-    ignored: 0,
-    pushes: 0,
-    initialBadges: 0,
-    reads: 0,
-    polls: 0,
-    connected: 0,
-    peakConnected: 0,
-    reconnects: 0,
-    throttled: 0,
-    errors: 0,
-    errorSamples: new Map(),
-  };
+  private readonly stats = newSimStats();
   private readonly stop = new AbortController();
   private stoppedBy: StopCause = 'duration';
   /** Sockets open when the run ended, before they were closed. */
@@ -190,7 +93,7 @@ class Simulation {
   private readonly runId = `${Date.now().toString(36)}${randomBytes(3).toString('hex')}`;
   private postSeq = 0;
   private readonly clients: SimClient[] = [];
-  private readonly tokens = new Map<string, string>();
+  private readonly calls: SimCalls;
   private readonly inFlight = new Set<Promise<unknown>>();
   private readonly tty = process.stderr.isTTY === true;
 
@@ -199,8 +102,17 @@ class Simulation {
     private readonly base: URL,
     private readonly apiKey: string,
     private readonly keyFrom: string,
-    private readonly mint: (user: string, ttlSeconds: number) => Promise<string>,
+    mint: (user: string, ttlSeconds: number) => Promise<string>,
   ) {
+    this.calls = new SimCalls(base, apiKey, keyFrom, mint, {
+      signal: this.stop.signal,
+      fail: (message) => this.fail(message),
+      throttled: () => this.stats.throttled++,
+      unauthorized: () => {
+        this.stoppedBy = 'unauthorized';
+        this.stop.abort();
+      },
+    });
     this.random = mulberry32(options.seed ^ 0x5eed);
     const width = String(options.users - 1).length;
     this.ids = Array.from(
@@ -239,7 +151,12 @@ class Simulation {
 
   /** Reachable, and the key accepted: otherwise stop now with a clear message. */
   private async preflight(): Promise<void> {
-    const cluster = await fetchCluster(this.base, this.apiKey, this.keyFrom, REQUEST_TIMEOUT_MS);
+    const cluster = await fetchCluster(
+      this.base,
+      this.apiKey,
+      this.keyFrom,
+      SIM_REQUEST_TIMEOUT_MS,
+    );
     const o = this.options;
     this.log(
       `simulating against ${showUrl(this.base)} (leader ${cluster.leader === null ? 'none' : printable(cluster.leader)}, ` +
@@ -257,7 +174,7 @@ class Simulation {
       while (next < graph.length && !this.stop.signal.aborted) {
         const user = next++;
         const authors = graph[user]!.map((a) => this.ids[a]!);
-        const result = await this.platform('PUT', `v1/users/${this.ids[user]}/follows`, {
+        const result = await this.calls.platform('PUT', `v1/users/${this.ids[user]}/follows`, {
           authors,
         });
         if (result?.status === 204) this.stats.follows += authors.length;
@@ -284,7 +201,9 @@ class Simulation {
     wsUrl.protocol = wsUrl.protocol === 'https:' ? 'wss:' : 'ws:';
     for (const index of order.slice(0, o.clients)) {
       const user = this.ids[index]!;
-      this.clients.push(new SimClient(user, await this.token(user, ttl), wsUrl, this.stats, this));
+      this.clients.push(
+        new SimClient(user, await this.calls.token(user, ttl), wsUrl, this.stats, this),
+      );
     }
     const authors = new ZipfSampler(o.users);
     const startedAt = Date.now();
@@ -354,9 +273,11 @@ class Simulation {
       started++;
       this.track(
         'reads',
-        this.asUser('POST', 'v1/badge/read', client.user, ttl, { scope: 'feed' }).then((ok) => {
-          if (ok) this.stats.reads++;
-        }),
+        this.calls
+          .asUser('POST', 'v1/badge/read', client.user, ttl, { scope: 'feed' })
+          .then((ok) => {
+            if (ok) this.stats.reads++;
+          }),
       );
     }
   }
@@ -367,7 +288,7 @@ class Simulation {
       const user = this.ids[Math.floor(this.random() * this.ids.length)]!;
       this.track(
         'reads',
-        this.asUser('GET', 'v1/badge', user, ttl).then((ok) => {
+        this.calls.asUser('GET', 'v1/badge', user, ttl).then((ok) => {
           if (ok) this.stats.polls++;
         }),
       );
@@ -376,7 +297,7 @@ class Simulation {
 
   private async post(posts: Array<{ author: string; id: string; ts: number }>): Promise<void> {
     this.stats.postsSent += posts.length;
-    const result = await this.platform('POST', 'v1/posts', { posts });
+    const result = await this.calls.platform('POST', 'v1/posts', { posts });
     if (!result) return;
     if (result.status !== 202) {
       this.fail(`POST /v1/posts: ${errorMessage(result)}`);
@@ -389,73 +310,6 @@ class Simulation {
     } catch {
       this.fail('POST /v1/posts: an answer that is not JSON');
     }
-  }
-
-  /** A platform call; null when it could not be made (counted as an error, or stopping). */
-  private async platform(method: string, path: string, body?: unknown): Promise<CallResult | null> {
-    try {
-      const result = await call(endpoint(this.base, path), {
-        method,
-        body,
-        headers: { 'x-api-key': this.apiKey },
-        timeoutMs: REQUEST_TIMEOUT_MS,
-        maxBytes: 64 * 1024,
-        signal: this.stop.signal,
-      });
-      if (result.status === 401 || result.status === 403) {
-        // The key was good at the start: a changed key ends the run.
-        this.fail(unauthorized(this.base, result, this.keyFrom).message);
-        this.stoppedBy = 'unauthorized';
-        this.stop.abort();
-        return null;
-      }
-      return result;
-    } catch (err) {
-      if (!this.stop.signal.aborted) this.fail((err as Error).message);
-      return null;
-    }
-  }
-
-  /** A call with the user's JWT (Authorization header only); true on a 2xx. */
-  private async asUser(
-    method: string,
-    path: string,
-    user: string,
-    ttl: number,
-    body?: unknown,
-  ): Promise<boolean> {
-    try {
-      const result = await call(endpoint(this.base, path), {
-        method,
-        body,
-        headers: { authorization: `Bearer ${await this.token(user, ttl)}` },
-        timeoutMs: REQUEST_TIMEOUT_MS,
-        maxBytes: 64 * 1024,
-        signal: this.stop.signal,
-      });
-      if (result.status === 429 || result.status === 503) {
-        this.stats.throttled++;
-        return false;
-      }
-      if (result.status >= 300) {
-        this.fail(`${method} /${path}: ${errorMessage(result)}`);
-        return false;
-      }
-      return true;
-    } catch (err) {
-      if (!this.stop.signal.aborted) this.fail((err as Error).message);
-      return false;
-    }
-  }
-
-  private async token(user: string, ttl: number): Promise<string> {
-    let token = this.tokens.get(user);
-    if (!token) {
-      token = await this.mint(user, ttl);
-      if (this.tokens.size >= 20_000) this.tokens.clear();
-      this.tokens.set(user, token);
-    }
-    return token;
   }
 
   private readonly kinds = new Map<Promise<unknown>, string>();
@@ -546,132 +400,6 @@ class Simulation {
   }
 }
 
-/** One simulated app: a socket for its user, reconnecting with backoff like the SDK would. */
-class SimClient {
-  private ws: WebSocket | undefined;
-  private state: 'idle' | 'connecting' | 'open' | 'done' = 'idle';
-  private retryAt = 0;
-  private failures = 0;
-  private queued = true;
-  private refusedStatus: number | undefined;
-  /** The feed count of the newest badge received. */
-  feed = 0;
-
-  constructor(
-    readonly user: string,
-    private readonly token: string,
-    private readonly url: URL,
-    private readonly stats: Stats,
-    private readonly sim: { fail(message: string): void; readonly stopping: boolean },
-  ) {}
-
-  isIdle(): boolean {
-    return this.state === 'idle';
-  }
-
-  isOpen(): boolean {
-    return this.state === 'open';
-  }
-
-  /** True once when an idle client's backoff has passed: it goes back in the connect queue. */
-  wantsConnect(now: number): boolean {
-    if (this.state !== 'idle' || this.queued || now < this.retryAt) return false;
-    this.queued = true;
-    return true;
-  }
-
-  connect(): void {
-    this.queued = false;
-    this.state = 'connecting';
-    this.refusedStatus = undefined;
-    let first = true;
-    let opened = false;
-    const ws = new WebSocket(this.url, {
-      headers: { authorization: `Bearer ${this.token}` },
-      handshakeTimeout: REQUEST_TIMEOUT_MS,
-      maxPayload: 1024 * 1024,
-      perMessageDeflate: false,
-      followRedirects: false,
-    });
-    this.ws = ws;
-    ws.on('unexpected-response', (_req, res) => {
-      this.refusedStatus = res.statusCode;
-      res.resume();
-      ws.terminate();
-    });
-    ws.on('open', () => {
-      opened = true;
-      this.state = 'open';
-      this.failures = 0;
-      this.stats.connected++;
-      this.stats.peakConnected = Math.max(this.stats.peakConnected, this.stats.connected);
-    });
-    ws.on('message', (data, isBinary) => {
-      if (isBinary) return this.sim.fail('a binary frame from the gateway');
-      let frame: { type?: unknown; badge?: { feed?: unknown }; code?: unknown; message?: unknown };
-      try {
-        frame = JSON.parse(data.toString()) as typeof frame;
-      } catch {
-        return this.sim.fail('a frame that is not JSON');
-      }
-      if (frame.type === 'badge') {
-        if (first) this.stats.initialBadges++;
-        else this.stats.pushes++;
-        first = false;
-        const feed = frame.badge?.feed;
-        this.feed = typeof feed === 'number' ? feed : 0;
-      } else if (frame.type === 'error') {
-        this.sim.fail(`WebSocket error frame: ${String(frame.code)}: ${String(frame.message)}`);
-      }
-    });
-    ws.on('error', (err) => {
-      if (this.sim.stopping || this.refusedStatus !== undefined) return;
-      this.sim.fail(`WebSocket: ${err.message}`);
-    });
-    ws.on('close', (code) => {
-      if (opened) this.stats.connected--;
-      this.ws = undefined;
-      if (this.sim.stopping || this.state === 'done') {
-        this.state = 'done';
-        return;
-      }
-      const refused = this.refusedStatus;
-      if (refused === 429 || refused === 503) {
-        this.stats.throttled++;
-      } else if (refused !== undefined) {
-        this.sim.fail(`WebSocket upgrade refused with HTTP ${refused}`);
-        if (refused === 401 || refused === 403 || refused === 404) {
-          this.state = 'done';
-          return;
-        }
-      } else if (opened && TERMINAL_CLOSE_CODES.has(code)) {
-        this.sim.fail(`WebSocket closed with ${code}`);
-        this.state = 'done';
-        return;
-      } else if (opened && code !== CLOSE.goingAway && code !== CLOSE.overloaded) {
-        this.sim.fail(`WebSocket lost (${code})`);
-      }
-      if (opened) this.stats.reconnects++;
-      this.failures++;
-      this.state = 'idle';
-      this.retryAt = Date.now() + Math.min(10_000, 250 * 2 ** Math.min(this.failures, 6));
-    });
-  }
-
-  /** Closes with 1000 and waits (bounded) for the close to complete. */
-  async close(): Promise<void> {
-    this.state = 'done';
-    const ws = this.ws;
-    if (!ws) return;
-    const closed = new Promise<void>((resolve) => ws.once('close', () => resolve()));
-    if (ws.readyState === WebSocket.CONNECTING) ws.terminate();
-    else ws.close(1000, 'simulation over');
-    const timer = setTimeout(() => ws.terminate(), 2000);
-    await closed;
-    clearTimeout(timer);
-  }
-}
-
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     if (signal?.aborted) return resolve();
@@ -683,26 +411,4 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     }
     signal?.addEventListener('abort', done, { once: true });
   });
-}
-
-const STOP_CAUSES: Record<StopCause, string> = {
-  duration: 'its duration',
-  signal: 'a signal',
-  unauthorized: 'the gateway refusing the API key',
-};
-
-/** The summary as people read it. */
-export function formatSummary(s: SimulationSummary): string {
-  const lines = [
-    `simulation against ${s.url} (seed ${s.seed}), ${s.durationS} s, stopped by ${STOP_CAUSES[s.stoppedBy]}`,
-    `  users          ${s.users} (${s.follows} follows)`,
-    `  clients        ${s.clients.connectedAtEnd}/${s.clients.target} connected at the end, peak ${s.clients.peak}, ${s.clients.reconnects} reconnects`,
-    `  posts          ${s.posts.sent} sent (${s.posts.perSecond}/s), ${s.posts.accepted} accepted, ${s.posts.ignored} ignored`,
-    `  pushes         ${s.pushes.received} received (${s.pushes.perSecond}/s), plus ${s.initialBadges} initial badges`,
-    `  reads · polls  ${s.reads} · ${s.polls}`,
-    `  throttled      ${s.throttled}`,
-    `  errors         ${s.errors.total}`,
-  ];
-  for (const [message, n] of Object.entries(s.errors.samples)) lines.push(`    ${n}× ${message}`);
-  return `${lines.join('\n')}\n`;
 }

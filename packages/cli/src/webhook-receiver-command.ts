@@ -24,7 +24,7 @@ export interface WebhookReceiverOptions {
   print?: (line: string) => void;
 }
 
-export async function startWebhookReceiver(options: WebhookReceiverOptions): Promise<Server> {
+async function startWebhookReceiver(options: WebhookReceiverOptions): Promise<Server> {
   const print = options.print ?? ((line: string) => process.stdout.write(`${line}\n`));
   const seen = new Set<string>();
   const server = createServer((req, res) => {

@@ -1,5 +1,6 @@
 import { CLOSE, isNewer, TERMINAL } from './contract.js';
 import { Emitter } from './emitter.js';
+import { httpError, isBadge } from './responses.js';
 import {
   BubbleClientError,
   type Badge,
@@ -34,28 +35,6 @@ const list = (urls: string | readonly string[]): string[] =>
 
 /** Entry `i` of a non-empty list, cyclically (the first one for i < 0). */
 const pick = (urls: string[], i: number): string => urls[Math.max(i, 0) % urls.length]!;
-
-const isBadge = (value: unknown): value is Badge =>
-  typeof value === 'object' &&
-  value !== null &&
-  typeof (value as Badge).epoch === 'string' &&
-  typeof (value as Badge).version === 'number';
-
-async function httpError(res: FetchResponseLike): Promise<BubbleClientError> {
-  let body: { error?: { code?: unknown; message?: unknown } } | undefined;
-  try {
-    body = (await res.json()) as typeof body;
-  } catch {
-    // not JSON: keep the status alone
-  }
-  const code = body?.error?.code;
-  const message = body?.error?.message;
-  return new BubbleClientError(
-    typeof code === 'string' ? code : 'http',
-    typeof message === 'string' ? message : `HTTP ${res.status}`,
-    { status: res.status },
-  );
-}
 
 /**
  * Holds the user's badge up to date: one WebSocket authenticated with a first `auth` frame,

@@ -2,17 +2,18 @@ export {
   freePort,
   startRedisServer,
   restartRedisServer,
-  startRedisCluster,
-  waitFor,
-  uniquePrefix,
   type RedisServerOptions,
   type RedisServerHandle,
+} from './redis-server.js';
+export {
+  startRedisCluster,
   type RedisClusterNode,
   type RedisClusterHandle,
   type RedisClusterOptions,
   type ClusterTopology,
-  type WaitForOptions,
-} from './redis-server.js';
+} from './redis-cluster.js';
+export { waitFor, type WaitForOptions } from './wait-for.js';
+export { uniquePrefix } from './unique-prefix.js';
 export {
   BUBBLE_BIN,
   BubbleProcess,

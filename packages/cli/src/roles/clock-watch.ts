@@ -3,7 +3,7 @@ import type { ClockListeners } from '@bubble/store';
 import type { Logger } from 'pino';
 
 /** Beyond this, the host's clock is worth an operator's look (the roles do not depend on it). */
-export const CLOCK_OFFSET_WARN_MS = 1_000;
+const CLOCK_OFFSET_WARN_MS = 1_000;
 
 /**
  * What the store clock's samples feed: bubble_clock_offset_seconds, and a warning each time

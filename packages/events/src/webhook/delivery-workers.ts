@@ -10,12 +10,12 @@ import {
   type WebhookJobEntry,
   type WebhookQueueStats,
 } from '@bubble/store';
-import { Cluster } from 'ioredis';
 import pino, { type Logger } from 'pino';
 import { Registry } from 'prom-client';
-import { sourceOfJob } from './offline-jobs.js';
+import { parseJob, sourceOfJob } from './offline-jobs.js';
 import { WebhookMetrics } from './webhook-metrics.js';
-import { backoffMs, postDelivery, webhookTarget, type WebhookTarget } from './webhook-request.js';
+import { backoffMs } from '../backoff.js';
+import { postDelivery, webhookTarget, type WebhookTarget } from './webhook-request.js';
 
 export interface DeliveryWorkersOptions {
   /** BUBBLE_WEBHOOK_URL; credentials in it become a Basic Authorization header. */
@@ -126,7 +126,8 @@ class Workers implements DeliveryWorkers {
     if (!Number.isInteger(this.o.batchSize) || this.o.batchSize < 1 || this.o.batchSize > MAX_BATCH)
       throw new RangeError(`batchSize must be 1 to ${MAX_BATCH}`);
     this.queue = new RedisWebhookQueue(redis, keys);
-    this.reader = redis instanceof Cluster ? redis.duplicate() : redis.duplicate();
+    // A cluster duplicates into a cluster; the union's two duplicate() signatures just don't unify.
+    this.reader = (redis as { duplicate(): RedisClient }).duplicate();
     // The blocking read's connection: its failures show as failed reads.
     this.reader.on('error', () => {});
     this.target = webhookTarget(options.url);
@@ -468,31 +469,6 @@ class Workers implements DeliveryWorkers {
 function usersOf(body: string): string[] {
   const parsed = JSON.parse(body) as { deliveries: Array<{ user: string }> };
   return parsed.deliveries.map((d) => d.user);
-}
-
-function parseJob(text: string | null): OfflineJob | null {
-  if (text === null) return null;
-  try {
-    const job = JSON.parse(text) as OfflineJob;
-    switch (job?.kind) {
-      case 'conversation':
-        return typeof job.conversation === 'string' &&
-          Number.isFinite(job.maxSeq) &&
-          Array.isArray(job.senders)
-          ? job
-          : null;
-      case 'notice':
-        return Number.isFinite(job.id) ? job : null;
-      case 'reddot':
-        return typeof job.name === 'string' ? job : null;
-      case 'user':
-        return typeof job.user === 'string' && job.source === 'counters' ? job : null;
-      default:
-        return null;
-    }
-  } catch {
-    return null;
-  }
 }
 
 function withoutUndefined<T extends object>(value: T): T {

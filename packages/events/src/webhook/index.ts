@@ -4,12 +4,15 @@ export {
   type DeliveryWorkersOptions,
   type WebhookDelivery,
 } from './delivery-workers.js';
-export { redisOfflineJobs, sourceOfJob, type WebhookSource } from './offline-jobs.js';
+export {
+  redisOfflineJobs,
+  sourceOfJob,
+  WEBHOOK_SOURCES,
+  type WebhookSource,
+} from './offline-jobs.js';
 export { signWebhook, verifyWebhook, SIGNATURE_TOLERANCE_S } from './signature.js';
 export { WebhookMetrics } from './webhook-metrics.js';
 export {
-  backoffMs,
-  parseRetryAfter,
   postDelivery,
   webhookTarget,
   type RequestOutcome,

@@ -78,7 +78,7 @@ export async function postDelivery(
 }
 
 /** Retry-After in seconds or as an HTTP date, in ms from now; null when absent or unreadable. */
-export function parseRetryAfter(value: string | null, nowMs = Date.now()): number | null {
+function parseRetryAfter(value: string | null, nowMs = Date.now()): number | null {
   if (value === null || value.trim() === '') return null;
   const text = value.trim();
   let ms: number;
@@ -90,10 +90,4 @@ export function parseRetryAfter(value: string | null, nowMs = Date.now()): numbe
     ms = at - nowMs;
   }
   return Math.min(RETRY_AFTER_MAX_MS, Math.max(0, ms));
-}
-
-/** Exponential backoff with full jitter: uniform in [0, min(max, base · 2^(attempt − 1))). */
-export function backoffMs(attempt: number, baseMs: number, maxMs: number, random = Math.random) {
-  const ceiling = Math.min(maxMs, baseMs * 2 ** Math.min(attempt - 1, 40));
-  return Math.floor(random() * ceiling);
 }
