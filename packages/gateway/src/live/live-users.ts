@@ -1,12 +1,16 @@
-import { FrameStem, type BadgeService } from '@bubble/badges';
-import { BubbleError, isNewerBadge, poolOf, type Badge } from '@bubble/protocol';
+import type { BadgeService, MissedReason } from '@bubble/badges';
 import {
+  BubbleError,
   ChangeList,
+  FrameStem,
   epochCode,
+  isNewerBadge,
+  isNewerState,
+  poolOf,
+  type Badge,
   type BadgeChange,
   type BadgeChangeReader,
-  type MissedReason,
-} from '@bubble/store';
+} from '@bubble/protocol';
 import type { Logger } from 'pino';
 import { HeldBadge } from './held-badge.js';
 import { PushRing } from './push-ring.js';
@@ -324,13 +328,13 @@ export class LiveUsers {
     while (changes.next()) {
       const live = this.users.get(changes.user);
       if (live === undefined) continue;
-      // isNewerBadge(change, newest), the epochs compared as codes, or where the change lies.
+      // The epochs compared as codes, or where the change lies.
       const { version, epochCode } = changes;
       const newest = live.newestEpoch;
       const sameEpoch =
         newest !== null &&
         (epochCode >= 0 ? epochCode === live.newestEpochCode : changes.hasEpoch(newest));
-      if (sameEpoch && version <= live.newestVersion) continue;
+      if (!isNewerState(sameEpoch, version, live.newestVersion)) continue;
       taken++;
       const stem = this.stemOf(live, changes, sameEpoch && live.stemIsNewest);
       live.newestEpoch = stem.epoch;
@@ -475,7 +479,7 @@ export class LiveUsers {
   private offer(live: LiveUser, badge: HeldBadge): void {
     if (!isNewerBadge(badge, live.badge)) return;
     live.badge = badge;
-    if (live.newestEpoch !== badge.epoch || badge.version > live.newestVersion) {
+    if (isNewerState(live.newestEpoch === badge.epoch, badge.version, live.newestVersion)) {
       const { epoch } = badge;
       live.newestEpoch = epoch;
       live.newestEpochCode = epochCode(epoch, 0, epoch.length);

@@ -6,6 +6,7 @@ import {
   CLOSE,
   LIMITS,
   describeIssues,
+  isNewerState,
   readRequestSchema,
   type Badge,
 } from '@bubble/protocol';
@@ -471,7 +472,7 @@ export class WsGateway {
     // Not newer means the same epoch and a version not greater: only an answer re-sends it.
     const { epoch, version } = badge;
     // isNewerBadge(badge, ws.sent), from the stamp kept on the connection.
-    const newer = ws.sentEpoch === null || epoch !== ws.sentEpoch || version > ws.sentVersion;
+    const newer = isNewerState(epoch === ws.sentEpoch, version, ws.sentVersion);
     if (!newer && !(answer && version === ws.sentVersion)) return;
     ws.sent = badge;
     ws.sentEpoch = epoch;
