@@ -32,10 +32,9 @@ import {
   type RedisClusterHandle,
   type RedisServerHandle,
 } from '@bubble/test-utils';
-import { mulberry32 } from '@bubble/protocol';
+import { decodeBadgeState, decodeChanges, mulberry32 } from '@bubble/protocol';
 import { Cluster as RedisCluster, Redis } from 'ioredis';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { decodeBadgeState, decodeChanges } from '../../packages/store/src/badge-state.js';
 import { buildOnce } from '../support/build.js';
 import { feedCount } from '../support/feed-definition.js';
 import { httpCall, jsonBody } from '../support/http.js';

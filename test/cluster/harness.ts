@@ -9,8 +9,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { RedisKeys, type SweepReport } from '@bubble/store';
-import { decodeBadgeState, decodeChanges } from '../../packages/store/src/badge-state.js';
+import {
+  decodeBadgeState,
+  decodeChanges,
+  type ClusterStatus,
+  type SweepReport,
+} from '@bubble/protocol';
+import { RedisKeys } from '@bubble/store';
 import {
   freePort,
   RoleProcess,
@@ -41,15 +46,6 @@ export interface ClusterOptions {
   pools?: number;
   /** The main store's redis-server options (e.g. AOF in a kept dir, for restartStore). */
   store?: RedisServerOptions;
-}
-
-export interface ClusterStatus {
-  leader: string | null;
-  generation: number;
-  pools: Array<{ pool: number; owner: string | null; online: number }>;
-  nodes: Array<{ id: string; role: string; seenAt: number }>;
-  sweeps: SweepReport[];
-  online: number;
 }
 
 /** One message a core published on a pool's badge channel (one fenced, accepted write). */

@@ -8,12 +8,11 @@
  * serves it (a socket's last frame, a poll's answer) is the stored one within the bound
  * docs/protocol.md states: BUBBLE_PUBSUB_CHECK_MS and one read.
  */
-import type { Badge } from '@bubble/protocol';
+import { decodeBadgeState, type Badge } from '@bubble/protocol';
 import type { MissedReason } from '@bubble/store';
 import { waitFor, type LogLine, type RoleProcess } from '@bubble/test-utils';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
-import { decodeBadgeState } from '../../packages/store/src/badge-state.js';
 import { buildOnce } from '../support/build.js';
 import { httpCall, jsonBody } from '../support/http.js';
 import { Client, expectVersionsIncrease, ids } from '../ws/support.js';

@@ -5,9 +5,8 @@
  *
  * The classes the store's barrel does not export are imported from their files.
  */
-import { poolOf } from '@bubble/protocol';
+import { poolOf, readChanges, type BadgeChange, type StoredBadge } from '@bubble/protocol';
 import type {
-  BadgeChange,
   ChangeLog,
   FencedBadges,
   LogRead,
@@ -15,9 +14,8 @@ import type {
   PostEvent,
   PresenceStore,
   RedisStore,
-  StoredBadge,
 } from '@bubble/store';
-import { LOG_START, RedisKeys, readChanges } from '@bubble/store';
+import { LOG_START, RedisKeys } from '@bubble/store';
 import {
   startRedisCluster,
   uniquePrefix,

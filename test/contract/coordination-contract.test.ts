@@ -4,7 +4,8 @@
  * ticks and sweep reports. Leases expire in real time on both engines, so the ttls are small.
  */
 import { ManualClock } from '@bubble/protocol';
-import { RedisKeys, type Coordination, type NodeInfo, type SweepReport } from '@bubble/store';
+import type { NodeInfo, SweepReport } from '@bubble/protocol';
+import { RedisKeys, type Coordination } from '@bubble/store';
 import {
   startRedisCluster,
   uniquePrefix,

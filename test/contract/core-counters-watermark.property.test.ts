@@ -12,8 +12,8 @@
  * engine and the core share a clock that ticks on every read, so no two calls share a
  * millisecond; Redis stamps on the server's TIME.
  */
-import { BadgeService, decodeFields } from '@bubble/badges';
-import type { Clock } from '@bubble/protocol';
+import { BadgeService } from '@bubble/badges';
+import { type Clock, decodeFields } from '@bubble/protocol';
 import type { BubbleStore, ChangeLog, InteractionCounters } from '@bubble/store';
 import { MemoryStore } from '@bubble/store';
 import fc from 'fast-check';

@@ -5,8 +5,8 @@
  * key vanished (a Redis restarted empty, eviction) is recreated by the next append: the core
  * must see that as a gap too, not as a log that went on.
  */
-import { poolOf, systemClock } from '@bubble/protocol';
-import { BadgeService, FEED_FIELD } from '@bubble/badges';
+import { FEED_FIELD, poolOf, systemClock } from '@bubble/protocol';
+import { BadgeService } from '@bubble/badges';
 import { RedisKeys, type BubbleStore, type PoolEvent } from '@bubble/store';
 import { expect, it } from 'vitest';
 import { describeEachEngine } from '../support/engines.js';

@@ -8,8 +8,8 @@
  * the first's new signature with nothing read between them. And a core that is behind on the logs every sweep still reconciles, with a
  * smaller batch, so real drift is repaired.
  */
-import { poolOf, systemClock } from '@bubble/protocol';
-import { BadgeService, FEED_FIELD } from '@bubble/badges';
+import { FEED_FIELD, poolOf, systemClock } from '@bubble/protocol';
+import { BadgeService } from '@bubble/badges';
 import type { PoolEvent } from '@bubble/store';
 import { waitFor } from '@bubble/test-utils';
 import { expect, it } from 'vitest';

@@ -3,8 +3,8 @@
  * core's back (no change-log entry, as when a process dies between a write and its append)
  * are repaired within a few sweeps, counted, and the stored badge is right again.
  */
-import { systemClock } from '@bubble/protocol';
-import { BadgeService, decodeFields, encodeFields } from '@bubble/badges';
+import { decodeFields, encodeFields, systemClock } from '@bubble/protocol';
+import { BadgeService } from '@bubble/badges';
 import { waitFor } from '@bubble/test-utils';
 import { expect, it } from 'vitest';
 import { describeEachEngine } from '../support/engines.js';

@@ -7,8 +7,8 @@
  * test through real processes and a proxy that loses a message is
  * test/cluster/lost-pubsub.test.ts.
  */
-import { poolOf } from '@bubble/protocol';
-import { RedisKeys, readChanges, type MissedReason, type RedisStore } from '@bubble/store';
+import { poolOf, readChanges } from '@bubble/protocol';
+import { RedisKeys, type MissedReason, type RedisStore } from '@bubble/store';
 import {
   startRedisCluster,
   uniquePrefix,

@@ -12,8 +12,7 @@
  * finds and appends. Follow changes append their reload event even when the write was a no-op.
  */
 import type { CoreNode } from '@bubble/core';
-import { decodeFields } from '@bubble/badges';
-import { DAY_MS } from '@bubble/protocol';
+import { DAY_MS, decodeFields } from '@bubble/protocol';
 import { RedisStore } from '@bubble/store';
 import {
   startRedisCluster,

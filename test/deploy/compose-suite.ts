@@ -6,12 +6,12 @@
  * the 3 cores. Debian's docker-compose (v1.29) has to accept each file.
  */
 import { spawnSync } from 'node:child_process';
+import { decodeBadgeState, type ClusterStatus } from '@bubble/protocol';
 import { RedisKeys } from '@bubble/store';
 import { waitFor } from '@bubble/test-utils';
 import { Cluster as RedisCluster, Redis } from 'ioredis';
 import YAML from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { decodeBadgeState } from '../../packages/store/src/badge-state.js';
 import { buildOnce, ROOT } from '../support/build.js';
 import {
   ComposeRun,
@@ -28,11 +28,6 @@ const SECRETS = {
   BUBBLE_JWT_SECRET: 'compose-test-jwt-secret-5e18c3a0f7d94b62',
 };
 const CORES = 3;
-
-interface ClusterStatus {
-  pools: Array<{ pool: number; owner: string | null }>;
-  nodes: Array<{ id: string; role: string }>;
-}
 
 interface Badge {
   feed: number;

@@ -5,9 +5,9 @@
  * pushes and polls serve) must equal the badge computed from the stored sources, which
  * test/property/all-sources checks against the definition.
  */
-import { systemClock } from '@bubble/protocol';
+import { decodeFields, encodeFields, systemClock } from '@bubble/protocol';
 import { CoreNode } from '@bubble/core';
-import { BadgeService, decodeFields, encodeFields } from '@bubble/badges';
+import { BadgeService } from '@bubble/badges';
 import { MemoryPoolLocks, type BubbleStore } from '@bubble/store';
 import fc from 'fast-check';
 import { expect, it } from 'vitest';

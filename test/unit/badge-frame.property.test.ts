@@ -6,14 +6,15 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { FrameStem, stemmedFrameText } from '../../packages/badges/src/badge-frame.js';
-import { decodeFields } from '../../packages/badges/src/badge-fields.js';
-import { makeBadge } from '../../packages/protocol/src/badge.js';
 import {
+  FrameStem,
   PublishedChanges,
   decodeCounts,
+  decodeFields,
   encodeCounts,
-} from '../../packages/store/src/badge-state.js';
+  makeBadge,
+  stemmedFrameText,
+} from '@bubble/protocol';
 
 const id = fc.oneof(
   fc.stringMatching(/^[A-Za-z0-9_-]{1,6}$/),

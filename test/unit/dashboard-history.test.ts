@@ -6,7 +6,8 @@
  */
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { MemoryStore, type SweepReport } from '@bubble/store';
+import type { SweepReport } from '@bubble/protocol';
+import { MemoryStore } from '@bubble/store';
 import { Counter, Gauge, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { ClusterHistory, quantile } from '../../packages/gateway/src/dashboard/history.js';

@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { epochCode, newEpoch } from '../../packages/store/src/epoch.js';
+import { epochCode, newEpoch } from '@bubble/protocol';
 
 const BASE64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
 const epochLike = fc

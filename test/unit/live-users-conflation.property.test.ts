@@ -9,8 +9,16 @@
  */
 import { BadgeService, type GatewayLink } from '@bubble/badges';
 import { LiveUsers } from '@bubble/gateway';
-import { isNewerBadge, poolOf, systemClock, type Badge } from '@bubble/protocol';
-import { ChangeList, MemoryStore, PublishedChanges, type BadgeChangeReader } from '@bubble/store';
+import {
+  ChangeList,
+  PublishedChanges,
+  isNewerBadge,
+  poolOf,
+  systemClock,
+  type Badge,
+  type BadgeChangeReader,
+} from '@bubble/protocol';
+import { MemoryStore } from '@bubble/store';
 import fc from 'fast-check';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';

@@ -10,9 +10,9 @@ import {
   PublishedChanges,
   decodeChanges,
   encodeCounts,
+  epochCode,
   readChanges,
-} from '../../packages/store/src/badge-state.js';
-import { epochCode } from '../../packages/store/src/epoch.js';
+} from '@bubble/protocol';
 
 const state = fc.record({
   user: fc.stringMatching(/^[A-Za-z0-9_:@-]{1,8}$/),

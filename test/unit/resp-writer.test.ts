@@ -6,12 +6,11 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { decodeBadgeState, encodeCounts } from '@bubble/protocol';
 import {
   PackedStateWriter,
-  decodeBadgeState,
-  encodeCounts,
   packedStateBound,
-} from '../../packages/store/src/badge-state.js';
+} from '../../packages/store/src/packed-state-writer.js';
 import {
   EncodingSlab,
   FRAMING_BOUND,

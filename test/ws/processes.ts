@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Badge, BubbleClient, FetchLike, WebSocketConstructor } from '@bubble/client';
-import { poolOf } from '@bubble/protocol';
+import { poolOf, type ClusterStatus } from '@bubble/protocol';
 import {
   freePort,
   RoleProcess,
@@ -28,13 +28,6 @@ import { TokenCache } from '../support/tokens.js';
 export const API_KEY = 'sdk-test-api-key-71c2e9b05a3d8f4c16';
 const JWT_SECRET = 'sdk-test-jwt-secret-5d09e3b8a4f17c62';
 const START_DEADLINE_MS = 30_000;
-
-export interface ClusterStatus {
-  pools: Array<{ pool: number; owner: string | null; online: number }>;
-  nodes: Array<{ id: string; role: string }>;
-  sweeps: Array<{ node: string; at: number }>;
-  online: number;
-}
 
 /** A redis-server and the bubble processes started on it (one key prefix). */
 export class Deployment {

@@ -1,7 +1,12 @@
-import type { Badge, Clock, ReadRequest } from '@bubble/protocol';
+import {
+  stemmedFrameText,
+  type Badge,
+  type Clock,
+  type ExtraCounts,
+  type FrameStem,
+  type ReadRequest,
+} from '@bubble/protocol';
 import type { BubbleStore, CounterEvent, Post } from '@bubble/store';
-import { stemmedFrameText, type FrameStem } from './badge-frame.js';
-import type { ExtraCounts } from './badge-fields.js';
 import { ColdStart, type BadgeCallOptions, type BadgeStateOf } from './cold-start.js';
 import { createBadgeContext, type BadgeContext } from './context.js';
 import { Conversations, type ConversationListItem, type PlatformMessage } from './conversations.js';

@@ -1,7 +1,13 @@
-import { assertId, makeBadge, type Badge } from '@bubble/protocol';
+import {
+  assertId,
+  decodeFields,
+  encodeFields,
+  makeBadge,
+  type Badge,
+  type ExtraCounts,
+} from '@bubble/protocol';
 import type { BadgeContext } from './context.js';
 import type { FeedInputs } from '@bubble/store';
-import { decodeFields, encodeFields, type ExtraCounts } from './badge-fields.js';
 import type { Sightings } from './sightings.js';
 import { readStoredExtras, readStoredExtrasOfMany } from './stored-extras.js';
 

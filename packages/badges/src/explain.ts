@@ -1,6 +1,12 @@
-import { assertId, displayTotal, type BadgeCounts, idRecord } from '@bubble/protocol';
-import type { StoredBadge } from '@bubble/store';
-import { decodeFields, shownReddots } from './badge-fields.js';
+import {
+  assertId,
+  decodeFields,
+  displayTotal,
+  idRecord,
+  type BadgeCounts,
+  type StoredBadge,
+} from '@bubble/protocol';
+import { shownReddots } from './source-counts.js';
 import type { BadgeContext } from './context.js';
 import { sortedByActivity } from './conversations.js';
 

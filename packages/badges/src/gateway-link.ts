@@ -1,4 +1,8 @@
-import type { BadgeChange, BadgeChangeReader, BubbleStore, MissedMessages } from '@bubble/store';
+import type { BadgeChange, BadgeChangeReader } from '@bubble/protocol';
+import type { BubbleStore, MissedMessages, MissedReason } from '@bubble/store';
+
+/** Why a gateway's subscription takes messages to it for lost (MissedMessages.onMissed). */
+export type { MissedReason };
 
 /**
  * What a gateway needs of the store beside the use cases: the live routes and presence of the

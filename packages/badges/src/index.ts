@@ -3,10 +3,9 @@ export { DEFAULT_RULES, type BadgeRules } from './rules.js';
 export type { BadgeCallOptions, BadgeStateOf } from './cold-start.js';
 export type { BadgeExplanation } from './explain.js';
 export type { ConversationListItem, PlatformMessage } from './conversations.js';
-export type { GatewayLink } from './gateway-link.js';
+export type { GatewayLink, MissedReason } from './gateway-link.js';
 export type { OfflineJob, OfflineJobs } from './offline-jobs.js';
-export * from './badge-fields.js';
-export { FrameStem, isAscii, stemmedFrameText } from './badge-frame.js';
+export { countNoticesAfter, shownReddots } from './source-counts.js';
 export { readStoredExtras, type CounterScope } from './stored-extras.js';
 export {
   PLATFORM_OPS,

@@ -1,5 +1,6 @@
+import type { ExtraCounts } from '@bubble/protocol';
 import type { BubbleStore, MembershipSeqs, UserInputs, UserMarksState } from '@bubble/store';
-import { shownReddots, unreadOf, type ExtraCounts } from './badge-fields.js';
+import { shownReddots, unreadOf } from './source-counts.js';
 
 /** Which interaction counters a badge counts: BUBBLE_COUNTER_KINDS, over BUBBLE_INACTIVE_DAYS. */
 export interface CounterScope {

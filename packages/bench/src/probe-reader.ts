@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { SweepReport } from '@bubble/store';
+import type { SweepReport } from '@bubble/protocol';
 import { exitText, type RoleProcess } from '@bubble/test-utils';
 import { spawnRole } from './children.js';
 

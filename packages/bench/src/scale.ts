@@ -1,6 +1,6 @@
 import os from 'node:os';
-import { HOUR_MS } from '@bubble/protocol';
-import type { Assignment, SweepReport } from '@bubble/store';
+import { HOUR_MS, type SweepReport } from '@bubble/protocol';
+import type { Assignment } from '@bubble/store';
 import { waitFor, type RoleProcess } from '@bubble/test-utils';
 import { Redis } from 'ioredis';
 import { startBenchRedis } from './bench-redis.js';

@@ -1,3 +1,4 @@
+import type { ClusterStatus, IngestBacklogView, WebhookBacklogView } from '@bubble/protocol';
 import { z } from 'zod';
 import { loadConfig } from './config.js';
 import {
@@ -21,8 +22,12 @@ const text = z.string().max(512);
 const count = z.number().finite().min(0);
 const time = z.number().finite();
 
-/** What GET /v1/cluster answers (docs/api.md); extra fields are let through untouched. */
-export const clusterSchema = z.looseObject({
+/**
+ * The check of what a gateway answers to GET /v1/cluster before it is read as @bubble/protocol's
+ * ClusterStatus (docs/api.md): extra fields are let through untouched, and a node's role is any
+ * short text (a newer gateway's role is shown, not refused).
+ */
+export const clusterSchema: z.ZodType<ClusterStatus> = z.looseObject({
   leader: text.nullable(),
   generation: count,
   pools: z
@@ -76,9 +81,7 @@ export const clusterSchema = z.looseObject({
   webhook: z
     .looseObject({ queued: count, oldestQueuedMs: count, retrying: count, deadLetters: count })
     .nullish(),
-});
-
-export type ClusterView = z.infer<typeof clusterSchema>;
+}) as unknown as z.ZodType<ClusterStatus>;
 
 export interface StatusOptions {
   url?: string;
@@ -92,7 +95,7 @@ export async function fetchCluster(
   apiKey: string,
   source: string,
   timeoutMs: number,
-): Promise<ClusterView> {
+): Promise<ClusterStatus> {
   const result = await call(endpoint(base, 'v1/cluster'), {
     headers: { 'x-api-key': apiKey },
     timeoutMs,
@@ -141,7 +144,7 @@ const MARKS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 const MAX_MAPPED_POOLS = 2500;
 
 /** The human-readable view: summary, nodes, pools by owner (with a map), last sweeps. */
-export function formatCluster(cluster: ClusterView, where: string, now: number): string {
+export function formatCluster(cluster: ClusterStatus, where: string, now: number): string {
   const out: string[] = [];
   const roles = new Map<string, number>();
   for (const node of cluster.nodes) roles.set(node.role, (roles.get(node.role) ?? 0) + 1);
@@ -247,12 +250,10 @@ export function formatCluster(cluster: ClusterView, where: string, now: number):
   return `${out.join('\n')}\n`;
 }
 
-type IngestBacklog = NonNullable<ClusterView['ingest']>['partitions'];
-
 /** Per partition: entries not yet delivered, delivered but not acknowledged, dead letters. */
-function ingestSection(partitions: IngestBacklog): string[] {
+function ingestSection(partitions: readonly IngestBacklogView[]): string[] {
   const sorted = [...partitions].sort((a, b) => a.partition - b.partition);
-  const sum = (pick: (p: IngestBacklog[number]) => number) =>
+  const sum = (pick: (p: IngestBacklogView) => number) =>
     sorted.reduce((total, p) => total + pick(p), 0);
   const oldest = sorted.reduce((most, p) => Math.max(most, p.oldestPendingMs), 0);
   const dead = sum((p) => p.deadLetters);
@@ -275,7 +276,7 @@ function ingestSection(partitions: IngestBacklog): string[] {
   ];
 }
 
-function webhookSection(webhook: NonNullable<ClusterView['webhook']>): string[] {
+function webhookSection(webhook: WebhookBacklogView): string[] {
   return [
     'OFFLINE DELIVERY',
     `  queued        ${webhook.queued}${
@@ -289,7 +290,7 @@ function webhookSection(webhook: NonNullable<ClusterView['webhook']>): string[] 
 }
 
 /** Pools in rows of ten (or more for large counts), one owner mark each. */
-function poolMap(cluster: ClusterView, mark: Map<string, string>): string[] {
+function poolMap(cluster: ClusterStatus, mark: Map<string, string>): string[] {
   const width = cluster.pools.length <= 200 ? 10 : 50;
   const byPool = [...cluster.pools].sort((a, b) => a.pool - b.pool);
   const last = byPool[byPool.length - 1]!.pool;

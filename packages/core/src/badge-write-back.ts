@@ -1,4 +1,4 @@
-import { FEED_FIELD } from '@bubble/badges';
+import { FEED_FIELD } from '@bubble/protocol';
 import type { BubbleStore, FencedBadgeWrite, KnownBadge } from '@bubble/store';
 import type { CoreMetrics } from './core-metrics.js';
 import type { ExtrasTracker } from './extras-tracker.js';

@@ -1,6 +1,6 @@
 import { DEFAULT_RULES, type CounterScope } from '@bubble/badges';
-import { DAY_MS, type Clock } from '@bubble/protocol';
-import type { BubbleStore, PoolLocks, SweepReport } from '@bubble/store';
+import { DAY_MS, type Clock, type SweepReport } from '@bubble/protocol';
+import type { BubbleStore, PoolLocks } from '@bubble/store';
 import type { Logger } from 'pino';
 import { BadgeWriteBack } from './badge-write-back.js';
 import type { CoreMetrics } from './core-metrics.js';

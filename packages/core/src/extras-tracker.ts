@@ -1,17 +1,12 @@
-import { idRecord } from '@bubble/protocol';
-import {
-  encodeCounts,
-  type MembershipSeqs,
-  type SharedEvent,
-  type UserMarksState,
-} from '@bubble/store';
 import {
   NOTICES_FIELD,
   addExtraFields,
-  countNoticesAfter,
-  shownReddots,
+  encodeCounts,
+  idRecord,
   type ExtraCounts,
-} from '@bubble/badges';
+} from '@bubble/protocol';
+import type { MembershipSeqs, SharedEvent, UserMarksState } from '@bubble/store';
+import { countNoticesAfter, shownReddots } from '@bubble/badges';
 
 interface HeldMember {
   readSeq: number;

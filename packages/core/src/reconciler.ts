@@ -1,6 +1,6 @@
-import { idRecord } from '@bubble/protocol';
-import { addExtraFields, readStoredExtras, type CounterScope } from '@bubble/badges';
-import { encodeCounts, type BubbleStore } from '@bubble/store';
+import { addExtraFields, encodeCounts, idRecord } from '@bubble/protocol';
+import { readStoredExtras, type CounterScope } from '@bubble/badges';
+import type { BubbleStore } from '@bubble/store';
 import type { Logger } from 'pino';
 import type { CoreMetrics } from './core-metrics.js';
 import type { ExtrasTracker } from './extras-tracker.js';

@@ -1,6 +1,5 @@
-import { FEED_FIELD, extraFieldsOf } from '@bubble/badges';
-import { poolOf } from '@bubble/protocol';
-import type { KnownBadge, StoredBadge } from '@bubble/store';
+import { FEED_FIELD, extraFieldsOf, poolOf, type StoredBadge } from '@bubble/protocol';
+import type { KnownBadge } from '@bubble/store';
 import type { ExtrasTracker } from './extras-tracker.js';
 import type { FeedCounter } from './feed-counter.js';
 import { growInt32 } from './intern-table.js';

@@ -7,7 +7,7 @@ import {
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { BubbleError } from '@bubble/protocol';
+import { BubbleError, type ClusterStatus } from '@bubble/protocol';
 import type { BadgeService } from '@bubble/badges';
 import type { Logger } from 'pino';
 import {
@@ -53,7 +53,7 @@ export interface GatewayOptions {
   /** Time allowed for requests in flight to finish on shutdown. */
   drainTimeoutMs?: number;
   /** GET /v1/cluster's answer; without it that route answers 404. */
-  clusterStatus?: () => Promise<unknown>;
+  clusterStatus?: () => Promise<ClusterStatus>;
   /**
    * The cluster's sweep reports and node list, read-only, for the dashboard's history. The
    * dashboard is served (with the operator routes and `auth`) when this and `clusterStatus`

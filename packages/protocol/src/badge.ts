@@ -26,15 +26,6 @@ export interface BadgeCounts {
   counters: Record<string, number>;
 }
 
-export const EMPTY_COUNTS: Readonly<BadgeCounts> = Object.freeze({
-  feed: 0,
-  notices: 0,
-  conversations: Object.freeze({}) as Record<string, number>,
-  conversationsTotal: 0,
-  reddots: Object.freeze([]) as unknown as string[],
-  counters: Object.freeze({}) as Record<string, number>,
-});
-
 export function displayTotal(total: number, cap: number): string {
   return total > cap ? `${cap}+` : `${total}`;
 }
@@ -68,26 +59,6 @@ export function makeBadge(
   };
   if (Object.keys(counts.counters).length > 0) badge.counters = { ...counts.counters };
   return badge;
-}
-
-/** What a holder (a connection, a cache, a client) has of a badge; a null epoch: nothing yet. */
-export interface BadgeStamp {
-  readonly epoch: string | null;
-  readonly version: number;
-}
-
-/**
- * The one "is this badge newer" rule of the contract (docs/api.md): `next` replaces what is held
- * when nothing is held, when it is of another epoch (the stored state was lost and started over:
- * the new epoch wins whatever its version), or when its version is greater within the same epoch.
- * The SDK, which imports nothing, keeps a copy (packages/client/src/contract.ts) that a test
- * proves equal to this one.
- */
-export function isNewerBadge(
-  next: { readonly epoch: string; readonly version: number },
-  held: BadgeStamp | null | undefined,
-): boolean {
-  return !held || held.epoch !== next.epoch || next.version > held.version;
 }
 
 /** A strong validator for HTTP caching: the state a client holds is (epoch, version). */

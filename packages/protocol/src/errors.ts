@@ -46,7 +46,3 @@ export class BubbleError extends Error {
     return { error: { code: this.code, message: this.message } };
   }
 }
-
-export function isBubbleError(value: unknown): value is BubbleError {
-  return value instanceof BubbleError;
-}

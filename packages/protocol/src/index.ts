@@ -6,3 +6,5 @@ export * from './schemas.js';
 export * from './pool-hash.js';
 export * from './random.js';
 export * from './close-codes.js';
+export * from './badge-state/index.js';
+export * from './cluster-status.js';

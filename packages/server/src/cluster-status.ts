@@ -1,13 +1,5 @@
-import type { BubbleStore, NodeInfo, SweepReport } from '@bubble/store';
-
-export interface ClusterStatus {
-  leader: string | null;
-  generation: number;
-  pools: Array<{ pool: number; owner: string | null; online: number }>;
-  nodes: NodeInfo[];
-  sweeps: SweepReport[];
-  online: number;
-}
+import type { ClusterStatus } from '@bubble/protocol';
+import type { BubbleStore } from '@bubble/store';
 
 /** What GET /v1/cluster shows, read from the store (any node can answer it). */
 export async function readClusterStatus(store: BubbleStore): Promise<ClusterStatus> {

@@ -1,4 +1,4 @@
 export { SchedulerNode, type SchedulerNodeOptions } from './scheduler-node.js';
 export { assignPools, samePlan } from './pool-assigner.js';
 export { parseTick, startTicker, tickPeriodMs } from './ticker.js';
-export { readClusterStatus, type ClusterStatus } from './cluster-status.js';
+export { readClusterStatus } from './cluster-status.js';

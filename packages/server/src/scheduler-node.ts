@@ -1,4 +1,5 @@
-import type { BubbleStore, NodeInfo } from '@bubble/store';
+import type { NodeInfo } from '@bubble/protocol';
+import type { BubbleStore } from '@bubble/store';
 import type { Logger } from 'pino';
 import { assignPools, samePlan } from './pool-assigner.js';
 import { startTicker } from './ticker.js';

@@ -1,3 +1,4 @@
+import type { BadgeChange, BadgeChangeReader, NodeInfo, SweepReport } from '@bubble/protocol';
 import type { SharedEvent } from './extras-types.js';
 
 /**
@@ -96,31 +97,6 @@ export interface PresenceStore {
   poolSizes(): Promise<number[]>;
 }
 
-export interface NodeInfo {
-  id: string;
-  role: 'server' | 'core' | 'gateway' | 'all';
-  /** Where the node's HTTP endpoints answer, when it has any. */
-  url?: string;
-  startedAt: number;
-  /** Last heartbeat, ms. */
-  seenAt: number;
-}
-
-export interface SweepReport {
-  node: string;
-  at: number;
-  pools: number;
-  users: number;
-  changed: number;
-  /** From the sweep's start until its changes were written and published. */
-  durationMs: number;
-  /** The reconciliation that ran after the write-back (not part of durationMs). */
-  reconcileMs: number;
-  redisCommands: number;
-  staleWritesRejected: number;
-  driftRepaired: number;
-}
-
 export interface Assignment {
   /** Increases with every change of owners. */
   generation: number;
@@ -213,35 +189,6 @@ export interface FencedSaveOptions {
   seenLog?: string;
   /** Return each write's stamp (see FencedSaveResult.stamps). */
   stamps?: boolean;
-}
-
-export interface BadgeChange {
-  user: string;
-  epoch: string;
-  version: number;
-  fields: Record<string, number>;
-  computedAt: number;
-}
-
-/**
- * The changes of one message to a gateway, read one at a time (next()), each field of the
- * current change on demand: a gateway decides from user, epoch and version whether a change is
- * newer than what it holds, and reads its time and counts only for those it keeps, so the
- * changes it conflates away cost no objects (PublishedChanges reads a message in place).
- */
-export interface BadgeChangeReader {
-  /** Moves to the next change, its user, version and epoch code read at once: false past the last. */
-  next(): boolean;
-  readonly user: string;
-  readonly version: number;
-  /** epochCode of the change's epoch: -1 when it is not one newEpoch makes. */
-  readonly epochCode: number;
-  /** Whether the current change's epoch is `epoch`, without making its string. */
-  hasEpoch(epoch: string): boolean;
-  readEpoch(): string;
-  readComputedAt(): number;
-  /** Its counts as stored: "name=value,…" sorted by name (encodeCounts). */
-  readCountsText(): string;
 }
 
 /**

@@ -24,7 +24,6 @@ export {
   type IngestEntry,
   type IngestPartitionBacklog,
 } from './redis/ingest-stream.js';
-export { newEpoch, epochCode } from './epoch.js';
 export { byActivity, DEFAULT_LARGE_GROUP, DEFAULT_LIST_INDEX_SIZE } from './conversation-order.js';
 export {
   StoreClock,
@@ -32,13 +31,6 @@ export {
   type ClockSample,
   type StoreClockOptions,
 } from './store-clock.js';
-export {
-  encodeCounts,
-  decodeCounts,
-  ChangeList,
-  PublishedChanges,
-  readChanges,
-} from './badge-state.js';
 export { marksEventsByPool } from './marks-events.js';
 export {
   RedisWebhookQueue,

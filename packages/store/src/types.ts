@@ -8,7 +8,7 @@ import type {
   UserMarksState,
 } from './extras-types.js';
 import type { ChangeLog, Coordination, FencedBadges, PresenceStore } from './cluster-types.js';
-import type { Clock } from '@bubble/protocol';
+import type { BadgeFields, Clock, StoredBadge } from '@bubble/protocol';
 import type { ClockListeners } from './store-clock.js';
 
 /**
@@ -114,9 +114,6 @@ export interface UserInputs {
   counters: CounterCounts;
 }
 
-/** The counts a badge state is compared on. Zero counts are not stored. */
-export type BadgeFields = Readonly<Record<string, number>>;
-
 export interface BadgeStamp {
   epoch: string;
   version: number;
@@ -129,13 +126,6 @@ export interface BadgeStateWrite {
   user: string;
   fields: BadgeFields;
   computedAt: number;
-}
-
-export interface StoredBadge {
-  epoch: string;
-  version: number;
-  computedAt: number;
-  fields: Record<string, number>;
 }
 
 export interface BadgeStates {

@@ -1,4 +1,4 @@
-import { BubbleError } from '@bubble/protocol';
+import { BubbleError, type ClusterStatus } from '@bubble/protocol';
 import type { Registry } from 'prom-client';
 import type { Authenticator } from '../auth.js';
 import { sendJson } from '../http/respond.js';
@@ -10,7 +10,7 @@ import { DASHBOARD_CSP, dashboardPage } from './page.js';
 export interface DashboardDeps {
   /** Checks the platform key of GET /v1/cluster and GET /v1/cluster/history. */
   auth: Authenticator;
-  clusterStatus: () => Promise<unknown>;
+  clusterStatus: () => Promise<ClusterStatus>;
   /**
    * Also answer GET /v1/cluster (platform key required) on this server: true where the operator
    * routes are served apart from the platform routes (BUBBLE_INTERNAL_PORT), so the page can read

@@ -1,11 +1,14 @@
-import type { Coordination, SweepReport } from '@bubble/store';
+import type { NodeInfo, SweepReport } from '@bubble/protocol';
 import type { Registry } from 'prom-client';
 import type { CoreFigures, GatewayFigures, HistorySample, LocalFigures } from './history-wire.js';
 import { liveFiguresOf } from './live-figures.js';
 import { RingBuffer } from './ring-buffer.js';
 
 /** The cluster's coordination data the history reads: every core's sweep report, the live nodes. */
-export type ClusterReads = Pick<Coordination, 'sweepReports' | 'liveNodes'>;
+export interface ClusterReads {
+  sweepReports(): Promise<SweepReport[]>;
+  liveNodes(): Promise<NodeInfo[]>;
+}
 
 export interface HistorySources {
   cluster: ClusterReads;

@@ -1,4 +1,4 @@
-import type { NodeInfo } from '@bubble/store';
+import type { NodeInfo } from '@bubble/protocol';
 import type { HttpGateway } from '../http-gateway.js';
 
 /** What a gateway adds to its heartbeat so that every dashboard can chart every gateway. */

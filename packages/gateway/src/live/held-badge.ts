@@ -1,6 +1,5 @@
-import { isAscii, type BadgeService, type FrameStem } from '@bubble/badges';
-import type { Badge } from '@bubble/protocol';
-import { decodeCounts } from '@bubble/store';
+import type { BadgeService } from '@bubble/badges';
+import { decodeCounts, isAscii, type Badge, type FrameStem } from '@bubble/protocol';
 
 /** What makes a pushed state's frame and, when a poll asks, its object: the badges layer. */
 export type BadgeFramer = Pick<BadgeService, 'frameOf' | 'badgeOf'>;

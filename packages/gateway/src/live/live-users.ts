@@ -1,15 +1,26 @@
-import { FrameStem, type BadgeService } from '@bubble/badges';
-import { BubbleError, isNewerBadge, poolOf, type Badge } from '@bubble/protocol';
+import type { BadgeService } from '@bubble/badges';
 import {
-  ChangeList,
+  BubbleError,
+  FrameStem,
   epochCode,
-  type BadgeChange,
+  isNewerBadge,
+  isNewerState,
+  poolOf,
+  type Badge,
   type BadgeChangeReader,
-  type MissedReason,
-} from '@bubble/store';
+} from '@bubble/protocol';
 import type { Logger } from 'pino';
 import { HeldBadge } from './held-badge.js';
-import { PushRing } from './push-ring.js';
+import {
+  addListener,
+  markReady,
+  newLiveUser,
+  removeListener,
+  type BadgeListener,
+  type LiveUser,
+} from './live-user.js';
+import { PushQueue } from './push-queue.js';
+import { Resync, type ResyncEvent } from './resync.js';
 
 export interface LiveUsersOptions {
   gatewayId: string;
@@ -34,16 +45,6 @@ export interface LiveUsersOptions {
   onResync?: (event: ResyncEvent) => void;
 }
 
-/** A re-read of held users' stored states after messages to the gateway may have been lost. */
-export interface ResyncEvent {
-  reasons: readonly MissedReason[];
-  pools: number;
-  /** Held users re-read. */
-  users: number;
-  /** Of them, those whose cached or pending badge the stored state replaced. */
-  repaired: number;
-}
-
 /** How the push queue is keeping up (totals since start, and the queue now). */
 export interface PushStats {
   /** Changes routed here for users with sockets. */
@@ -56,48 +57,6 @@ export interface PushStats {
   backlog: number;
 }
 
-/** Receives a held user's badge on every change (a socket of theirs). */
-export interface BadgeListener {
-  onBadge(badge: HeldBadge): void;
-}
-
-interface LiveUser {
-  readonly user: string;
-  /** Its place in the push queue's order (PushRing), while held. */
-  slot: number;
-  sockets: number;
-  /** Set while the user polls without a socket: let go after this time. */
-  pollerUntil: number;
-  badge: HeldBadge | null;
-  /**
-   * A routed state newer than `badge`, waiting for its turn in the push queue, kept as the
-   * fields of its HeldBadge (its stem is `stem`): a state superseded before its turn costs no
-   * object. `pendingCounts` is null when none waits.
-   */
-  pendingCounts: string | null;
-  pendingVersion: number;
-  pendingComputedAt: number;
-  /** What the frames of the user's states in the current epoch begin with. */
-  stem: FrameStem | null;
-  /**
-   * The epoch, its epochCode and the version of the newest state known here, pending or held:
-   * a routed change is compared with them, most often as numbers alone.
-   */
-  newestEpoch: string | null;
-  newestEpochCode: number;
-  newestVersion: number;
-  /** Whether `stem` is of the newest state's epoch. */
-  stemIsNewest: boolean;
-  /** When the oldest change the pending state stands for arrived (performance.now()). */
-  pendingSince: number;
-  /** Polls answered in a row from `badge` while the store could not be read. */
-  staleAnswers: number;
-  /** One socket (the common case) needs no set of its own. */
-  listeners: BadgeListener | Set<BadgeListener> | null;
-  /** Route and presence of a newly held user, written before anything is served for them. */
-  ready: Promise<void>;
-}
-
 /**
  * The users this gateway holds — through sockets or recent polls. Holding a user means: they
  * are online (presence, renewed in batches), their badge changes are routed to this gateway,
@@ -108,23 +67,32 @@ export class LiveUsers {
   private readonly log: Logger;
   private timer: NodeJS.Timeout | undefined;
   private unsubscribe: (() => Promise<void>) | undefined;
-  private closed = false;
+  private shut = false;
   /** Users with a pending change, served in the order of their slots, going round. */
-  private readonly pushRing = new PushRing<LiveUser>();
-  private pushScheduled = false;
-  private routed = 0;
-  private superseded = 0;
-  private pushed = 0;
-  /** Pools whose held users are to be re-read, and why. */
-  private readonly missedPools = new Set<number>();
-  private readonly missedReasons = new Set<MissedReason>();
-  private resyncing = false;
-  private resyncRetry: NodeJS.Timeout | undefined;
+  private readonly pushQueue: PushQueue;
+  private readonly resync: Resync;
   /** The last check of the published counts failed: the store cannot be read. */
   private storeUnreadable = false;
 
   constructor(private readonly options: LiveUsersOptions) {
     this.log = options.logger.child({ module: 'live-users' });
+    this.pushQueue = new PushQueue(
+      options.service,
+      (live, badge) => this.offer(live, badge),
+      options.onPushed,
+    );
+    this.resync = new Resync(
+      this,
+      options.service.gatewayLink,
+      this.log,
+      options.pubsubCheckMs || DEFAULT_PUBSUB_CHECK_MS,
+      options.onResync,
+    );
+  }
+
+  /** Closed: nothing is held or renewed any more. */
+  get closed(): boolean {
+    return this.shut;
   }
 
   get size(): number {
@@ -132,8 +100,8 @@ export class LiveUsers {
   }
 
   pushStats(): PushStats {
-    const { routed, superseded, pushed } = this;
-    return { routed, superseded, pushed, backlog: this.pushRing.pending };
+    const { routed, superseded, pushed, backlog } = this.pushQueue;
+    return { routed, superseded, pushed, backlog };
   }
 
   async start(): Promise<void> {
@@ -142,7 +110,7 @@ export class LiveUsers {
       gatewayId,
       (changes) => this.deliver(changes),
       {
-        onMissed: (pools, reason) => this.missed(pools, reason),
+        onMissed: (pools, reason) => this.resync.missed(pools, reason),
         checkEveryMs: this.options.pubsubCheckMs ?? DEFAULT_PUBSUB_CHECK_MS,
         onCheckFailed: (err) => {
           this.storeUnreadable = true;
@@ -182,7 +150,7 @@ export class LiveUsers {
    * check, or lost messages are being re-read.
    */
   get stale(): boolean {
-    return this.storeUnreadable || this.resyncing || this.missedPools.size > 0;
+    return this.storeUnreadable || this.resync.pending;
   }
 
   /**
@@ -194,7 +162,7 @@ export class LiveUsers {
   async poll(user: string, intervalSeconds: number): Promise<PollAnswer> {
     const existing = this.users.get(user);
     const now = Date.now();
-    if (existing) this.takePending(existing);
+    if (existing) this.pushQueue.take(existing);
     if (existing?.badge) {
       const stale = this.stale;
       existing.staleAnswers = stale ? existing.staleAnswers + 1 : 0;
@@ -222,10 +190,10 @@ export class LiveUsers {
   }
 
   async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
+    if (this.shut) return;
+    this.shut = true;
     clearInterval(this.timer);
-    clearTimeout(this.resyncRetry);
+    this.resync.close();
     await this.unsubscribe?.();
     const users = [...this.users.keys()];
     for (const user of users) this.forget(user);
@@ -243,35 +211,16 @@ export class LiveUsers {
       await existing.ready;
       return existing;
     }
-    const live: LiveUser = {
-      user,
-      slot: -1,
-      sockets: 0,
-      pollerUntil: 0,
-      badge: null,
-      pendingCounts: null,
-      pendingVersion: 0,
-      // Times and epoch codes are doubles: fields that start as one never change shape.
-      pendingComputedAt: NaN,
-      stem: null,
-      newestEpoch: null,
-      newestEpochCode: NaN,
-      newestVersion: 0,
-      stemIsNewest: false,
-      pendingSince: NaN,
-      staleAnswers: 0,
-      listeners: null,
-      ready: RESOLVED,
-    };
+    const live = newLiveUser(user);
     claim(live);
-    live.slot = this.pushRing.claim(live);
+    live.slot = this.pushQueue.claim(live);
     this.users.set(user, live);
     const { service, gatewayId, presenceTtlMs } = this.options;
     // Route and presence before the badge is computed, so no change after it is missed.
     live.ready = service.gatewayLink.hold(gatewayId, [user], presenceTtlMs);
     try {
       await live.ready;
-      if (this.users.get(user) === live) live.ready = RESOLVED;
+      if (this.users.get(user) === live) markReady(live);
     } catch (err) {
       if (this.users.get(user) === live) this.forget(user);
       throw err;
@@ -296,9 +245,7 @@ export class LiveUsers {
     const live = this.users.get(user);
     if (!live) return;
     this.users.delete(user);
-    live.pendingCounts = null;
-    this.pushRing.release(live.slot);
-    live.slot = -1;
+    this.pushQueue.release(live);
   }
 
   private async letGo(user: string): Promise<void> {
@@ -312,25 +259,23 @@ export class LiveUsers {
 
   /**
    * Routed changes are conflated per user: the newest waits as pending and the user takes one
-   * place in the push queue, which is sent in slices between which I/O runs. A user who
-   * changes again before their turn gets one frame with the newest badge, so when changes come
-   * faster than frames can be written the gateway sends fewer frames, never stale ones, and
-   * never falls behind.
+   * place in the push queue (PushQueue). Returns how many changes were newer than what was held.
    */
-  private deliver(changes: BadgeChangeReader): number {
+  deliver(changes: BadgeChangeReader): number {
+    const queue = this.pushQueue;
     let taken = 0;
     // The changes of one message arrived together: one reading of the clock for them all.
     let arrivedAt = NaN;
     while (changes.next()) {
       const live = this.users.get(changes.user);
       if (live === undefined) continue;
-      // isNewerBadge(change, newest), the epochs compared as codes, or where the change lies.
+      // The epochs compared as codes, or where the change lies.
       const { version, epochCode } = changes;
       const newest = live.newestEpoch;
       const sameEpoch =
         newest !== null &&
         (epochCode >= 0 ? epochCode === live.newestEpochCode : changes.hasEpoch(newest));
-      if (sameEpoch && version <= live.newestVersion) continue;
+      if (!isNewerState(sameEpoch, version, live.newestVersion)) continue;
       taken++;
       const stem = this.stemOf(live, changes, sameEpoch && live.stemIsNewest);
       live.newestEpoch = stem.epoch;
@@ -344,19 +289,19 @@ export class LiveUsers {
         this.offer(live, HeldBadge.pushed(stem, version, computedAt, counts, this.options.service));
         continue;
       }
-      this.routed++;
+      queue.routed++;
       if (live.pendingCounts === null) {
-        this.pushRing.mark(live.slot);
+        queue.mark(live);
         if (Number.isNaN(arrivedAt)) arrivedAt = performance.now();
         live.pendingSince = arrivedAt;
       } else {
-        this.superseded++;
+        queue.superseded++;
       }
       live.pendingCounts = counts;
       live.pendingVersion = version;
       live.pendingComputedAt = computedAt;
     }
-    this.schedulePushes();
+    queue.schedule();
     return taken;
   }
 
@@ -370,112 +315,19 @@ export class LiveUsers {
     return (live.stem = new FrameStem(live.user, changes.readEpoch()));
   }
 
-  private missed(pools: readonly number[], reason: MissedReason): void {
-    for (const pool of pools) this.missedPools.add(pool);
-    this.missedReasons.add(reason);
-    void this.resync();
-  }
-
-  /**
-   * Re-reads the stored states of the users held here in the pools whose messages may have
-   * been lost, and takes them as routed changes: only a newer state replaces what a user has
-   * (isNewerBadge), so a client's versions still only rise within an epoch. Findings that come
-   * while a re-read runs are re-read after it; a failed read is tried again after a check.
-   */
-  private async resync(): Promise<void> {
-    if (this.resyncing || this.closed) return;
-    this.resyncing = true;
-    try {
-      while (this.missedPools.size > 0 && !this.closed) {
-        const pools = new Set(this.missedPools);
-        const reasons = [...this.missedReasons];
-        this.missedPools.clear();
-        this.missedReasons.clear();
-        const { gatewayLink } = this.options.service;
-        // A loss may be Redis restarted or failed over, which loses routes and presence too:
-        // written again first (one batch; losses are rare), so every change after the re-read
-        // below is routed here.
-        await this.renew();
-        const users: string[] = [];
-        for (const user of this.users.keys()) {
-          if (pools.has(poolOf(user, gatewayLink.pools))) users.push(user);
-        }
-        let states: BadgeChange[];
-        try {
-          states = users.length === 0 ? [] : await gatewayLink.storedStates(users);
-        } catch (err) {
-          for (const pool of pools) this.missedPools.add(pool);
-          for (const reason of reasons) this.missedReasons.add(reason);
-          this.log.warn({ err, pools: pools.size }, 'could not re-read held users; retrying');
-          this.retryResync();
-          return;
-        }
-        const repaired = this.deliver(new ChangeList(states));
-        const event = { reasons, pools: pools.size, users: users.length, repaired };
-        this.options.onResync?.(event);
-        this.log.warn(
-          event,
-          "pub/sub messages to this gateway may have been lost: re-read its users' badges",
-        );
-      }
-    } finally {
-      this.resyncing = false;
-    }
-  }
-
-  private retryResync(): void {
-    clearTimeout(this.resyncRetry);
-    this.resyncRetry = setTimeout(
-      () => void this.resync(),
-      this.options.pubsubCheckMs || DEFAULT_PUBSUB_CHECK_MS,
-    );
-    this.resyncRetry.unref();
-  }
-
-  private schedulePushes(): void {
-    if (this.pushScheduled || this.pushRing.pending === 0) return;
-    this.pushScheduled = true;
-    setImmediate(this.pushSlice);
-  }
-
-  private readonly pushSlice = (): void => {
-    this.pushScheduled = false;
-    const ring = this.pushRing;
-    // A slice's frames are written within a few milliseconds: their wait ends at its start.
-    const now = performance.now();
-    for (let sent = 0; sent < PUSH_SLICE; sent++) {
-      const live = ring.next();
-      if (live === undefined) return;
-      this.takePending(live, now);
-    }
-    this.schedulePushes();
-  };
-
-  /** Hands the user's pending state (if any) to their listeners now (`now`: performance.now()). */
-  private takePending(live: LiveUser, now = performance.now()): void {
-    const counts = live.pendingCounts;
-    if (counts === null) return;
-    live.pendingCounts = null;
-    // Taken out of turn (a poll): its mark goes too. From the ring, it is cleared already.
-    this.pushRing.unmark(live.slot);
-    this.pushed++;
-    this.options.onPushed?.((now - live.pendingSince) / 1000);
-    const { pendingVersion, pendingComputedAt } = live;
-    const badge = HeldBadge.pushed(
-      live.stem!,
-      pendingVersion,
-      pendingComputedAt,
-      counts,
-      this.options.service,
-    );
-    this.offer(live, badge);
+  /** The held users hashed into one of `pools` (a re-read's). */
+  heldIn(pools: ReadonlySet<number>): string[] {
+    const { pools: count } = this.options.service.gatewayLink;
+    const users: string[] = [];
+    for (const user of this.users.keys()) if (pools.has(poolOf(user, count))) users.push(user);
+    return users;
   }
 
   /** Keeps the newest badge (isNewerBadge: greater version within an epoch; another epoch replaces). */
   private offer(live: LiveUser, badge: HeldBadge): void {
     if (!isNewerBadge(badge, live.badge)) return;
     live.badge = badge;
-    if (live.newestEpoch !== badge.epoch || badge.version > live.newestVersion) {
+    if (isNewerState(live.newestEpoch === badge.epoch, badge.version, live.newestVersion)) {
       const { epoch } = badge;
       live.newestEpoch = epoch;
       live.newestEpochCode = epochCode(epoch, 0, epoch.length);
@@ -488,7 +340,7 @@ export class LiveUsers {
   }
 
   /** Renews presence and routes of every held user in one batch; lets lapsed pollers go. */
-  private async renew(): Promise<void> {
+  async renew(): Promise<void> {
     if (this.closed) return;
     const now = Date.now();
     const { service, gatewayId, presenceTtlMs } = this.options;
@@ -507,8 +359,6 @@ export class LiveUsers {
     }
   }
 }
-
-const RESOLVED = Promise.resolve();
 
 /** What a poll answers: the badge, and the `X-Poll-Interval` to send with it. */
 export interface PollAnswer {
@@ -530,23 +380,3 @@ export function stalePollInterval(intervalSeconds: number, staleAnswers: number)
 
 /** BUBBLE_PUBSUB_CHECK_MS's default. */
 const DEFAULT_PUBSUB_CHECK_MS = 2_000;
-
-/** Frames written per turn of the event loop; I/O runs between turns. */
-const PUSH_SLICE = 512;
-
-function addListener(live: LiveUser, listener: BadgeListener): void {
-  const { listeners } = live;
-  if (listeners === null) live.listeners = listener;
-  else if (listeners instanceof Set) listeners.add(listener);
-  else if (listeners !== listener) live.listeners = new Set([listeners, listener]);
-}
-
-function removeListener(live: LiveUser, listener: BadgeListener): void {
-  const { listeners } = live;
-  if (listeners === listener) live.listeners = null;
-  else if (listeners instanceof Set) {
-    listeners.delete(listener);
-    if (listeners.size === 1) live.listeners = listeners.values().next().value!;
-    else if (listeners.size === 0) live.listeners = null;
-  }
-}

@@ -1,40 +1,32 @@
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { BadgeService, ConversationListItem } from '@bubble/badges';
+import type { BadgeService } from '@bubble/badges';
 import {
   BubbleError,
   CLOSE,
-  LIMITS,
   describeIssues,
+  isNewerState,
   readRequestSchema,
-  type Badge,
 } from '@bubble/protocol';
 import type { Logger } from 'pino';
 import { WebSocket, WebSocketServer, type RawData } from 'ws';
 import { credentialInQueryError, hasCredentialInQuery, type Authenticator } from '../auth.js';
 import { ClientAddressResolver } from '../http/client-address.js';
 import type { LoadMonitor } from '../load-monitor.js';
+import {
+  DEFAULT_MAX_ADMITTING,
+  admit,
+  destroySocket,
+  refuse,
+  releaseAdmission,
+} from './admission.js';
+import { DEFAULT_DRAIN_MAX_MS, DEFAULT_DRAIN_RATE, closePaced } from './drain.js';
 import { HeldBadge } from './held-badge.js';
 import { IpRateLimiter } from './ip-rate-limiter.js';
-import type { BadgeListener, LiveUsers } from './live-users.js';
+import type { LiveUsers } from './live-users.js';
+import { Peer, onAuthTimeout, onError, onPong } from './peer.js';
 import { writeAsciiTextFrame, writeTextFrame } from './text-frame.js';
-
-/**
- * New connections being admitted at once (upgraded, not yet sent their first badge): past it an
- * upgrade is refused with 503 + Retry-After before it costs a handshake, a token check or a
- * badge. A reconnect storm then queues in the clients' backoff, not in the gateway's memory and
- * Redis round trips (docs/security.md "Reconnect storm").
- */
-export const DEFAULT_MAX_ADMITTING = 256;
-
-/**
- * A drain closes its sockets (1001) at most this many a second (BUBBLE_WS_DRAIN_RATE), and in at
- * most DEFAULT_DRAIN_MAX_MS in all (BUBBLE_WS_DRAIN_MAX_MS): the survivors see the clients come
- * at a rate they can admit, and a socket not yet closed keeps its pushes until its turn.
- */
-export const DEFAULT_DRAIN_RATE = 2_000;
-export const DEFAULT_DRAIN_MAX_MS = 5_000;
-const DRAIN_SLICE_MS = 50;
+import { WATCH_SAFETY_REFRESH_MS, WatchedLists } from './watched-lists.js';
 
 /** The per-address limit of new connections (BUBBLE_WS_CONNECT_RATE and _BURST). */
 export const DEFAULT_CONNECT_LIMIT = { perSecond: 20, burst: 50 } as const;
@@ -81,9 +73,6 @@ export interface WsGatewayOptions {
   onListRead?: () => void;
 }
 
-/** The watched lists' safety refresh: a signal lost on the way is made good within it. */
-export const WATCH_SAFETY_REFRESH_MS = 60_000;
-
 /** The heartbeat's defaults (docs/security.md): ping every 25 s, a pong due within 8 s. */
 export const HEARTBEAT_MS = 25_000;
 export const PONG_TIMEOUT_MS = 8_000;
@@ -95,46 +84,6 @@ const RECEIVER_LIMITS: Record<
   'maxFragments' | 'maxBufferedChunks' | 'maxPendingAutoPongs',
   number
 > = { maxFragments: 16, maxBufferedChunks: 64, maxPendingAutoPongs: 8 };
-/** The `what`s a `watch` frame may name. */
-const WATCHABLE = new Set(['conversations']);
-
-/**
- * One connection. The socket object itself carries the connection's state, and its listeners
- * are shared functions of the module (`this` is the socket): an idle connection costs the
- * gateway no closures, contexts or map entries of its own besides its place in `peers`.
- */
-class Peer extends WebSocket implements BadgeListener {
-  gateway: WsGateway | null = null;
-  user: string | null = null;
-  alive = true;
-  /** The newest badge sent on this connection: nothing older follows it. */
-  sent: HeldBadge | null = null;
-  /** Its stamp, on the connection itself (compared on every push). */
-  sentEpoch: string | null = null;
-  sentVersion = 0;
-  /** Frames of one connection are handled one after another, in order (null: none pending). */
-  queue: Promise<void> | null = null;
-  /** Set while a connection without a header token has to authenticate by its first frame. */
-  authTimer: NodeJS.Timeout | null = null;
-  /** After `watch`: each list entry as last sent on this connection (id → its JSON). */
-  watched: Map<string, string> | null = null;
-  /** A list re-read is running (`listAgain`: another one is owed when it ends). */
-  listing = false;
-  listAgain = false;
-  /** The first list after `watch` is sent even when empty: the client's starting point. */
-  listPrimed = false;
-  /** The conversation counts of the last badge seen while watching (JSON): a change re-reads. */
-  listedCounts: string | null = null;
-  /** The raw socket while this connection counts as being admitted (until its first badge). */
-  admission: AdmittedSocket | null = null;
-  /** The socket under the connection, which frames are written to (writeTextFrame). */
-  wire: Duplex | null = null;
-
-  onBadge(badge: HeldBadge): void {
-    this.gateway?.send(this, badge);
-    if (this.watched) this.gateway?.badgeWhileWatching(this, badge.badge);
-  }
-}
 
 /**
  * GET /v1/ws: authenticated sockets that receive their user's badge on every change, and carry
@@ -148,10 +97,8 @@ export class WsGateway {
   private readonly log: Logger;
   private heartbeat: NodeJS.Timeout | undefined;
   private pongDeadline: NodeJS.Timeout | undefined;
-  private watchTimer: NodeJS.Timeout | undefined;
-  /** Connections that sent `watch`, by user (list signals name users). */
-  private readonly watchers = new Map<string, Set<Peer>>();
-  private stopListSignals: (() => Promise<void>) | undefined;
+  /** The conversation lists connections watch. */
+  readonly lists: WatchedLists;
   private draining = false;
   /** Upgrades admitted and not yet past their first badge (or closed). */
   admitting = 0;
@@ -178,22 +125,20 @@ export class WsGateway {
     // within the timeout. A peer that vanished (no FIN) is gone within interval + timeout.
     this.heartbeat = setInterval(() => this.ping(), options.heartbeatMs ?? HEARTBEAT_MS);
     this.heartbeat.unref();
-    const refreshMs = options.watchRefreshMs ?? WATCH_SAFETY_REFRESH_MS;
-    if (refreshMs > 0) {
-      this.watchTimer = setInterval(() => this.refreshEveryList(), refreshMs);
-      this.watchTimer.unref();
-    }
+    this.lists = new WatchedLists({
+      service: options.service,
+      log: this.log,
+      maxPayload: options.maxPayload,
+      refreshMs: options.watchRefreshMs ?? WATCH_SAFETY_REFRESH_MS,
+      onListRead: options.onListRead,
+      send: (ws, text) => this.sendText(ws, text),
+    });
   }
 
   /** Subscribes to the list signals routed to this gateway (before any socket is taken). */
   async start(): Promise<void> {
-    const { gatewayId, service } = this.options;
-    if (!gatewayId || this.stopListSignals) return;
-    this.stopListSignals = await service.gatewayLink.subscribeLists(
-      gatewayId,
-      (users) => this.listsChanged(users),
-      () => this.refreshEveryList(),
-    );
+    const { gatewayId } = this.options;
+    if (gatewayId) await this.lists.start(gatewayId);
   }
 
   get connections(): number {
@@ -209,44 +154,18 @@ export class WsGateway {
     this.draining = true;
     clearInterval(this.heartbeat);
     clearTimeout(this.pongDeadline);
-    await this.closePaced();
-    clearInterval(this.watchTimer);
-    await this.stopListSignals?.().catch(() => undefined);
+    await closePaced(
+      this.peers,
+      this.options.drainRate ?? DEFAULT_DRAIN_RATE,
+      this.options.drainMaxMs ?? DEFAULT_DRAIN_MAX_MS,
+      this.log,
+    );
+    await this.lists.close();
     const deadline = Date.now() + 2000;
     while (this.peers.size > 0 && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, 20));
     for (const ws of this.peers) ws.terminate();
     this.wss.close();
-  }
-
-  private async closePaced(): Promise<void> {
-    const rate = this.options.drainRate ?? DEFAULT_DRAIN_RATE;
-    const maxMs = this.options.drainMaxMs ?? DEFAULT_DRAIN_MAX_MS;
-    const peers = [...this.peers];
-    const spanMs = Math.min(maxMs, (peers.length * 1000) / rate);
-    this.log.info(
-      { sockets: peers.length, overMs: Math.round(spanMs) },
-      'draining: closing sockets with 1001',
-    );
-    // Socket i is due at i/n of the span: a late timer catches up, it does not stretch the span.
-    const started = performance.now();
-    let next = 0;
-    while (next < peers.length) {
-      const elapsed = performance.now() - started;
-      const due =
-        elapsed >= spanMs
-          ? peers.length
-          : Math.min(peers.length, Math.floor((elapsed / spanMs) * peers.length) + 1);
-      for (; next < due; next++) {
-        const ws = peers[next]!;
-        if (ws.readyState === WebSocket.OPEN) ws.close(CLOSE.goingAway, 'draining');
-      }
-      if (next < peers.length) await new Promise((resolve) => setTimeout(resolve, DRAIN_SLICE_MS));
-    }
-    // A connection whose upgrade was past the draining check when the drain began.
-    for (const ws of this.peers) {
-      if (ws.readyState === WebSocket.OPEN) ws.close(CLOSE.goingAway, 'draining');
-    }
   }
 
   private async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
@@ -294,10 +213,7 @@ export class WsGateway {
         'Retry-After': '1',
       });
     }
-    const admitted = socket as AdmittedSocket;
-    admitted.admittedBy = this;
-    this.admitting++;
-    socket.once('close', onAdmittedClose);
+    const admitted = admit(socket, this);
     let user: string | null = null;
     if (req.headers.authorization !== undefined) {
       try {
@@ -352,7 +268,7 @@ export class WsGateway {
 
   private closed(ws: Peer): void {
     this.peers.delete(ws);
-    if (ws.watched && ws.user) this.unwatch(ws, ws.user);
+    if (ws.watched && ws.user) this.lists.unwatch(ws, ws.user);
     ws.watched = null;
     if (ws.authTimer) clearTimeout(ws.authTimer);
     ws.authTimer = null;
@@ -425,21 +341,7 @@ export class WsGateway {
       return;
     }
     if (type === 'watch') {
-      const what = (frame as { what?: unknown }).what;
-      if (typeof what !== 'string' || !WATCHABLE.has(what)) {
-        ws.close(CLOSE.policy, 'watch what: "conversations"');
-        return;
-      }
-      if (!ws.watched) {
-        ws.watched = new Map();
-        // The list read now is at least as new as the last badge sent: a badge with the same
-        // conversation counts need not read it again.
-        if (ws.sent) ws.listedCounts = JSON.stringify(ws.sent.badge.conversations);
-        let set = this.watchers.get(ws.user);
-        if (!set) this.watchers.set(ws.user, (set = new Set()));
-        set.add(ws);
-      }
-      this.refreshList(ws);
+      this.lists.watch(ws, ws.user, (frame as { what?: unknown }).what);
       return;
     }
     if (type !== 'read') {
@@ -456,7 +358,7 @@ export class WsGateway {
       const badge = HeldBadge.of(await this.options.service.read(ws.user, parsed.data));
       this.send(ws, badge, true);
       this.options.live.publishLocal(badge);
-      if (ws.watched) this.refreshList(ws);
+      if (ws.watched) this.lists.refreshList(ws);
     } catch (err) {
       this.sendError(
         ws,
@@ -471,7 +373,7 @@ export class WsGateway {
     // Not newer means the same epoch and a version not greater: only an answer re-sends it.
     const { epoch, version } = badge;
     // isNewerBadge(badge, ws.sent), from the stamp kept on the connection.
-    const newer = ws.sentEpoch === null || epoch !== ws.sentEpoch || version > ws.sentVersion;
+    const newer = isNewerState(epoch === ws.sentEpoch, version, ws.sentVersion);
     if (!newer && !(answer && version === ws.sentVersion)) return;
     ws.sent = badge;
     ws.sentEpoch = epoch;
@@ -479,106 +381,11 @@ export class WsGateway {
     this.sendText(ws, badge.frame, badge.ascii);
   }
 
-  /** A list signal: the watchers of these users read their lists again. */
-  private listsChanged(users: readonly string[]): void {
-    for (const user of users) {
-      const set = this.watchers.get(user);
-      if (set) for (const ws of set) this.refreshList(ws);
-    }
-  }
-
-  private refreshEveryList(): void {
-    for (const set of this.watchers.values()) for (const ws of set) this.refreshList(ws);
-  }
-
-  private unwatch(ws: Peer, user: string): void {
-    const set = this.watchers.get(user);
-    set?.delete(ws);
-    if (set?.size === 0) this.watchers.delete(user);
-  }
-
-  /**
-   * A badge of a watching connection's user: the list is read again only when its conversation
-   * counts moved (a message or a read of another member, or on another device). Joins, leaves,
-   * mutes and the user's own messages, which may leave them as they were, come as list signals.
-   */
-  badgeWhileWatching(ws: Peer, badge: Badge): void {
-    const counts = JSON.stringify(badge.conversations);
-    if (counts === ws.listedCounts) return;
-    ws.listedCounts = counts;
-    this.refreshList(ws);
-  }
-
-  /**
-   * Re-reads a watching connection's list and sends the entries that changed since the last
-   * frame (`{"id","removed":true}` for those that left it). Calls while one runs are conflated
-   * into one more re-read after it: the client gets the latest state of each entry.
-   */
-  refreshList(ws: Peer): void {
-    if (!ws.watched || !ws.user) return;
-    if (ws.listing) {
-      ws.listAgain = true;
-      return;
-    }
-    ws.listing = true;
-    this.options.onListRead?.();
-    void this.options.service
-      .conversationList(ws.user, LIMITS.maxConversationList)
-      .then((list) => this.sendListChanges(ws, list))
-      .catch((err: unknown) => this.log.warn({ err }, 'could not re-read a watched list'))
-      .finally(() => {
-        ws.listing = false;
-        if (ws.listAgain) {
-          ws.listAgain = false;
-          this.refreshList(ws);
-        }
-      });
-  }
-
-  private sendListChanges(ws: Peer, list: readonly ConversationListItem[]): void {
-    const watched = ws.watched;
-    if (!watched || ws.readyState !== WebSocket.OPEN) return;
-    const items: string[] = [];
-    const listed = new Set<string>();
-    for (const entry of list) {
-      listed.add(entry.id);
-      const json = JSON.stringify(entry);
-      if (watched.get(entry.id) === json) continue;
-      watched.set(entry.id, json);
-      items.push(json);
-    }
-    for (const id of watched.keys()) {
-      if (listed.has(id)) continue;
-      watched.delete(id);
-      items.push(JSON.stringify({ id, removed: true }));
-    }
-    if (items.length === 0 && ws.listPrimed) return;
-    ws.listPrimed = true;
-    if (items.length === 0) {
-      this.sendText(ws, '{"type":"conversations","items":[]}');
-      return;
-    }
-    // Frames stay within BUBBLE_WS_MAX_PAYLOAD: the changes are split across as many as needed.
-    const open = '{"type":"conversations","items":[';
-    let batch: string[] = [];
-    let size = open.length + 2;
-    for (const item of items) {
-      if (batch.length > 0 && size + item.length + 1 > this.options.maxPayload) {
-        this.sendText(ws, `${open}${batch.join(',')}]}`);
-        batch = [];
-        size = open.length + 2;
-      }
-      batch.push(item);
-      size += item.length + 1;
-    }
-    if (batch.length > 0) this.sendText(ws, `${open}${batch.join(',')}]}`);
-  }
-
   /**
    * Every frame goes through here: a connection whose unsent frames pass the bound is dropped
    * (a slow consumer), so no client can make the gateway buffer without limit.
    */
-  private sendText(ws: Peer, text: string, ascii = false): void {
+  sendText(ws: Peer, text: string, ascii = false): void {
     if (ws.readyState !== WebSocket.OPEN) return;
     // ws.bufferedAmount less the sender's queue, which holds nothing without compression.
     const buffered = ws.wire ? ws.wire.writableLength : ws.bufferedAmount;
@@ -615,69 +422,4 @@ export class WsGateway {
   }
 }
 
-function refuse(
-  socket: Duplex,
-  status: number,
-  code: string,
-  message: string,
-  headers: Record<string, string> = {},
-): void {
-  const body = JSON.stringify({ error: { code, message } });
-  const reason =
-    {
-      400: 'Bad Request',
-      401: 'Unauthorized',
-      403: 'Forbidden',
-      404: 'Not Found',
-      429: 'Too Many Requests',
-      503: 'Service Unavailable',
-    }[status] ?? 'Error';
-  const extra = Object.entries(headers)
-    .map(([name, value]) => `${name}: ${value}\r\n`)
-    .join('');
-  socket.end(
-    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extra}Connection: close\r\n\r\n${body}`,
-  );
-}
-
-/** An upgrade's socket while it counts against the gateway's admissions. */
-type AdmittedSocket = Duplex & { admittedBy?: WsGateway | null };
-
-function releaseAdmission(socket: AdmittedSocket): void {
-  const gateway = socket.admittedBy;
-  if (!gateway) return;
-  socket.admittedBy = null;
-  gateway.admitting--;
-  socket.removeListener('close', onAdmittedClose);
-}
-
-function onAdmittedClose(this: Duplex): void {
-  releaseAdmission(this as AdmittedSocket);
-}
-
-function destroySocket(this: Duplex): void {
-  this.destroy();
-}
-
 const RESOLVED = Promise.resolve();
-
-// The listeners of every connection (`this` is the socket).
-function onPong(this: WebSocket): void {
-  (this as Peer).alive = true;
-}
-
-function onError(this: WebSocket): void {
-  this.terminate();
-}
-
-function onAuthTimeout(ws: Peer): void {
-  ws.authTimer = null;
-  // Timers run before the event loop reads sockets: behind a backlog (a reconnect storm) the
-  // auth frame may have arrived in time and not be read yet. Decide after this loop's reads.
-  setImmediate(closeUnauthenticated, ws);
-}
-
-function closeUnauthenticated(ws: Peer): void {
-  // A frame being handled (ws.queue) is the auth frame, or closes the socket itself.
-  if (!ws.user && ws.queue === null) ws.close(CLOSE.authFailed, 'no authentication within 5 s');
-}

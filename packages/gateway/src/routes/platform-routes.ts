@@ -13,7 +13,7 @@ import {
   replaceTopicsSchema,
 } from '@bubble/protocol';
 import type { BadgeService } from '@bubble/badges';
-import type { Badge } from '@bubble/protocol';
+import type { Badge, ClusterStatus } from '@bubble/protocol';
 import type { Authenticator } from '../auth.js';
 import { readBody, readOptionalBody } from '../http/body.js';
 import { sendEmpty, sendJson } from '../http/respond.js';
@@ -25,7 +25,7 @@ export interface PlatformDeps {
   auth: Authenticator;
   metrics: GatewayMetrics;
   /** GET /v1/cluster; absent where no cluster runs. */
-  clusterStatus?: () => Promise<unknown>;
+  clusterStatus?: () => Promise<ClusterStatus>;
   /** Hands a badge this gateway computed to the user's sockets held here. */
   published?: ((badge: Badge) => void) | undefined;
 }

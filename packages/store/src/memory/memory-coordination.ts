@@ -1,4 +1,5 @@
-import type { Assignment, Coordination, NodeInfo, SweepReport } from '../cluster-types.js';
+import type { NodeInfo, SweepReport } from '@bubble/protocol';
+import type { Assignment, Coordination } from '../cluster-types.js';
 
 export interface MemoryCoordinationOptions {
   /** The store's clock: the leader lease and node liveness; default Date.now. */

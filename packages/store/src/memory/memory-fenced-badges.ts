@@ -1,15 +1,21 @@
-import { poolOf, idRecord } from '@bubble/protocol';
-import { ChangeList, sameCounts } from '../badge-state.js';
+import {
+  ChangeList,
+  idRecord,
+  newEpoch,
+  poolOf,
+  sameCounts,
+  type BadgeChange,
+  type BadgeChangeReader,
+  type BadgeFields,
+  type StoredBadge,
+} from '@bubble/protocol';
 import type {
-  BadgeChange,
-  BadgeChangeReader,
   FencedBadges,
   FencedBadgeWrite,
   FencedSaveOptions,
   FencedSaveResult,
 } from '../cluster-types.js';
-import { newEpoch } from '../epoch.js';
-import type { BadgeFields, BadgeStamp, StoredBadge } from '../types.js';
+import type { BadgeStamp } from '../types.js';
 
 export interface MemoryFencedBadgesOptions {
   pools: number;

@@ -1,6 +1,5 @@
-import { BubbleError, type Clock } from '@bubble/protocol';
+import { BubbleError, type BadgeFields, type Clock, type StoredBadge } from '@bubble/protocol';
 import type {
-  BadgeFields,
   BadgeStamp,
   BadgeStateWrite,
   BadgeStates,
@@ -13,7 +12,6 @@ import type {
   Post,
   PostIndex,
   ReadCursors,
-  StoredBadge,
   TopicPost,
   WindowPost,
 } from '../types.js';

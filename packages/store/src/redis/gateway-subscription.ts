@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
-import { PublishedChanges } from '../badge-state.js';
-import type { BadgeChangeReader, MissedMessages, MissedReason } from '../cluster-types.js';
+import { PublishedChanges, type BadgeChangeReader } from '@bubble/protocol';
+import type { MissedMessages, MissedReason } from '../cluster-types.js';
 import type { RedisClient } from './connect.js';
 import type { CommandCounter } from './ioredis-internals.js';
 import type { RedisKeys } from './keys.js';

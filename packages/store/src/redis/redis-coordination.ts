@@ -1,5 +1,6 @@
 import { Cluster, type ChainableCommander } from 'ioredis';
-import type { Assignment, Coordination, NodeInfo, SweepReport } from '../cluster-types.js';
+import type { NodeInfo, SweepReport } from '@bubble/protocol';
+import type { Assignment, Coordination } from '../cluster-types.js';
 import type { RedisClient } from './connect.js';
 import type { CommandCounter } from './ioredis-internals.js';
 import type { RedisKeys } from './keys.js';

@@ -1,13 +1,14 @@
-import { poolOf, usersByPool } from '@bubble/protocol';
 import {
-  PackedStateWriter,
   decodeBadgeState,
   decodeChanges,
-  packedStateBound,
-} from '../badge-state.js';
+  newEpoch,
+  poolOf,
+  usersByPool,
+  type BadgeChange,
+  type BadgeChangeReader,
+  type BadgeFields,
+} from '@bubble/protocol';
 import type {
-  BadgeChange,
-  BadgeChangeReader,
   FencedBadges,
   FencedBadgeWrite,
   FencedSaveOptions,
@@ -15,8 +16,8 @@ import type {
   KnownBadge,
   MissedMessages,
 } from '../cluster-types.js';
-import { newEpoch } from '../epoch.js';
-import type { BadgeFields, BadgeStamp } from '../types.js';
+import { PackedStateWriter, packedStateBound } from '../packed-state-writer.js';
+import type { BadgeStamp } from '../types.js';
 import { RedisBadgeRoutes } from './badge-routes.js';
 import type { RedisClient } from './connect.js';
 import { GatewaySubscription } from './gateway-subscription.js';

@@ -1,7 +1,13 @@
 import { DEFAULT_LARGE_GROUP, DEFAULT_LIST_INDEX_SIZE } from '../conversation-order.js';
-import { BubbleError, idRecord, poolOf } from '@bubble/protocol';
+import {
+  BubbleError,
+  decodeBadgeState,
+  idRecord,
+  poolOf,
+  type BadgeFields,
+  type StoredBadge,
+} from '@bubble/protocol';
 import type {
-  BadgeFields,
   BadgeStamp,
   BadgeStateWrite,
   BadgeStates,
@@ -13,7 +19,6 @@ import type {
   Post,
   PostIndex,
   ReadCursors,
-  StoredBadge,
   TopicPost,
   UserInputs,
   WindowPost,
@@ -25,7 +30,6 @@ import {
   splitTopics,
   topicMember,
 } from '../topic-windows.js';
-import { decodeBadgeState } from '../badge-state.js';
 import { StoreClock, type ClockListeners } from '../store-clock.js';
 import { Cluster } from 'ioredis';
 import { connectRedis, type RedisClient, type RedisTarget } from './connect.js';

@@ -1,5 +1,5 @@
 import type { HistoryResponse } from '../history-wire.js';
-import type { ClusterStatus } from './cluster-types.js';
+import type { ClusterStatus } from '@bubble/protocol';
 import { parseMetrics, type Samples } from './prometheus-text.js';
 
 export class Unauthorized extends Error {}

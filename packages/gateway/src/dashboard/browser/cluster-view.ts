@@ -1,4 +1,4 @@
-import type { ClusterStatus } from './cluster-types.js';
+import type { ClusterStatus } from '@bubble/protocol';
 import { byId, element, setText } from './dom.js';
 import { ago, fmt, ms, span } from './format.js';
 import { ownerColour } from './owner-colour.js';

@@ -1,5 +1,5 @@
-import { displayTotal, makeBadge } from '@bubble/protocol';
-import { decodeFields } from './badge-fields.js';
+import { displayTotal, makeBadge } from '../badge.js';
+import { decodeFields } from './fields.js';
 
 /**
  * What every badge frame of one user in one epoch begins with, up to the version: made once per

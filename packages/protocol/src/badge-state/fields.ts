@@ -1,5 +1,5 @@
-import { idRecord, ownValue, type BadgeCounts } from '@bubble/protocol';
-import type { MembershipSeqs } from '@bubble/store';
+import type { BadgeCounts } from '../badge.js';
+import { idRecord, ownValue } from '../ids.js';
 
 /**
  * A badge state is stored as flat integer fields (docs/redis-keys.md), only non-zero ones:
@@ -14,6 +14,9 @@ const MUTED = 'm:';
 const REDDOT = 'r:';
 const COUNTER = 'k:';
 
+/** The counts a badge state is compared on. Zero counts are not stored. */
+export type BadgeFields = Readonly<Record<string, number>>;
+
 /** Everything in a badge beside the feed, as computed from its sources. */
 export interface ExtraCounts {
   notices: number;
@@ -24,13 +27,6 @@ export interface ExtraCounts {
   /** interaction counters: kind → count (zero ones may be present) */
   counters: Readonly<Record<string, number>>;
 }
-
-export const NO_EXTRAS: Readonly<ExtraCounts> = Object.freeze({
-  notices: 0,
-  conversations: [],
-  reddots: [],
-  counters: Object.freeze({}),
-});
 
 export function encodeFields(feed: number, extras: Readonly<ExtraCounts>): Record<string, number> {
   const fields = idRecord<number>();
@@ -55,13 +51,13 @@ export function addExtraFields(
 }
 
 /** The fields beside the feed, as stored: what a core compares its extras against. */
-export function extraFieldsOf(fields: Readonly<Record<string, number>>): Record<string, number> {
+export function extraFieldsOf(fields: BadgeFields): Record<string, number> {
   const out = idRecord<number>();
   for (const name of Object.keys(fields)) if (name !== FEED_FIELD) out[name] = fields[name]!;
   return out;
 }
 
-export function decodeFields(fields: Readonly<Record<string, number>>): BadgeCounts {
+export function decodeFields(fields: BadgeFields): BadgeCounts {
   const conversations = idRecord<number>();
   const reddots: string[] = [];
   const counters = idRecord<number>();
@@ -88,40 +84,6 @@ export function decodeFields(fields: Readonly<Record<string, number>>): BadgeCou
     reddots,
     counters: sortKeys(counters),
   };
-}
-
-/** notices(u) of docs/semantics.md over live ids in ascending order: those above the cursor. */
-export function countNoticesAfter(liveIds: ArrayLike<number>, seen: number | null): number {
-  if (seen === null) return 0;
-  let lo = 0;
-  let hi = liveIds.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (liveIds[mid]! <= seen) lo = mid + 1;
-    else hi = mid;
-  }
-  return liveIds.length - lo;
-}
-
-/** A red dot shows while it is marked and the user has not clicked it since. */
-export function shownReddots(
-  marked: Readonly<Record<string, number>>,
-  clicks: Readonly<Record<string, number>>,
-): string[] {
-  const shown: string[] = [];
-  for (const name of Object.keys(marked)) {
-    const clicked = ownValue(clicks, name);
-    if (clicked === undefined || clicked < marked[name]!) shown.push(name);
-  }
-  return shown;
-}
-
-export function unreadOf(memberships: readonly MembershipSeqs[]): ExtraCounts['conversations'] {
-  return memberships.map((m) => ({
-    id: m.conversation,
-    unread: Math.max(0, m.maxSeq - m.readSeq),
-    muted: m.muted,
-  }));
 }
 
 function sortKeys(record: Record<string, number>): Record<string, number> {
