@@ -1,4 +1,4 @@
-import { assertId, makeBadge, type Badge } from '@bubble/protocol';
+import { assertId, feedWindowStart, makeBadge, type Badge } from '@bubble/protocol';
 import type { BadgeContext } from './context.js';
 import type { FeedInputs } from '@bubble/store';
 import { decodeFields, encodeFields, type ExtraCounts } from './badge-fields.js';
@@ -36,7 +36,7 @@ export class ColdStart {
 
   private countFeed({ follows, topics, readAt }: FeedInputs, now: number): Promise<number> {
     const { store, lookbackMs } = this.ctx;
-    const after = Math.max(readAt ?? -Infinity, now - lookbackMs);
+    const after = feedWindowStart(readAt, now, lookbackMs);
     return store.posts.countBetween(follows, after, now, topics);
   }
 

@@ -1,4 +1,10 @@
-import { assertId, displayTotal, type BadgeCounts, idRecord } from '@bubble/protocol';
+import {
+  assertId,
+  displayTotal,
+  type BadgeCounts,
+  feedWindowStart,
+  idRecord,
+} from '@bubble/protocol';
 import type { StoredBadge } from '@bubble/store';
 import { decodeFields, shownReddots } from './badge-fields.js';
 import type { BadgeContext } from './context.js';
@@ -62,7 +68,7 @@ export class Explainer {
       store.badges.load(user),
       store.counters.counts(user, this.ctx.counters.kinds, this.ctx.counters.windowMs),
     ]);
-    const from = Math.max(inputs.readAt ?? -Infinity, now - this.ctx.lookbackMs);
+    const from = feedWindowStart(inputs.readAt, now, this.ctx.lookbackMs);
     const [byAuthors, feed, notices] = await Promise.all([
       store.posts.countBetween(inputs.follows, from, now),
       store.posts.countBetween(inputs.follows, from, now, inputs.topics),
