@@ -1,22 +1,16 @@
-import { feedWindowStart } from '@bubble/protocol';
 import { Arrivals } from './feed/arrivals.js';
+import { AuthorPosts } from './feed/author-posts.js';
 import { AuthorWindows, type WindowPost } from './feed/author-windows.js';
 import { ChangeListing, type ChangedCounts } from './feed/change-listing.js';
 import { FollowArena } from './feed/follow-arena.js';
+import { IdRoom } from './feed/id-room.js';
 import { TopicFollows } from './feed/topic-follows.js';
-import { TopicRecords, recordKey } from './feed/topic-records.js';
+import { TopicPosts, type TopicWindowPost } from './feed/topic-posts.js';
+import { TopicRecords } from './feed/topic-records.js';
 import { UserCounts } from './feed/user-counts.js';
 import { InternTable, idHash } from './intern-table.js';
 
-export type { WindowPost };
-
-/** A post of a topic's window: its author and every topic it carries. */
-export interface TopicWindowPost {
-  author: string;
-  id: string;
-  ts: number;
-  topics: readonly string[];
-}
+export type { TopicWindowPost };
 
 /**
  * The feed bubble of every user a core holds, kept exact incrementally.
@@ -36,9 +30,10 @@ export interface TopicWindowPost {
  * of its topics u follows, so recompute() counts each post once too. Users without topics cost
  * one size check per author walk, nothing more.
  *
- * The parts (feed/): who follows whom (FollowArena, TopicFollows), the posts (AuthorWindows,
- * TopicRecords), the moments waited for (Arrivals) and the counts handed out (ChangeListing).
- * This class holds the counts and walks the parts' followers, by integer ids.
+ * This class turns names into ids and hands them to its parts (feed/): who follows whom
+ * (FollowArena, TopicFollows), the posts held (AuthorWindows, TopicRecords), how they reach
+ * users (AuthorPosts, TopicPosts), the moments waited for (Arrivals), the counts (UserCounts)
+ * and the counts handed out (ChangeListing).
  */
 export class FeedCounter {
   readonly users = new InternTable();
@@ -60,12 +55,28 @@ export class FeedCounter {
     this.topicFollows.followers,
     this.arrivals,
   );
+  private readonly ids = new IdRoom(
+    this.authors,
+    this.topics,
+    this.arena,
+    this.topicFollows,
+    this.windows,
+    this.records,
+  );
   private readonly counts = new UserCounts(
     this.arena,
     this.topicFollows,
     this.windows,
     this.records,
   );
+  private readonly topicPosts = new TopicPosts(
+    this.ids,
+    this.topics,
+    this.topicFollows,
+    this.records,
+    this.counts,
+  );
+  private readonly authorPosts = new AuthorPosts(this.windows, this.counts, this.topicPosts);
   private readonly changes = new ChangeListing();
 
   constructor(options: { lookbackMs: number }) {
@@ -94,6 +105,11 @@ export class FeedCounter {
     return this.records.size;
   }
 
+  /** Follows (and topic follows) of released users still in follower lists. */
+  get unreclaimedFollows(): number {
+    return this.releasingFollows;
+  }
+
   hasUser(user: string): boolean {
     return this.users.idOf(user) !== undefined;
   }
@@ -105,8 +121,7 @@ export class FeedCounter {
 
   readAtOf(user: string): number | null {
     const u = this.users.idOf(user);
-    if (u === undefined) return null;
-    const at = this.counts.readAt[u]!;
+    const at = u === undefined ? -Infinity : this.counts.readAt[u]!;
     return at === -Infinity ? null : at;
   }
 
@@ -152,23 +167,8 @@ export class FeedCounter {
     const previous = this.now;
     this.now = time;
     const horizon = time - this.lookbackMs;
-    const due = this.arrivals;
-    while (due.nextPostExpiry(horizon)) this.trimAuthor(due.id, horizon, previous);
-    while (due.nextPostArrival(time)) {
-      const { id: a, ts, hash } = due;
-      if (ts > horizon && this.windows.find(a, ts, hash) >= 0)
-        this.counts.walkAuthorPost(a, ts, hash, 1);
-    }
-    while (due.nextRecordExpiry(horizon)) {
-      const { id: r, ts, hash } = due;
-      if (!this.records.isRecord(r, ts, hash)) continue;
-      if (ts <= previous) this.counts.walkRecord(r, -1);
-      this.records.drop(r);
-    }
-    while (due.nextRecordArrival(time)) {
-      const { id: r, ts, hash } = due;
-      if (ts > horizon && this.records.isRecord(r, ts, hash)) this.counts.walkRecord(r, 1);
-    }
+    this.authorPosts.advance(this.arrivals, time, previous, horizon);
+    this.topicPosts.advance(this.arrivals, time, previous, horizon);
   }
 
   /**
@@ -178,7 +178,11 @@ export class FeedCounter {
   setUser(user: string, follows: readonly string[], readAt: number | null): string[] {
     const fresh = this.users.idOf(user) === undefined;
     const u = this.users.intern(user);
-    this.ensureUserCapacity(u + 1);
+    if (!this.counts.hasRoomFor(u + 1)) {
+      this.counts.ensureUserCapacity(u + 1);
+      this.arena.ensureUserCapacity(u + 1);
+      this.changes.ensureUserCapacity(u + 1);
+    }
     this.counts.readAt[u] = readAt ?? -Infinity;
     if (fresh) this.changes.unreported(u);
     this.counts.held[u] = 1;
@@ -196,7 +200,7 @@ export class FeedCounter {
     const u = this.users.idOf(user);
     if (u === undefined || at <= this.counts.readAt[u]!) return;
     this.counts.readAt[u] = at;
-    this.recomputeId(u);
+    this.counts.recomputeAt(u, this.now, this.lookbackMs);
   }
 
   /**
@@ -215,64 +219,19 @@ export class FeedCounter {
    */
   loadTopic(topic: string, posts: readonly TopicWindowPost[]): void {
     const t = this.topics.idOf(topic);
-    const records = this.records;
     if (t === undefined || this.topicFollows.followers.count[t] === 0) return;
-    if (records.topicTracked[t] === 1) return;
-    records.topicTracked[t] = 1;
-    const horizon = this.now - this.lookbackMs;
-    for (const post of posts) {
-      if (post.ts <= horizon) continue;
-      const hash = idHash(post.id);
-      const key = recordKey(post.author, post.ts, hash);
-      const r =
-        records.recordOfKey(key) ?? this.newRecord(key, post.author, post.ts, hash, post.topics);
-      records.addToWindow(t, r);
-    }
+    if (this.records.topicTracked[t] === 1) return;
+    this.topicPosts.load(t, posts, this.now - this.lookbackMs, this.now);
   }
 
   /**
    * Makes a loaded topic's window equal to the stored posts, repairing a missed post or delete
-   * (call after reloading the authors' windows): what the store lacks is walked out and dropped,
-   * what the window lacks is added, and the topic's followers are recomputed. Returns how many
-   * posts it had to add or remove.
+   * (call after reloading the authors' windows). Returns how many posts it had to add or remove.
    */
   reloadTopic(topic: string, posts: readonly TopicWindowPost[]): number {
     const t = this.topics.idOf(topic);
-    const records = this.records;
-    if (t === undefined || records.topicTracked[t] !== 1) return 0;
-    const horizon = this.now - this.lookbackMs;
-    const stored = new Set<string>();
-    for (const post of posts) {
-      if (post.ts > horizon) stored.add(recordKey(post.author, post.ts, idHash(post.id)));
-    }
-    let repaired = 0;
-    const recs = records.winRec[t];
-    if (recs) {
-      const present: number[] = [];
-      for (let i = records.winStart[t]!; i < records.winEnd[t]!; i++) present.push(recs[i]!);
-      for (const r of present) {
-        if (stored.delete(records.keyOf(r))) continue;
-        if (records.recTs[r]! <= this.now) this.counts.walkRecord(r, -1);
-        records.drop(r);
-        repaired++;
-      }
-    }
-    for (const post of posts) {
-      const hash = idHash(post.id);
-      const key = recordKey(post.author, post.ts, hash);
-      if (!stored.has(key)) continue;
-      records.addToWindow(
-        t,
-        records.recordOfKey(key) ?? this.newRecord(key, post.author, post.ts, hash, post.topics),
-      );
-      repaired++;
-    }
-    if (repaired > 0) {
-      const { users, count } = this.topicFollows.followers;
-      const followers = users[t]!;
-      for (let i = 0; i < count[t]!; i++) this.recomputeId(followers[i]!);
-    }
-    return repaired;
+    if (t === undefined || this.records.topicTracked[t] !== 1) return 0;
+    return this.topicPosts.reload(t, posts, this.now, this.lookbackMs);
   }
 
   /** Whether the topic's stored posts are in its window. */
@@ -301,11 +260,6 @@ export class FeedCounter {
     this.users.detach(u);
     this.releasing.push(u);
     this.releasingFollows += this.arena.lengthOf(u) + this.topicFollows.lengthOf(u);
-  }
-
-  /** Follows (and topic follows) of released users still in follower lists. */
-  get unreclaimedFollows(): number {
-    return this.releasingFollows;
   }
 
   /**
@@ -349,43 +303,13 @@ export class FeedCounter {
   }
 
   /**
-   * Makes an author's window equal to the stored posts, repairing a missed post or delete: what
-   * the store lacks is deleted, what the window lacks is added, each through the usual walks.
-   * Returns how many posts it had to add or remove.
+   * Makes an author's window equal to the stored posts, repairing a missed post or delete, each
+   * through the usual walks. Returns how many posts it had to add or remove.
    */
   reloadAuthor(author: string, posts: readonly WindowPost[]): number {
     const a = this.authors.idOf(author);
-    const windows = this.windows;
-    if (a === undefined || windows.tracked[a] !== 1) return 0;
-    const horizon = this.now - this.lookbackMs;
-    const stored = new Map<number, Set<number>>();
-    for (const post of posts) {
-      if (post.ts <= horizon) continue;
-      let hashes = stored.get(post.ts);
-      if (!hashes) stored.set(post.ts, (hashes = new Set()));
-      hashes.add(idHash(post.id));
-    }
-    let repaired = 0;
-    const tsArr = windows.postTs[a];
-    const hashArr = windows.postHash[a];
-    if (tsArr && hashArr) {
-      for (let i = windows.postEnd[a]! - 1; i >= windows.postStart[a]!; i--) {
-        const ts = tsArr[i]!;
-        const hash = hashArr[i]!;
-        if (stored.get(ts)?.delete(hash)) continue;
-        windows.removeAt(a, i);
-        if (ts <= this.now) this.counts.walkAuthorPost(a, ts, hash, -1);
-        this.dropRecordOf(author, ts, hash);
-        repaired++;
-      }
-    }
-    for (const post of posts) {
-      if (stored.get(post.ts)?.has(idHash(post.id))) {
-        this.insertPost(a, post.ts, idHash(post.id));
-        repaired++;
-      }
-    }
-    return repaired;
+    if (a === undefined || this.windows.tracked[a] !== 1) return 0;
+    return this.authorPosts.reload(a, author, posts, this.now, this.now - this.lookbackMs);
   }
 
   /**
@@ -400,7 +324,7 @@ export class FeedCounter {
   /** Recomputes one user from the windows: O(follows × log posts). */
   recompute(user: string): void {
     const u = this.users.idOf(user);
-    if (u !== undefined) this.recomputeId(u);
+    if (u !== undefined) this.counts.recomputeAt(u, this.now, this.lookbackMs);
   }
 
   /**
@@ -413,19 +337,12 @@ export class FeedCounter {
     const hash = idHash(id);
     let created = -1;
     if (topics && topics.length > 0 && this.topics.size > 0) {
-      const key = recordKey(author, ts, hash);
-      const records = this.records;
-      if (records.recordOfKey(key) === undefined) {
-        for (const name of topics) {
-          const t = this.topics.idOf(name);
-          if (t === undefined || records.topicTracked[t] !== 1) continue;
-          if (created < 0) created = this.newRecord(key, author, ts, hash, topics);
-          records.addToWindow(t, created);
-        }
-      }
+      created = this.topicPosts.add(author, ts, hash, topics, this.now);
     }
     const a = this.authors.idOf(author);
-    if (a !== undefined && this.windows.tracked[a] === 1) this.insertPost(a, ts, hash);
+    if (a !== undefined && this.windows.tracked[a] === 1) {
+      this.authorPosts.insert(a, ts, hash, this.now);
+    }
     if (created >= 0 && ts <= this.now) this.counts.walkRecord(created, 1);
   }
 
@@ -433,13 +350,9 @@ export class FeedCounter {
     const hash = idHash(id);
     const a = this.authors.idOf(author);
     if (a !== undefined && this.windows.tracked[a] === 1) {
-      const at = this.windows.find(a, ts, hash);
-      if (at >= 0) {
-        this.windows.removeAt(a, at);
-        if (ts <= this.now) this.counts.walkAuthorPost(a, ts, hash, -1);
-      }
+      this.authorPosts.remove(a, ts, hash, this.now);
     }
-    this.dropRecordOf(author, ts, hash);
+    this.topicPosts.remove(author, ts, hash, this.now);
   }
 
   /** Every held user, for reconciliation and pool hand-over. */
@@ -453,7 +366,7 @@ export class FeedCounter {
 
   private setFollowsOf(u: number, follows: readonly string[]): string[] {
     const next = new Int32Array(follows.length);
-    for (let k = 0; k < follows.length; k++) next[k] = this.internAuthor(follows[k]!);
+    for (let k = 0; k < follows.length; k++) next[k] = this.ids.author(follows[k]!);
     const n = this.arena.replace(u, next);
     this.untrackUnfollowed();
     const toLoad: string[] = [];
@@ -466,7 +379,7 @@ export class FeedCounter {
   private setTopicsOf(u: number, topics: readonly string[]): string[] {
     if (!this.topicFollows.userTopics[u] && topics.length === 0) return [];
     const ids: number[] = [];
-    for (const name of topics) ids.push(this.internTopic(name));
+    for (const name of topics) ids.push(this.ids.topic(name));
     // New follows first (replace): a dropped topic may free the last record naming a new one,
     // which must not release it from the intern table meanwhile.
     const next = this.topicFollows.replace(u, ids);
@@ -500,80 +413,6 @@ export class FeedCounter {
       if (this.records.unnamed(t)) this.topics.release(t);
     }
     topics.length = 0;
-  }
-
-  private recomputeId(u: number): void {
-    const counts = this.counts;
-    counts.recompute(u, feedWindowStart(counts.readAt[u]!, this.now, this.lookbackMs), this.now);
-  }
-
-  private ensureUserCapacity(n: number): void {
-    if (this.counts.hasRoomFor(n)) return;
-    this.counts.ensureUserCapacity(n);
-    this.arena.ensureUserCapacity(n);
-    this.changes.ensureUserCapacity(n);
-  }
-
-  private insertPost(a: number, ts: number, hash: number): void {
-    if (this.windows.insert(a, ts, hash, this.now) && ts <= this.now) {
-      this.counts.walkAuthorPost(a, ts, hash, 1);
-    }
-  }
-
-  /** Drops the author's posts with ts ≤ horizon; the counted ones (ts ≤ previous T) stop counting. */
-  private trimAuthor(a: number, horizon: number, previous: number): void {
-    const windows = this.windows;
-    const tsArr = windows.postTs[a];
-    if (!tsArr) return;
-    const hashArr = windows.postHash[a]!;
-    const from = windows.postStart[a]!;
-    const to = windows.trim(a, horizon);
-    for (let i = from; i < to; i++) {
-      const ts = tsArr[i]!;
-      if (ts <= previous) this.counts.walkAuthorPost(a, ts, hashArr[i]!, -1);
-    }
-  }
-
-  /** A topic record of the post, its author and topics interned. */
-  private newRecord(
-    key: string,
-    author: string,
-    ts: number,
-    hash: number,
-    topics: readonly string[],
-  ): number {
-    const a = this.internAuthor(author);
-    const topicIds = new Int32Array(topics.length);
-    for (let k = 0; k < topics.length; k++) topicIds[k] = this.internTopic(topics[k]!);
-    return this.records.create(key, a, topicIds, ts, hash, this.now);
-  }
-
-  /** Walks out and drops the record of a post gone, if it has one. */
-  private dropRecordOf(author: string, ts: number, hash: number): void {
-    const r = this.records.recordOfKey(recordKey(author, ts, hash));
-    if (r === undefined) return;
-    if (ts <= this.now) this.counts.walkRecord(r, -1);
-    this.records.drop(r);
-  }
-
-  private internAuthor(name: string): number {
-    const a = this.authors.intern(name);
-    if (this.arena.followers.count.length <= a) {
-      this.arena.ensureAuthorCapacity(a + 1);
-      this.windows.ensureAuthorCapacity(a + 1);
-      this.records.ensureAuthorCapacity(a + 1);
-    }
-    return a;
-  }
-
-  private internTopic(name: string): number {
-    const t = this.topics.intern(name);
-    if (this.topicFollows.followers.count.length <= t) {
-      const size = Math.max(16, (t + 1) * 2);
-      this.topicFollows.ensureTopicCapacity(size);
-      this.records.ensureTopicCapacity(size);
-    }
-    return t;
   }
 }
 

@@ -15,10 +15,6 @@ export class TimeHeap {
   poppedId = 0;
   poppedHash = 0;
 
-  get size(): number {
-    return this.length;
-  }
-
   peekTs(): number {
     return this.length > 0 ? this.ts[0]! : Infinity;
   }
@@ -66,10 +62,6 @@ export class TimeHeap {
       this.hash[i] = lastHash;
     }
     return true;
-  }
-
-  clear(): void {
-    this.length = 0;
   }
 
   private move(from: number, to: number): void {

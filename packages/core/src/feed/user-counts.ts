@@ -1,3 +1,4 @@
+import { feedWindowStart } from '@bubble/protocol';
 import { growFloat64, growInt32 } from '../intern-table.js';
 import type { AuthorWindows } from './author-windows.js';
 import type { FollowArena } from './follow-arena.js';
@@ -101,9 +102,9 @@ export class UserCounts {
     }
   }
 
-  /** count[u] := the posts with after < ts ≤ until that reach u: O(follows × log posts). */
-  recompute(u: number, after: number, until: number): void {
-    this.count[u] = this.countWindows(u, after, until);
+  /** count[u] := the posts of u's feed window at `now`: O(follows × log posts). */
+  recomputeAt(u: number, now: number, lookbackMs: number): void {
+    this.count[u] = this.countWindows(u, feedWindowStart(this.readAt[u]!, now, lookbackMs), now);
   }
 
   /** The posts with after < ts ≤ until that reach u, from the windows. */
