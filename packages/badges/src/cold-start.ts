@@ -2,6 +2,7 @@ import {
   assertId,
   decodeFields,
   encodeFields,
+  feedWindowStart,
   makeBadge,
   type Badge,
   type ExtraCounts,
@@ -42,7 +43,7 @@ export class ColdStart {
 
   private countFeed({ follows, topics, readAt }: FeedInputs, now: number): Promise<number> {
     const { store, lookbackMs } = this.ctx;
-    const after = Math.max(readAt ?? -Infinity, now - lookbackMs);
+    const after = feedWindowStart(readAt, now, lookbackMs);
     return store.posts.countBetween(follows, after, now, topics);
   }
 

@@ -2,6 +2,7 @@ import {
   assertId,
   decodeFields,
   displayTotal,
+  feedWindowStart,
   idRecord,
   type BadgeCounts,
   type StoredBadge,
@@ -68,7 +69,7 @@ export class Explainer {
       store.badges.load(user),
       store.counters.counts(user, this.ctx.counters.kinds, this.ctx.counters.windowMs),
     ]);
-    const from = Math.max(inputs.readAt ?? -Infinity, now - this.ctx.lookbackMs);
+    const from = feedWindowStart(inputs.readAt, now, this.ctx.lookbackMs);
     const [byAuthors, feed, notices] = await Promise.all([
       store.posts.countBetween(inputs.follows, from, now),
       store.posts.countBetween(inputs.follows, from, now, inputs.topics),

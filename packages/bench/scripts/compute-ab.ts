@@ -6,9 +6,8 @@
  *   node --expose-gc --import tsx packages/bench/scripts/compute-ab.ts <rev> [pairs=3]
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { DAY_MS } from '@bubble/protocol';
 import { FeedCounter } from '../../core/src/feed-counter.js';
@@ -29,14 +28,18 @@ interface Counter {
 type CounterClass = new (options: { lookbackMs: number }) => Counter;
 
 async function oldCounterClass(): Promise<CounterClass> {
-  const dir = mkdtempSync(join(tmpdir(), 'compute-ab-'));
-  for (const file of ['feed-counter.ts', 'intern-table.ts', 'time-heap.ts']) {
-    const text = execFileSync('git', ['show', `${rev}:packages/core/src/${file}`], {
-      encoding: 'utf8',
-    });
-    writeFileSync(join(dir, file), text);
+  // Inside the repository, so that the old sources' workspace imports (@bubble/…) resolve.
+  mkdirSync(join('node_modules', '.cache'), { recursive: true });
+  const dir = mkdtempSync(join('node_modules', '.cache', 'compute-ab-'));
+  const paths = execFileSync('git', ['ls-tree', '-r', '--name-only', rev, 'packages/core/src'], {
+    encoding: 'utf8',
+  });
+  for (const path of paths.split('\n').filter(Boolean)) {
+    const file = join(dir, relative('packages/core/src', path));
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(file, execFileSync('git', ['show', `${rev}:${path}`], { encoding: 'utf8' }));
   }
-  const module = (await import(pathToFileURL(join(dir, 'feed-counter.ts')).href)) as {
+  const module = (await import(pathToFileURL(resolve(dir, 'feed-counter.ts')).href)) as {
     FeedCounter: CounterClass;
   };
   return module.FeedCounter;

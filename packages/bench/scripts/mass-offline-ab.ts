@@ -6,9 +6,8 @@
  *   node --expose-gc --import tsx packages/bench/scripts/mass-offline-ab.ts <rev> [pairs=1]
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { FeedCounter } from '../../core/src/feed-counter.js';
 import {
@@ -22,14 +21,18 @@ import { buildScenarioWorkload } from '../src/workload.js';
 const [rev = 'HEAD', pairsArg = '1'] = process.argv.slice(2);
 
 async function oldCounterClass(): Promise<CounterClass> {
-  const dir = mkdtempSync(join(tmpdir(), 'mass-offline-ab-'));
-  for (const file of ['feed-counter.ts', 'intern-table.ts', 'time-heap.ts']) {
-    const text = execFileSync('git', ['show', `${rev}:packages/core/src/${file}`], {
-      encoding: 'utf8',
-    });
-    writeFileSync(join(dir, file), text);
+  // Inside the repository, so that the old sources' workspace imports (@bubble/…) resolve.
+  mkdirSync(join('node_modules', '.cache'), { recursive: true });
+  const dir = mkdtempSync(join('node_modules', '.cache', 'mass-offline-ab-'));
+  const paths = execFileSync('git', ['ls-tree', '-r', '--name-only', rev, 'packages/core/src'], {
+    encoding: 'utf8',
+  });
+  for (const path of paths.split('\n').filter(Boolean)) {
+    const file = join(dir, relative('packages/core/src', path));
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(file, execFileSync('git', ['show', `${rev}:${path}`], { encoding: 'utf8' }));
   }
-  const module = (await import(pathToFileURL(join(dir, 'feed-counter.ts')).href)) as {
+  const module = (await import(pathToFileURL(resolve(dir, 'feed-counter.ts')).href)) as {
     FeedCounter: CounterClass;
   };
   return module.FeedCounter;

@@ -1,4 +1,4 @@
-import { addExtraFields, encodeCounts, idRecord } from '@bubble/protocol';
+import { addExtraFields, encodeCounts, feedWindowStart, idRecord } from '@bubble/protocol';
 import { readStoredExtras, type CounterScope } from '@bubble/badges';
 import type { BubbleStore } from '@bubble/store';
 import type { Logger } from 'pino';
@@ -76,7 +76,7 @@ export class Reconciler {
         ]);
         // Posts are compared up to a second ago: a post stamped just before `now` may be stored
         // and not yet in the change log we read; it is not drift.
-        const after = Math.max(readAt ?? -Infinity, now - lookbackMs);
+        const after = feedWindowStart(readAt, now, lookbackMs);
         const truth = await store.posts.countBetween(follows, after, now - SETTLED_MS, topics);
         return { user, follows, topics, readAt, extras, truth, after };
       }),

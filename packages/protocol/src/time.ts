@@ -6,6 +6,11 @@ export const DAY_MS = 24 * HOUR_MS;
 /** A post may be stamped at most this far ahead of the server's clock. */
 export const MAX_FUTURE_SKEW_MS = 60 * SECOND_MS;
 
+/** Where a feed's window starts: posts after max(readAt, now − lookback) count, up to now. */
+export function feedWindowStart(readAt: number | null, now: number, lookbackMs: number): number {
+  return Math.max(readAt ?? -Infinity, now - lookbackMs);
+}
+
 export interface Clock {
   now(): number;
 }

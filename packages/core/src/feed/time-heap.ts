@@ -1,24 +1,28 @@
-import { growFloat64, growInt32 } from './intern-table.js';
+import { growFloat64, growInt32 } from '../intern-table.js';
 
-/** A binary min-heap of (ts, author, idHash) in typed arrays: posts waiting for a moment. */
+/**
+ * A binary min-heap of (ts, id, idHash) in typed arrays: posts waiting for a moment, by author
+ * or record id. pop() leaves the entry it took in the popped fields, so that draining the heap
+ * allocates nothing.
+ */
 export class TimeHeap {
   private ts = new Float64Array(64);
-  private author = new Int32Array(64);
+  private id = new Int32Array(64);
   private hash = new Int32Array(64);
   private length = 0;
-
-  get size(): number {
-    return this.length;
-  }
+  /** The entry the last pop() took. */
+  poppedTs = 0;
+  poppedId = 0;
+  poppedHash = 0;
 
   peekTs(): number {
     return this.length > 0 ? this.ts[0]! : Infinity;
   }
 
-  push(ts: number, author: number, hash: number): void {
+  push(ts: number, id: number, hash: number): void {
     if (this.length === this.ts.length) {
       this.ts = growFloat64(this.ts, this.length + 1);
-      this.author = growInt32(this.author, this.length + 1);
+      this.id = growInt32(this.id, this.length + 1);
       this.hash = growInt32(this.hash, this.length + 1);
     }
     let i = this.length++;
@@ -29,20 +33,20 @@ export class TimeHeap {
       i = parent;
     }
     this.ts[i] = ts;
-    this.author[i] = author;
+    this.id[i] = id;
     this.hash[i] = hash;
   }
 
-  /** Removes the earliest entry and hands it to `visit`. */
-  pop(visit: (ts: number, author: number, hash: number) => void): void {
-    if (this.length === 0) return;
-    const ts = this.ts[0]!;
-    const author = this.author[0]!;
-    const hash = this.hash[0]!;
+  /** Removes the earliest entry into the popped fields; false when the heap is empty. */
+  pop(): boolean {
+    if (this.length === 0) return false;
+    this.poppedTs = this.ts[0]!;
+    this.poppedId = this.id[0]!;
+    this.poppedHash = this.hash[0]!;
     const last = --this.length;
     if (last > 0) {
       const lastTs = this.ts[last]!;
-      const lastAuthor = this.author[last]!;
+      const lastId = this.id[last]!;
       const lastHash = this.hash[last]!;
       let i = 0;
       for (;;) {
@@ -54,19 +58,15 @@ export class TimeHeap {
         i = child;
       }
       this.ts[i] = lastTs;
-      this.author[i] = lastAuthor;
+      this.id[i] = lastId;
       this.hash[i] = lastHash;
     }
-    visit(ts, author, hash);
-  }
-
-  clear(): void {
-    this.length = 0;
+    return true;
   }
 
   private move(from: number, to: number): void {
     this.ts[to] = this.ts[from]!;
-    this.author[to] = this.author[from]!;
+    this.id[to] = this.id[from]!;
     this.hash[to] = this.hash[from]!;
   }
 }
