@@ -4,10 +4,7 @@ export { LOG_START } from './change-log/change-log.js';
 export { MemoryStore, type MemoryStoreOptions } from './bubble-store/memory-store.js';
 export { MemoryPoolLocks } from './pool-locks/memory-pool-locks.js';
 export { RedisStore, type RedisStoreOptions } from './bubble-store/redis-store.js';
-export {
-  RedlockPoolLocks,
-  type RedlockPoolLocksOptions,
-} from './pool-locks/redlock-pool-locks.js';
+export { RedlockPoolLocks, type RedlockPoolLocksOptions } from './pool-locks/redlock-pool-locks.js';
 export { RedisKeys, KEY_PREFIX_PATTERN } from './redis/keys.js';
 export {
   connectRedis,

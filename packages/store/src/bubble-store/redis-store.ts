@@ -2,10 +2,18 @@ import { idRecord } from '@bubble/protocol';
 import { RedisBadgeStates } from '../badges/redis-badge-states.js';
 import type { BadgeStates } from '../badges/badge-states.js';
 import { RedisChangeLog } from '../change-log/redis-change-log.js';
-import { DEFAULT_LARGE_GROUP, DEFAULT_LIST_INDEX_SIZE } from '../conversations/conversation-order.js';
+import {
+  DEFAULT_LARGE_GROUP,
+  DEFAULT_LIST_INDEX_SIZE,
+} from '../conversations/conversation-order.js';
 import { RedisConversations } from '../conversations/redis-conversations.js';
 import { RedisCoordination } from '../coordination/redis-coordination.js';
-import { bothCounts, countsOfReplies, KINDS_PER_COUNT, RedisCounters } from '../counters/redis-counters.js';
+import {
+  bothCounts,
+  countsOfReplies,
+  KINDS_PER_COUNT,
+  RedisCounters,
+} from '../counters/redis-counters.js';
 import type { ReadCursors } from '../cursors/read-cursors.js';
 import { FEED_CURSOR, RedisReadCursors } from '../cursors/redis-read-cursors.js';
 import { RedisFencedBadges } from '../fenced-badges/redis-fenced-badges.js';

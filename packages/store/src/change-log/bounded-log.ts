@@ -58,7 +58,8 @@ export class BoundedLog<E> {
     const first = this.entries[this.head];
     if (after.ms === 0 && after.seq === 0) return this.trimmed;
     const atOrBefore = this.firstAfter(after) - 1;
-    if (atOrBefore >= this.head && compareParsedIds(this.entries[atOrBefore]!, after) === 0) return false;
+    if (atOrBefore >= this.head && compareParsedIds(this.entries[atOrBefore]!, after) === 0)
+      return false;
     const lastTrimmed =
       this.trimmed && first !== undefined && after.ms === first.ms && after.seq === first.seq - 1;
     return !lastTrimmed;

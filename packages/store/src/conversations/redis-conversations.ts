@@ -1,4 +1,4 @@
-import { idRecord, poolOf, usersByPool } from '@bubble/protocol';
+import { idRecord } from '@bubble/protocol';
 import type { LoggedWriterOptions, RedisChangeLog } from '../change-log/redis-change-log.js';
 import { marksEventsByPool } from '../marks/marks-events.js';
 import type { RedisClient } from '../redis/connect.js';

@@ -126,7 +126,8 @@ export function countsOfReplies(
     chunk.forEach((kind, i) => {
       if (each[i]! > 0) counts[kind] = each[i]!;
     });
-    if (watermark !== ScriptStatus.Refused) asOf = asOf === null ? watermark! : Math.min(asOf, watermark!);
+    if (watermark !== ScriptStatus.Refused)
+      asOf = asOf === null ? watermark! : Math.min(asOf, watermark!);
   });
   return { counts, asOf };
 }

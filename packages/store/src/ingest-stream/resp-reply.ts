@@ -15,7 +15,8 @@ export interface ReplyDecoder<T> {
 export const INCOMPLETE = Symbol('incomplete');
 
 /** A whole reply: its value or its error text, and where it ends. */
-export type Decoded<T> = typeof INCOMPLETE | { value: T; error?: undefined; end: number } | ErrorReply;
+export type Decoded<T> =
+  typeof INCOMPLETE | { value: T; error?: undefined; end: number } | ErrorReply;
 
 interface ErrorReply {
   value?: undefined;

@@ -1,4 +1,3 @@
-import { idRecord } from '@bubble/protocol';
 import type { MemoryChangeLog } from '../change-log/memory-change-log.js';
 import { marksEventsByPool } from './marks-events.js';
 import { SIGHT_THROTTLE_MS, type UserMarks, type UserMarksState } from './user-marks.js';

@@ -46,7 +46,12 @@ export class RedisPostIndex implements PostIndex {
     minTs: number,
   ) => Promise<Map<string, number[]>>;
 
-  readonly remove: (author: string, id: string, now: number, minTs: number) => Promise<number | null>;
+  readonly remove: (
+    author: string,
+    id: string,
+    now: number,
+    minTs: number,
+  ) => Promise<number | null>;
 
   async ingest(posts: readonly Post[], minTs: number): Promise<IngestResult> {
     const byAuthor = new Map<string, (string | number)[]>();
@@ -76,7 +81,10 @@ export class RedisPostIndex implements PostIndex {
           ? { author, id, ts, topics: [...post.topics] }
           : { author, id, ts };
       if (outcome === ScriptStatus.Done) stored.push(stamped);
-      if (this.logsAfter && (outcome === ScriptStatus.Done || outcome === ScriptStatus.DoneUnlogged)) {
+      if (
+        this.logsAfter &&
+        (outcome === ScriptStatus.Done || outcome === ScriptStatus.DoneUnlogged)
+      ) {
         unlogged.push(stamped);
       }
     }
@@ -134,7 +142,11 @@ export class RedisPostIndex implements PostIndex {
       ...windows,
     ];
     for (const [author, triples] of byAuthor) {
-      keys.push(this.keys.posts(author), this.keys.deletedPosts(author), this.keys.postTopics(author));
+      keys.push(
+        this.keys.posts(author),
+        this.keys.deletedPosts(author),
+        this.keys.postTopics(author),
+      );
       args.push(author, triples.length / 3, ...triples);
     }
     for (const topic of windows) keys.push(this.keys.topicPosts(topic));

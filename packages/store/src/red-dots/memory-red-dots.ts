@@ -1,4 +1,3 @@
-import { idRecord } from '@bubble/protocol';
 import type { MemoryChangeLog } from '../change-log/memory-change-log.js';
 import type { RedDots } from './red-dots.js';
 

@@ -384,19 +384,19 @@ export class RedisWebhookQueue {
     }
     // One call per pool on a Cluster, one for them all on one server.
     const checkPools = async (pools: ReadonlyArray<[number, number[]]>) => {
-        const keys: string[] = [];
-        const args: string[] = [];
-        const order: number[] = [];
-        for (const [pool, indexes] of pools) {
-          keys.push(this.keys.online(pool));
-          const keyIndex = String(keys.length);
-          for (const i of indexes) {
-            args.push(keyIndex, users[i]!);
-            order.push(i);
-          }
+      const keys: string[] = [];
+      const args: string[] = [];
+      const order: number[] = [];
+      for (const [pool, indexes] of pools) {
+        keys.push(this.keys.online(pool));
+        const keyIndex = String(keys.length);
+        for (const i of indexes) {
+          args.push(keyIndex, users[i]!);
+          order.push(i);
         }
-        const flags = await this.run.checkOnlineAmong(keys, args);
-        order.forEach((index, j) => (online[index] = flags[j] === 1));
+      }
+      const flags = await this.run.checkOnlineAmong(keys, args);
+      order.forEach((index, j) => (online[index] = flags[j] === 1));
     };
     await this.spread.map(
       [...byPool],
