@@ -32,11 +32,7 @@ export {
   type ReplayOutcome,
 } from './ingest-stream/dead-letters.js';
 export { newEpoch, epochCode } from './epoch.js';
-export {
-  byActivity,
-  DEFAULT_LARGE_GROUP,
-  DEFAULT_LIST_INDEX_SIZE,
-} from './conversations/conversation-order.js';
+export { byActivity, DEFAULT_LARGE_GROUP } from './conversations/conversation-order.js';
 export {
   StoreClock,
   type ClockListeners,

@@ -15,8 +15,9 @@ import type { RedDots } from '../red-dots/red-dots.js';
 import type { ClockListeners } from '../store-clock.js';
 
 /**
- * What the feed bubble needs from storage, as small interfaces. Each has an in-memory
- * implementation (memory/) and a Redis one (redis/); test/contract proves them equal.
+ * What the feed bubble needs from storage, as small interfaces. Each lives in its component's
+ * folder beside its in-memory implementation and its Redis one (memory-*.ts, redis-*.ts);
+ * test/contract proves them equal.
  */
 
 /** Everything that describes one user's feed computation, read in one batch. */

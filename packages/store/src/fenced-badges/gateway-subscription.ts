@@ -36,6 +36,11 @@ export interface GatewaySubscriptionOptions {
 export class GatewaySubscription {
   private readonly options: GatewaySubscriptionOptions;
   private readonly subscriber: RedisClient;
+  /**
+   * The subscriber when it is one plain connection, which tells of its reconnection and answers
+   * a PING; null on a Cluster, whose sharded subscribers do neither.
+   */
+  private readonly plain: Redis | null;
   private readonly pools: number[];
   private readonly poolOfChannel: Map<string, number>;
   private readonly heard: Float64Array;
@@ -55,6 +60,7 @@ export class GatewaySubscription {
     this.options = options;
     const { client, keys, gateway, sharded } = options;
     this.subscriber = subscriberConnection(client, sharded, `bubble-sub:${gateway}`);
+    this.plain = this.subscriber instanceof Redis ? this.subscriber : null;
     this.pools = Array.from({ length: keys.pools }, (_, pool) => pool);
     this.poolOfChannel = new Map(
       this.pools.map((pool) => [keys.gatewayChannel(pool, gateway), pool]),
@@ -75,7 +81,7 @@ export class GatewaySubscription {
     if (missed) {
       this.subscriber.on('close', this.onClose);
       // Only a plain connection tells of its reconnection; a Cluster's checks find the loss.
-      if (this.subscriber instanceof Redis) this.subscriber.on('ready', this.onReconnected);
+      this.plain?.on('ready', this.onReconnected);
       await this.serially(() => this.recount(null));
       if (missed.checkEveryMs > 0) {
         this.timer = setInterval(this.onTimer, missed.checkEveryMs);
@@ -180,8 +186,8 @@ export class GatewaySubscription {
    * before it; false on a Cluster, whose sharded subscribers are not reachable this way.
    */
   private async pinged(): Promise<boolean> {
-    if (!(this.subscriber instanceof Redis)) return false;
-    await this.subscriber.ping();
+    if (!this.plain) return false;
+    await this.plain.ping();
     return true;
   }
 

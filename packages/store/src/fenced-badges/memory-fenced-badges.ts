@@ -268,7 +268,7 @@ export class MemoryFencedBadges implements FencedBadges {
  * rule the Redis script applies to their text); a user with no state starts at version 1 in a
  * fresh epoch.
  */
-export function saveBadgeState(
+function saveBadgeState(
   badges: Map<string, StoredBadge>,
   user: string,
   fields: BadgeFields,

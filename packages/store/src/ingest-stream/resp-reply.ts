@@ -27,7 +27,7 @@ interface ErrorReply {
 export const STAR = 0x2a;
 export const DOLLAR = 0x24;
 export const MINUS = 0x2d;
-export const PLUS = 0x2b;
+const PLUS = 0x2b;
 
 export const STATUS: ReplyDecoder<string> = { decode: decodeStatus };
 

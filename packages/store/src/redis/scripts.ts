@@ -90,7 +90,7 @@ export const SCRIPTS = {
   appendEvents: script<[log: string], [maxLen: number, ...entries: Arg[]], string>(1),
   checkOnline: script<[online: string], [user: string], number>(1),
   checkOnlineAmong: script<string[], string[], number[]>('n'),
-  // Offline delivery (webhook-queue.ts): every key of these shares the tag {w}.
+  // Offline delivery (redis-webhook-queue.ts): every key of these shares the tag {w}.
   claimBatches: script<
     [retry: string, batches: string, attempts: string],
     [now: number, leaseUntil: number, limit: number],
