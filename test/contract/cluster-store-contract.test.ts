@@ -1,5 +1,5 @@
 /**
- * The cluster store contract (packages/store/src/cluster-types.ts): change logs, presence and
+ * The cluster store contract (packages/store/src/change-log, presence, fenced-badges): change logs, presence and
  * fenced badge writes, run against both engines with the very same assertions; then the Redis
  * implementations once more on a real 3-master Redis Cluster.
  *
@@ -24,12 +24,12 @@ import {
 } from '@bubble/test-utils';
 import { Cluster, type Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MemoryChangeLog } from '../../packages/store/src/memory/memory-change-log.js';
-import { MemoryFencedBadges } from '../../packages/store/src/memory/memory-fenced-badges.js';
-import { MemoryPresence } from '../../packages/store/src/memory/memory-presence.js';
-import { RedisChangeLog } from '../../packages/store/src/redis/redis-change-log.js';
-import { RedisFencedBadges } from '../../packages/store/src/redis/redis-fenced-badges.js';
-import { RedisPresence } from '../../packages/store/src/redis/redis-presence.js';
+import { MemoryChangeLog } from '../../packages/store/src/change-log/memory-change-log.js';
+import { MemoryFencedBadges } from '../../packages/store/src/fenced-badges/memory-fenced-badges.js';
+import { MemoryPresence } from '../../packages/store/src/presence/memory-presence.js';
+import { RedisChangeLog } from '../../packages/store/src/change-log/redis-change-log.js';
+import { RedisFencedBadges } from '../../packages/store/src/fenced-badges/redis-fenced-badges.js';
+import { RedisPresence } from '../../packages/store/src/presence/redis-presence.js';
 import { TEST_POOLS, T0, describeEachEngine, type EngineContext } from '../support/engines.js';
 
 interface Parts {

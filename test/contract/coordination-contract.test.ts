@@ -1,5 +1,5 @@
 /**
- * The Coordination contract (packages/store/src/cluster-types.ts), run against the memory and
+ * The Coordination contract (packages/store/src/coordination/coordination.ts), run against the memory and
  * the Redis implementation: leader lease, node heartbeats, assignment, fencing counters, sweep
  * ticks and sweep reports. Leases expire in real time on both engines, so the ttls are small.
  */
@@ -15,8 +15,8 @@ import {
 import { Cluster, Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 // Deep imports until the store's barrel exports these classes.
-import { MemoryCoordination } from '../../packages/store/src/memory/memory-coordination.js';
-import { RedisCoordination } from '../../packages/store/src/redis/redis-coordination.js';
+import { MemoryCoordination } from '../../packages/store/src/coordination/memory-coordination.js';
+import { RedisCoordination } from '../../packages/store/src/coordination/redis-coordination.js';
 import { T0, TEST_POOLS, describeEachEngine, scanKeys } from '../support/engines.js';
 
 /** Lets time pass for checks that something does NOT happen within it. */

@@ -1,6 +1,6 @@
 /**
  * The interaction counters' contract (docs/semantics.md "Interaction counters",
- * packages/store/src/extras-types.ts InteractionCounters), through the badges layer, with the
+ * packages/store/src/counters/counters.ts InteractionCounters), through the badges layer, with the
  * very same assertions on the memory engine, a standalone Redis and a 3-master Redis Cluster:
  * ingest, duplicates, retraction (also before ingest), reads with and without upTo, scope all,
  * expiry after the window, bad kinds and ids refused with nothing written, the inactive-user

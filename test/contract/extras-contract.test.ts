@@ -1,5 +1,5 @@
 /**
- * The contract of the sources beside the feed (packages/store/src/extras-types.ts,
+ * The contract of the sources beside the feed (packages/store/src: notices, red-dots, marks, conversations;
  * docs/semantics.md "System notices", "Red dots", "Conversations"): NoticeBoard, RedDots,
  * UserMarks and Conversations, run against both engines with the very same assertions. A last
  * suite drives random operation sequences through a memory store and a Redis store side by side

@@ -7,8 +7,8 @@
  */
 import { LOG_START, RedisKeys, type ChangeLog, type PoolEvent } from '@bubble/store';
 import { expect, it } from 'vitest';
-import { MemoryChangeLog } from '../../packages/store/src/memory/memory-change-log.js';
-import { RedisChangeLog } from '../../packages/store/src/redis/redis-change-log.js';
+import { MemoryChangeLog } from '../../packages/store/src/change-log/memory-change-log.js';
+import { RedisChangeLog } from '../../packages/store/src/change-log/redis-change-log.js';
 import { describeEachEngine, T0 } from '../support/engines.js';
 
 function follows(...users: string[]): PoolEvent[] {

@@ -17,7 +17,7 @@ import {
 } from '@bubble/test-utils';
 import { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RedisFencedBadges } from '../../packages/store/src/redis/redis-fenced-badges.js';
+import { RedisFencedBadges } from '../../packages/store/src/fenced-badges/redis-fenced-badges.js';
 import { TEST_POOLS, T0, describeEachEngine } from '../support/engines.js';
 
 /** `count` user ids of `pool`. */

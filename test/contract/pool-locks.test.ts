@@ -1,5 +1,5 @@
 /**
- * The PoolLocks contract (packages/store/src/cluster-types.ts) on the memory engine and on
+ * The PoolLocks contract (packages/store/src/pool-locks/pool-locks.ts) on the memory engine and on
  * Redlock over one redis-server, then Redlock's quorum behaviour over three independent servers:
  * granted with a majority up, refused without one, and a holder that loses its majority is told
  * through its signal before its lock's validity runs out.
@@ -20,7 +20,7 @@ import {
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 // Deep import: the store's barrel does not export this type.
-import type { PoolLocksLogger } from '../../packages/store/src/redis/redlock-pool-locks.js';
+import type { PoolLocksLogger } from '../../packages/store/src/pool-locks/redlock-pool-locks.js';
 import { TEST_POOLS, describeEachEngine } from '../support/engines.js';
 
 const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

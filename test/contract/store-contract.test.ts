@@ -1,5 +1,5 @@
 /**
- * The BubbleStore contract (packages/store/src/types.ts), run against both engines, plus the
+ * The BubbleStore contract (packages/store/src/bubble-store/bubble-store.ts), run against both engines, plus the
  * feed-bubble rules of BadgeService (docs/semantics.md, "Feed bubble") on top of
  * each engine. Both engines must pass the very same assertions.
  */

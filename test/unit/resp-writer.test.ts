@@ -10,7 +10,7 @@ import { decodeBadgeState, encodeCounts } from '@bubble/protocol';
 import {
   PackedStateWriter,
   packedStateBound,
-} from '../../packages/store/src/packed-state-writer.js';
+} from '../../packages/store/src/fenced-badges/packed-state-writer.js';
 import {
   EncodingSlab,
   FRAMING_BOUND,

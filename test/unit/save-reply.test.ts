@@ -7,8 +7,14 @@
 import fc from 'fast-check';
 import { ReplyError } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import type { FencedSaveResult, KnownBadge } from '../../packages/store/src/cluster-types.js';
-import { SaveReplyError, readSaveReply } from '../../packages/store/src/redis/save-reply.js';
+import type {
+  FencedSaveResult,
+  KnownBadge,
+} from '../../packages/store/src/fenced-badges/fenced-badges.js';
+import {
+  SaveReplyError,
+  readSaveReply,
+} from '../../packages/store/src/fenced-badges/save-reply.js';
 
 const FRESH = 'fresh';
 const DIGITS = /^\d{1,15}$/;

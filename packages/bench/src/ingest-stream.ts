@@ -1,6 +1,6 @@
 import { BadgeService } from '@bubble/badges';
 import { systemClock } from '@bubble/protocol';
-import { RedisKeys, RedisStore } from '@bubble/store';
+import { compareStreamIds, RedisKeys, RedisStore } from '@bubble/store';
 import { startRedisServer, type RoleProcess } from '@bubble/test-utils';
 import { Redis } from 'ioredis';
 import { RawHttpConnection, httpRequest } from './http-client.js';
@@ -361,13 +361,9 @@ export async function benchIngestStream(partial: Partial<IngestStreamOptions> = 
   return figures;
 }
 
-/** Orders two stream ids ("ms-seq"). */
+/** Orders two stream ids ("ms-seq"); '' (none yet) before every id. */
 function compareIds(a: string, b: string): number {
-  if (b === '') return 1;
-  const [aMs, aSeq] = a.split('-').map(BigInt) as [bigint, bigint];
-  const [bMs, bSeq] = b.split('-').map(BigInt) as [bigint, bigint];
-  if (aMs !== bMs) return aMs < bMs ? -1 : 1;
-  return aSeq === bSeq ? 0 : aSeq < bSeq ? -1 : 1;
+  return b === '' ? 1 : compareStreamIds(a, b);
 }
 
 function grow(array: Int32Array): Int32Array {

@@ -1,10 +1,10 @@
 export type * from './types.js';
 export { keepStringPrototypeFast } from './redis/string-prototype.js';
-export { LOG_START } from './cluster-types.js';
-export { MemoryStore, type MemoryStoreOptions } from './memory/memory-store.js';
-export { MemoryPoolLocks } from './memory/memory-pool-locks.js';
-export { RedisStore, type RedisStoreOptions } from './redis/redis-store.js';
-export { RedlockPoolLocks, type RedlockPoolLocksOptions } from './redis/redlock-pool-locks.js';
+export { LOG_START } from './change-log/change-log.js';
+export { MemoryStore, type MemoryStoreOptions } from './bubble-store/memory-store.js';
+export { MemoryPoolLocks } from './pool-locks/memory-pool-locks.js';
+export { RedisStore, type RedisStoreOptions } from './bubble-store/redis-store.js';
+export { RedlockPoolLocks, type RedlockPoolLocksOptions } from './pool-locks/redlock-pool-locks.js';
 export { RedisKeys, KEY_PREFIX_PATTERN } from './redis/keys.js';
 export {
   connectRedis,
@@ -13,7 +13,9 @@ export {
   type RedisTarget,
 } from './redis/connect.js';
 export { loadScripts } from './redis/scripts.js';
-export { IngestReadConnection, ReadReplyDecoder } from './redis/ingest-read-connection.js';
+export { compareStreamIds, isStreamId } from './stream-id.js';
+export { IngestReadConnection } from './ingest-stream/ingest-read-connection.js';
+export { ReadReplyDecoder } from './ingest-stream/read-reply-decoder.js';
 export {
   INGEST_GROUP,
   IngestPartition,
@@ -23,17 +25,22 @@ export {
   type IngestClaim,
   type IngestEntry,
   type IngestPartitionBacklog,
-} from './redis/ingest-stream.js';
-export { byActivity, DEFAULT_LARGE_GROUP, DEFAULT_LIST_INDEX_SIZE } from './conversation-order.js';
+} from './ingest-stream/ingest-stream.js';
+export {
+  DEAD_LETTER_FIELDS,
+  replayDeadLetter,
+  type ReplayOutcome,
+} from './ingest-stream/dead-letters.js';
+export { byActivity, DEFAULT_LARGE_GROUP } from './conversations/conversation-order.js';
 export {
   StoreClock,
   type ClockListeners,
   type ClockSample,
   type StoreClockOptions,
 } from './store-clock.js';
-export { marksEventsByPool } from './marks-events.js';
+export { marksEventsByPool } from './marks/marks-events.js';
+export { RedisWebhookQueue } from './webhook-queue/redis-webhook-queue.js';
 export {
-  RedisWebhookQueue,
   WEBHOOK_GROUP,
   JOB_DONE,
   type WebhookJobEntry,
@@ -42,4 +49,4 @@ export {
   type ClaimedBatch,
   type WebhookQueueStats,
   type DeadDelivery,
-} from './redis/webhook-queue.js';
+} from './webhook-queue/webhook-queue.js';

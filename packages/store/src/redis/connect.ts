@@ -116,3 +116,9 @@ function splitHostPort(node: string): [string, number] {
   }
   return [node.slice(0, at), port];
 }
+
+/** A new connection to what `client` connects to, with its options (a Cluster's too). */
+export function duplicateClient(client: RedisClient): RedisClient {
+  // Both kinds duplicate with no arguments; their signatures differ only in what they take.
+  return (client.duplicate as () => RedisClient).call(client);
+}

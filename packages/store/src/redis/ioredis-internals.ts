@@ -3,18 +3,16 @@ import type { RedisClient } from './connect.js';
 import { evalInsteadOfEvalsha } from './resp-writer.js';
 
 /**
- * Everything the store does with ioredis beyond its documented API, in one place, checked
- * against ioredis 6.0 (the pinned version; recheck these when it moves):
+ * Everything the store does with ioredis beyond its documented API, here and in
+ * command-counter.ts, checked against ioredis 6.0 (the pinned version; recheck these when it
+ * moves):
  *
  * - A Command subclass whose toWritable() returns bytes encoded by the caller, sent with
  *   sendCommand(). ioredis writes whatever toWritable() returns and routes the command (on a
  *   Cluster, by the keys among its args) as usual.
  * - The NOSCRIPT fallback for such a command (defineCommand's, which does the same, needs the
  *   arguments as values).
- * - Counting the commands written on a connection: a wrapper around its sendCommand() that
- *   sees whether the command went into `commandQueue` (ioredis pushes each command it writes
- *   there to match its reply) rather than the offline queue, whose commands come back through
- *   sendCommand() when the connection is ready.
+ * - Counting the commands written on a connection (command-counter.ts).
  */
 
 /** An encoded EVALSHA or EVAL: `keys` are given for routing, `bytes` are what is sent. */
@@ -67,48 +65,6 @@ function send(
   // sendCommand answers with command.promise itself (or a traced copy), which the caller awaits.
   void client.sendCommand(command);
   return command.promise;
-}
-
-/**
- * Commands written to Redis on the connections it watches, each command of a pipeline or
- * transaction counted, a retried one each time it is written again.
- */
-export class CommandCounter {
-  sent = 0;
-
-  /**
-   * Counts what is written on `client` from now on: its connection, or on a Cluster its
-   * command connections to the nodes, those it has and those it opens later (not the ones
-   * ioredis opens for itself: the slot map, the Cluster's subscriber).
-   */
-  watch(client: RedisClient): void {
-    if (!(client instanceof Cluster)) {
-      watchConnection(client, this);
-      return;
-    }
-    for (const node of client.nodes('all')) watchConnection(node, this);
-    client.on('+node', (node: Redis) => watchConnection(node, this));
-  }
-}
-
-/** The counters of each watched connection; its sendCommand is wrapped once. */
-const countersOf = new WeakMap<Redis, Set<CommandCounter>>();
-
-function watchConnection(connection: Redis, counter: CommandCounter): void {
-  const counters = countersOf.get(connection);
-  if (counters) {
-    counters.add(counter);
-    return;
-  }
-  const watching = new Set([counter]);
-  countersOf.set(connection, watching);
-  const sendCommand = connection.sendCommand;
-  connection.sendCommand = function (this: Redis, ...args: Parameters<Redis['sendCommand']>) {
-    const queued = this.commandQueue.length;
-    const reply = sendCommand.apply(this, args);
-    if (this.commandQueue.length > queued) for (const each of watching) each.sent++;
-    return reply;
-  };
 }
 
 /**

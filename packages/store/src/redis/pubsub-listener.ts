@@ -1,6 +1,6 @@
 import { Cluster } from 'ioredis';
 import type { RedisClient } from './connect.js';
-import type { CommandCounter } from './ioredis-internals.js';
+import type { CommandCounter } from './command-counter.js';
 
 export interface ListenOptions {
   /** The connection the subscription holds, of its own: closed with the subscription. */

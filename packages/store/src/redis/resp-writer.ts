@@ -40,7 +40,7 @@ export function writeLengthPrefix(target: Buffer, pos: number, length: number): 
   return pos;
 }
 
-export function writeLineEnd(target: Buffer, pos: number): number {
+function writeLineEnd(target: Buffer, pos: number): number {
   target[pos++] = CR;
   target[pos++] = LF;
   return pos;

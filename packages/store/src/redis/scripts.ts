@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Cluster, type Redis } from 'ioredis';
 import { flattenLua, includesIn } from './lua-includes.js';
+import type { ScriptStatus } from './script-status.js';
 
 /** The Lua scripts live in packages/store/lua, the same distance from src/ and dist/. */
 const LUA_DIR = fileURLToPath(new URL('../../lua/', import.meta.url));
@@ -41,6 +42,7 @@ export function loadScripts(dir = LUA_DIR): ScriptSource[] {
 }
 
 type Arg = string | number;
+type Refused = typeof ScriptStatus.Refused;
 
 /** A script's call as its caller makes it: the KEYS, the ARGV, and what Redis replies. */
 interface ScriptSpec<Keys extends readonly string[], Args extends readonly Arg[], Reply> {
@@ -88,7 +90,7 @@ export const SCRIPTS = {
   appendEvents: script<[log: string], [maxLen: number, ...entries: Arg[]], string>(1),
   checkOnline: script<[online: string], [user: string], number>(1),
   checkOnlineAmong: script<string[], string[], number[]>('n'),
-  // Offline delivery (webhook-queue.ts): every key of these shares the tag {w}.
+  // Offline delivery (redis-webhook-queue.ts): every key of these shares the tag {w}.
   claimBatches: script<
     [retry: string, batches: string, attempts: string],
     [now: number, leaseUntil: number, limit: number],
@@ -108,6 +110,11 @@ export const SCRIPTS = {
     ],
     number
   >(5),
+  replayDeadLetter: script<
+    [dead: string, stream: string],
+    [id: string],
+    string | typeof ScriptStatus.Unchanged | null
+  >(2),
   releaseDeferred: script<
     [jobs: string, deferred: string, deferDue: string],
     [now: number, limit: number],
@@ -220,7 +227,7 @@ export const SCRIPTS = {
   ingestMessages: script<
     [meta: string, members: string],
     [largeGroup: number, ...messages: string[]],
-    number | [maxSeq: string, lastTs: string, members: string[] | 0, ...senders: string[]]
+    Refused | [maxSeq: string, lastTs: string, members: string[] | 0, ...senders: string[]]
   >(2),
   ingestPostBatch: script<
     string[],
@@ -350,7 +357,7 @@ export const SCRIPTS = {
       sent: string,
     ],
     Arg[],
-    -1 | string
+    Refused | string
   >(8),
   signalLists: script<
     [routes: string],

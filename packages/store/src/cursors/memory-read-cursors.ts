@@ -1,0 +1,23 @@
+import type { ReadCursors } from './read-cursors.js';
+
+export class MemoryReadCursors implements ReadCursors {
+  private readonly feed = new Map<string, number>();
+
+  async feedReadAt(user: string): Promise<number | null> {
+    return this.feed.get(user) ?? null;
+  }
+
+  async advanceFeedReadAt(user: string, to: number): Promise<number> {
+    const next = Math.max(this.feed.get(user) ?? -Infinity, to);
+    this.feed.set(user, next);
+    return next;
+  }
+
+  forget(user: string): void {
+    this.feed.delete(user);
+  }
+
+  holds(user: string): boolean {
+    return this.feed.has(user);
+  }
+}

@@ -1,0 +1,24 @@
+import type { RedisClient } from '../redis/connect.js';
+import type { RedisKeys } from '../redis/keys.js';
+import type { ScriptRunner } from '../redis/scripts.js';
+import type { ReadCursors } from './read-cursors.js';
+
+/** The feed read cursor's field in the user's cursors hash. */
+export const FEED_CURSOR = 'feed';
+
+export class RedisReadCursors implements ReadCursors {
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly run: ScriptRunner,
+    private readonly keys: RedisKeys,
+  ) {}
+
+  async feedReadAt(user: string): Promise<number | null> {
+    const value = await this.redis.hget(this.keys.cursors(user), FEED_CURSOR);
+    return value === null ? null : Number(value);
+  }
+
+  async advanceFeedReadAt(user: string, to: number): Promise<number> {
+    return Number(await this.run.advanceCursor([this.keys.cursors(user)], [FEED_CURSOR, to]));
+  }
+}
