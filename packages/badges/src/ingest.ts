@@ -1,4 +1,4 @@
-import { BubbleError, LIMITS, MAX_FUTURE_SKEW_MS, assertId } from '@bubble/protocol';
+import { BubbleError, assertId, validatePostBatch } from '@bubble/protocol';
 import type { Post } from '@bubble/store';
 import type { BadgeContext } from './context.js';
 import { followsChanged } from './pool-events.js';
@@ -90,7 +90,7 @@ export class Ingest {
   async ingestPosts(posts: readonly Post[]): Promise<{ accepted: number; ignored: number }> {
     const { store, clock, lookbackMs } = this.ctx;
     const now = clock.now();
-    assertPostBatch(posts, now);
+    validatePostBatch(posts, now);
     if (posts.length === 0) return { accepted: 0, ignored: 0 };
     const { accepted, ignored } = await store.posts.ingest(
       posts.map(withUniqueTopics),
@@ -105,32 +105,6 @@ export class Ingest {
     const { store, clock, lookbackMs } = this.ctx;
     const now = clock.now();
     await store.posts.remove(author, id, now, now - lookbackMs);
-  }
-}
-
-/** Ids valid, ts a non-negative integer no later than now + 60 s, for every post of the batch. */
-function assertPostBatch(posts: readonly Post[], now: number): void {
-  for (const post of posts) {
-    assertId(post.author, 'author');
-    assertId(post.id, 'post id');
-    if (!Number.isSafeInteger(post.ts) || post.ts < 0) {
-      throw new BubbleError('UB_ERR_BAD_REQUEST', 'ts must be a non-negative integer of ms');
-    }
-    if (post.topics !== undefined) {
-      if (!Array.isArray(post.topics) || post.topics.length > LIMITS.maxTopicsPerPost) {
-        throw new BubbleError(
-          'UB_ERR_BAD_REQUEST',
-          `topics must be an array of at most ${LIMITS.maxTopicsPerPost} topic names`,
-        );
-      }
-      for (const topic of post.topics) assertId(topic, 'topic');
-    }
-    if (post.ts > now + MAX_FUTURE_SKEW_MS) {
-      throw new BubbleError(
-        'UB_ERR_FUTURE_TS',
-        `post ${post.author}/${post.id} has ts ${post.ts}, more than 60 s after now (${now})`,
-      );
-    }
   }
 }
 

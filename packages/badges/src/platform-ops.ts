@@ -1,15 +1,14 @@
 import {
   BubbleError,
-  ID_PATTERN,
   counterBatchSchema,
   counterEventSchema,
-  describeIssues,
+  parseInput,
   idSchema,
   membersSchema,
   messageSchema,
   noticeSchema,
   positiveIdSchema,
-  postSchema,
+  postBatchSchema,
   presenceSchema,
   replaceFollowsSchema,
   replaceTopicsSchema,
@@ -32,11 +31,6 @@ import type { BadgeService } from './badge-service.js';
 const pair = { user: idSchema, author: idSchema };
 const topicPair = { user: idSchema, topic: idSchema };
 const inConversation = { conversation: idSchema };
-
-const postBodySchema = z.union([
-  postSchema,
-  z.strictObject({ posts: z.array(postSchema).min(1).max(LIMITS.maxPostsPerBatch) }),
-]);
 
 const messageBodySchema = z.union([
   z.strictObject({ ...inConversation, ...messageSchema.shape }),
@@ -127,7 +121,7 @@ export const PLATFORM_OPS: Readonly<Record<PlatformOpName, OpSpec<z.ZodType>>> =
     parsed: (b) => call('replaceTopics', (s) => s.replaceTopics(b.user, b.topics)),
   }),
   post: op({
-    schema: postBodySchema,
+    schema: postBatchSchema,
     entity: (b) => ('posts' in b ? b.posts[0]!.author : b.author),
     parsed: (b) => ({ kind: 'posts', op: 'post', posts: 'posts' in b ? b.posts : [b] }),
   }),
@@ -232,18 +226,5 @@ function knownOp(name: string): PlatformOpName {
 }
 
 function validBody(name: PlatformOpName, body: unknown): unknown {
-  const parsed = PLATFORM_OPS[name].schema.safeParse(body);
-  if (parsed.success) return parsed.data;
-  const code = parsed.error.issues.every(isBadId) ? 'UB_ERR_BAD_ID' : 'UB_ERR_BAD_REQUEST';
-  throw new BubbleError(code, `op ${name}: ${describeIssues(parsed.error)}`, {
-    cause: parsed.error,
-  });
-}
-
-const ID_PATTERN_SOURCE = String(ID_PATTERN);
-
-function isBadId(issue: z.ZodError['issues'][number]): boolean {
-  return (
-    issue.code === 'invalid_format' && 'pattern' in issue && issue.pattern === ID_PATTERN_SOURCE
-  );
+  return parseInput(PLATFORM_OPS[name].schema, body, `op ${name}: `);
 }

@@ -1,4 +1,10 @@
-import type { ClusterStatus, IngestBacklogView, WebhookBacklogView } from '@bubble/protocol';
+import {
+  checkInput,
+  describeIssues,
+  type ClusterStatus,
+  type IngestBacklogView,
+  type WebhookBacklogView,
+} from '@bubble/protocol';
 import { z } from 'zod';
 import { loadConfig } from './config.js';
 import {
@@ -117,11 +123,10 @@ export async function fetchCluster(
   } catch {
     throw new RemoteError(`${showUrl(base)} answered GET /v1/cluster with something not JSON`);
   }
-  const parsed = clusterSchema.safeParse(body);
+  const parsed = checkInput(clusterSchema, body);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0];
     throw new RemoteError(
-      `${showUrl(base)} answered GET /v1/cluster with an unexpected shape (${issue?.path.join('.') ?? ''}: ${issue?.message ?? ''})`,
+      `${showUrl(base)} answered GET /v1/cluster with an unexpected shape (${describeIssues(parsed.error)})`,
     );
   }
   return parsed.data;

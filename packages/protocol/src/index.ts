@@ -3,6 +3,7 @@ export * from './ids.js';
 export * from './time.js';
 export * from './badge.js';
 export * from './schemas.js';
+export * from './validation/index.js';
 export * from './pool-hash.js';
 export * from './random.js';
 export * from './close-codes.js';

@@ -20,7 +20,18 @@ export const idSchema = z
   .string()
   .regex(ID_PATTERN, 'must be 1 to 64 characters of [A-Za-z0-9_.:@-]');
 
-const epochMs = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
+/** A schema-level message for every failure but a missing value (issueMessage's `required`). */
+function unlessMissing(message: string) {
+  return (issue: { input?: unknown }): string | undefined =>
+    issue.input === undefined ? undefined : message;
+}
+
+const EPOCH_MS_RULE = 'must be a non-negative integer of ms';
+const epochMs = z
+  .number({ error: unlessMissing(EPOCH_MS_RULE) })
+  .int(EPOCH_MS_RULE)
+  .nonnegative(EPOCH_MS_RULE)
+  .max(Number.MAX_SAFE_INTEGER, EPOCH_MS_RULE);
 
 export const postSchema = z.strictObject({
   author: idSchema,
@@ -63,7 +74,12 @@ export const presenceSchema = z.strictObject({
 export const DEFAULT_PRESENCE_TTL_MS = 60_000;
 
 /** Notice ids and conversation seqs: positive safe integers (docs/semantics.md). */
-export const positiveIdSchema = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
+const POSITIVE_ID_RULE = 'must be a positive safe integer';
+export const positiveIdSchema = z
+  .number({ error: unlessMissing(POSITIVE_ID_RULE) })
+  .int(POSITIVE_ID_RULE)
+  .positive(POSITIVE_ID_RULE)
+  .max(Number.MAX_SAFE_INTEGER, POSITIVE_ID_RULE);
 
 export const readRequestSchema = z.discriminatedUnion('scope', [
   z.strictObject({ scope: z.literal('feed'), upTo: epochMs.optional() }),
@@ -108,14 +124,6 @@ export const messageBatchSchema = z.union([
 ]);
 
 export const muteSchema = z.strictObject({ muted: z.boolean() });
-
-/** Turns a zod failure into one line a person can act on. */
-export function describeIssues(error: z.ZodError): string {
-  return error.issues
-    .slice(0, 5)
-    .map((issue) => `${issue.path.length > 0 ? issue.path.join('.') : 'body'}: ${issue.message}`)
-    .join('; ');
-}
 
 const encoder = new TextEncoder();
 function utf8Length(text: string): number {

@@ -6,8 +6,8 @@ import {
 } from '@bubble/badges';
 import {
   BubbleError,
-  ID_PATTERN,
   LIMITS,
+  isWellFormedPost,
   type MessageInput,
   type PostInput,
 } from '@bubble/protocol';
@@ -73,14 +73,7 @@ export function parseIngestEntry(fields: readonly string[]): ParsedPlatformOp {
  * valid or not, is left to the schema and its errors.
  */
 function singlePost(json: unknown): ParsedPlatformOp | undefined {
-  if (typeof json !== 'object' || json === null || Array.isArray(json)) return undefined;
-  const post = json as Record<string, unknown>;
-  const { author, id, ts } = post;
-  if (Object.keys(post).length !== 3) return undefined;
-  if (typeof author !== 'string' || !ID_PATTERN.test(author)) return undefined;
-  if (typeof id !== 'string' || !ID_PATTERN.test(id)) return undefined;
-  if (typeof ts !== 'number' || !Number.isSafeInteger(ts) || ts < 0) return undefined;
-  return { kind: 'posts', op: 'post', posts: [{ author, id, ts }] };
+  return isWellFormedPost(json) ? { kind: 'posts', op: 'post', posts: [json] } : undefined;
 }
 
 /**

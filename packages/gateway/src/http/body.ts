@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { BubbleError, ID_PATTERN, LIMITS, describeIssues } from '@bubble/protocol';
+import { BubbleError, LIMITS, parseInput } from '@bubble/protocol';
 import type { z } from 'zod';
 
 /** A request whose Content-Length is over `limit` is refused (413) before any byte is read. */
@@ -46,13 +46,7 @@ export async function readBody<T extends z.ZodType>(
   req: IncomingMessage,
   schema: T,
 ): Promise<z.infer<T>> {
-  const parsed = schema.safeParse(await readJson(req));
-  if (!parsed.success) {
-    // A string breaking the id grammar is UB_ERR_BAD_ID wherever it appears (docs/semantics.md).
-    const code = parsed.error.issues.every(isBadId) ? 'UB_ERR_BAD_ID' : 'UB_ERR_BAD_REQUEST';
-    throw new BubbleError(code, describeIssues(parsed.error), { cause: parsed.error });
-  }
-  return parsed.data;
+  return parseInput(schema, await readJson(req));
 }
 
 /** As readBody, for calls whose body may be left out (no Content-Length and no bytes). */
@@ -67,14 +61,6 @@ export async function readOptionalBody<T extends z.ZodType>(
     return undefined;
   }
   return readBody(req, schema);
-}
-
-const ID_PATTERN_SOURCE = String(ID_PATTERN);
-
-function isBadId(issue: z.ZodError['issues'][number]): boolean {
-  return (
-    issue.code === 'invalid_format' && 'pattern' in issue && issue.pattern === ID_PATTERN_SOURCE
-  );
 }
 
 function tooLarge(limit: number): BubbleError {

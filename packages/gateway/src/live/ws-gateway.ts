@@ -4,9 +4,10 @@ import type { BadgeService } from '@bubble/badges';
 import {
   BubbleError,
   CLOSE,
-  describeIssues,
+  checkInput,
   isNewerState,
   readRequestSchema,
+  validationError,
 } from '@bubble/protocol';
 import type { Logger } from 'pino';
 import { WebSocket, WebSocketServer, type RawData } from 'ws';
@@ -349,9 +350,9 @@ export class WsGateway {
       return;
     }
     const { type: _type, ...body } = frame as Record<string, unknown>;
-    const parsed = readRequestSchema.safeParse(body);
+    const parsed = checkInput(readRequestSchema, body);
     if (!parsed.success) {
-      this.sendError(ws, new BubbleError('UB_ERR_BAD_REQUEST', describeIssues(parsed.error)));
+      this.sendError(ws, validationError(parsed.error));
       return;
     }
     try {

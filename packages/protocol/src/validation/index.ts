@@ -1,0 +1,4 @@
+export * from './describe-issues.js';
+export * from './issue-message.js';
+export * from './validate.js';
+export * from './posts.js';
