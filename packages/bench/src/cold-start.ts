@@ -2,18 +2,15 @@ import { BadgeService } from '@bubble/badges';
 import { ManualClock } from '@bubble/protocol';
 import { RedisStore } from '@bubble/store';
 import { startRedisServer } from '@bubble/test-utils';
+import type { AuthorSizes, BenchOptions } from './bench-options.js';
 import { buildWorkload, percentile } from './workload.js';
 
-export interface ColdStartOptions {
+export interface ColdStartOptions extends AuthorSizes, BenchOptions {
   /** Users measured, each following `follows` authors. */
   users: number;
   follows: number;
-  authors: number;
-  windowPosts: number;
   /** Cold starts timed per user (after one untimed warm-up). */
   repeats: number;
-  seed: number;
-  log: (line: string) => void;
 }
 
 export const COLD_START_DEFAULTS: ColdStartOptions = {

@@ -3,19 +3,16 @@ import { DAY_MS } from '@bubble/protocol';
 import { loadScripts } from '@bubble/store';
 import { startRedisServer } from '@bubble/test-utils';
 import { Redis } from 'ioredis';
+import type { AuthorSizes, BenchOptions } from './bench-options.js';
 import { buildWorkload, percentile, postBatch, type Workload } from './workload.js';
 
-export interface ComputeOptions {
+export interface ComputeOptions extends AuthorSizes, BenchOptions {
   users: number;
-  authors: number;
-  windowPosts: number;
   rounds: number;
   /** Upper bound on the time the naive baseline may run; the same for the script baseline. */
   naiveSeconds: number;
   /** Only the 200-follow figures, without the naive baseline (a quick before/after of ours). */
   quick: boolean;
-  seed: number;
-  log: (line: string) => void;
 }
 
 export const COMPUTE_DEFAULTS: ComputeOptions = {

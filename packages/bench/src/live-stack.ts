@@ -101,6 +101,28 @@ export async function startGateway(options: {
   return child;
 }
 
+/**
+ * A scenario's `bubble gateway` on its redis-server, with the scenario's pools and log; it writes
+ * a CPU profile named after `stamp` when `profileDir` is set.
+ */
+export async function startProfiledGateway(
+  redisUrl: string,
+  secrets: BenchSecrets,
+  scenario: { pools: number; profileDir: string | undefined; log: (line: string) => void },
+  stamp: string,
+  extra: { env?: Record<string, string>; nodeArgs?: string[] } = {},
+): Promise<RoleProcess> {
+  const profileArgs = await cpuProfileArgs(scenario.profileDir, `${stamp}-gateway`);
+  return startGateway({
+    redisUrl,
+    pools: scenario.pools,
+    secrets,
+    env: extra.env,
+    nodeArgs: [...profileArgs, ...(extra.nodeArgs ?? [])],
+    log: scenario.log,
+  });
+}
+
 /** The window's posts (through the service, 5000 a call) and the read cursors of `workload`. */
 export async function storePostsAndCursors(
   store: RedisStore,

@@ -1,13 +1,14 @@
 import { ExtrasTracker, FeedCounter, StoredBeliefs } from '@bubble/core';
 import { DAY_MS, mulberry32 } from '@bubble/protocol';
-import { buildScenarioWorkload, percentile, ZipfSampler, type Workload } from './workload.js';
+import {
+  buildScenarioWorkload,
+  percentile,
+  ZipfSampler,
+  type ScenarioWorkloadOptions,
+  type Workload,
+} from './workload.js';
 
-export interface MassOfflineOptions {
-  users: number;
-  authors: number;
-  windowPosts: number;
-  followMedian: number;
-  followCap: number;
+export interface MassOfflineOptions extends ScenarioWorkloadOptions {
   /** Users of the core that go offline at once (a gateway's share dying). */
   offline: number;
   /** A tenth as many, to show how the cost grows with the number gone. */
@@ -17,8 +18,6 @@ export interface MassOfflineOptions {
   /** The run with topics: each user follows this many of `topicPool`, drawn by a power law. */
   topicsPerUser: number;
   topicPool: number;
-  seed: number;
-  log: (line: string) => void;
 }
 
 export const MASS_OFFLINE_DEFAULTS: MassOfflineOptions = {
