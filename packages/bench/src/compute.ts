@@ -4,7 +4,14 @@ import { loadScripts } from '@bubble/store';
 import { startRedisServer } from '@bubble/test-utils';
 import { Redis } from 'ioredis';
 import type { AuthorSizes, BenchOptions } from './bench-options.js';
-import { buildWorkload, percentile, postBatch, type Workload } from './workload.js';
+import {
+  buildWorkload,
+  followedAuthors,
+  percentile,
+  postBatch,
+  postsByAuthor,
+  type Workload,
+} from './workload.js';
 
 export interface ComputeOptions extends AuthorSizes, BenchOptions {
   users: number;
@@ -142,16 +149,11 @@ function topicsOfPost(i: number): string[] {
 function loadCounter(workload: Workload, topics = false): FeedCounter {
   const counter = new FeedCounter({ lookbackMs: LOOKBACK });
   counter.advanceTo(NOW);
-  const postsByAuthor = new Map<number, { id: string; ts: number }[]>();
-  for (const post of workload.posts) {
-    let list = postsByAuthor.get(post.author);
-    if (!list) postsByAuthor.set(post.author, (list = []));
-    list.push({ id: post.id, ts: post.ts });
-  }
+  const byAuthor = postsByAuthor(workload);
   for (let u = 0; u < workload.users.length; u++) {
-    const names = Array.from(workload.follows[u]!, (a) => workload.authors[a]!);
+    const names = followedAuthors(workload, u);
     for (const author of counter.setUser(workload.users[u]!, names, workload.readAt[u]!)) {
-      counter.loadAuthor(author, postsByAuthor.get(Number(author.slice(1))) ?? []);
+      counter.loadAuthor(author, byAuthor.get(Number(author.slice(1))) ?? []);
     }
   }
   if (topics) {

@@ -8,7 +8,7 @@ import { GATEWAY_NODE_FLAGS } from '@bubble/gateway';
 import type { RedisStore } from '@bubble/store';
 import type { RoleProcess } from '@bubble/test-utils';
 import { processCpuSeconds, spawnRole } from './children.js';
-import type { Workload } from './workload.js';
+import { followedAuthors, type Workload } from './workload.js';
 
 export { wallNow } from './identity.js';
 
@@ -46,7 +46,7 @@ export async function seedStore(
   for (let i = 0; i < n; i += 1000) {
     const writes: Promise<void>[] = [];
     for (let u = i; u < Math.min(i + 1000, n); u++) {
-      const names = Array.from(workload.follows[u]!, (a) => workload.authors[a]!);
+      const names = followedAuthors(workload, u);
       edges += names.length;
       writes.push(store.follows.replace(workload.users[u]!, names));
     }

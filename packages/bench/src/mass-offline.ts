@@ -2,7 +2,9 @@ import { ExtrasTracker, FeedCounter, StoredBeliefs } from '@bubble/core';
 import { DAY_MS, mulberry32 } from '@bubble/protocol';
 import {
   buildScenarioWorkload,
+  followedAuthors,
   percentile,
+  postsByAuthor,
   ZipfSampler,
   type ScenarioWorkloadOptions,
   type Workload,
@@ -106,12 +108,7 @@ export function measureMassOffline(
   const extras = new ExtrasTracker();
   const beliefs = new StoredBeliefs(counter, extras, POOLS);
   counter.advanceTo(MASS_OFFLINE_NOW);
-  const postsByAuthor = new Map<number, { id: string; ts: number }[]>();
-  for (const post of workload.posts) {
-    let list = postsByAuthor.get(post.author);
-    if (!list) postsByAuthor.set(post.author, (list = []));
-    list.push({ id: post.id, ts: post.ts });
-  }
+  const byAuthor = postsByAuthor(workload);
   const topicRank = new ZipfSampler(options.topicPool, 1, mulberry32(options.seed + 7));
   const topicsOf = workload.users.map(() => {
     if (!withTopics) return [];
@@ -121,9 +118,9 @@ export function measureMassOffline(
   });
   const online = (u: number) => {
     const user = workload.users[u]!;
-    const names = Array.from(workload.follows[u]!, (a) => workload.authors[a]!);
+    const names = followedAuthors(workload, u);
     for (const author of counter.setUser(user, names, workload.readAt[u]!)) {
-      counter.loadAuthor(author, postsByAuthor.get(Number(author.slice(1))) ?? []);
+      counter.loadAuthor(author, byAuthor.get(Number(author.slice(1))) ?? []);
     }
     for (const topic of counter.setTopics(user, topicsOf[u]!)) counter.loadTopic(topic, []);
     extras.setUser(user, { seen: null, clicks: {} }, []);

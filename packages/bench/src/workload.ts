@@ -128,6 +128,22 @@ export function buildScenarioWorkload(
   });
 }
 
+/** The names of the authors user `u` follows. */
+export function followedAuthors(workload: Workload, u: number): string[] {
+  return Array.from(workload.follows[u]!, (a) => workload.authors[a]!);
+}
+
+/** The window's posts of every author that has some, by author index, in the workload's order. */
+export function postsByAuthor(workload: Workload): Map<number, { id: string; ts: number }[]> {
+  const byAuthor = new Map<number, { id: string; ts: number }[]>();
+  for (const post of workload.posts) {
+    let list = byAuthor.get(post.author);
+    if (!list) byAuthor.set(post.author, (list = []));
+    list.push({ id: post.id, ts: post.ts });
+  }
+  return byAuthor;
+}
+
 /** Authors alone (no users): who posts, and the posts their windows hold already, ending now. */
 export function authorsWorkload(options: AuthorSizes): Workload {
   return buildWorkload({
