@@ -5,13 +5,16 @@
  *
  *   node --expose-gc --import tsx packages/bench/scripts/compute-ab.ts <rev> [pairs=3]
  */
-import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { DAY_MS } from '@bubble/protocol';
 import { FeedCounter } from '../../core/src/feed-counter.js';
-import { buildWorkload, percentile, postBatch } from '../src/workload.js';
+import {
+  buildWorkload,
+  followedAuthors,
+  percentile,
+  postBatch,
+  postsByAuthor,
+} from '../src/workload.js';
+import { collectGarbage, feedCounterAt } from './counter-at-revision.js';
 
 const [rev = 'HEAD', pairsArg = '3'] = process.argv.slice(2);
 const LOOKBACK = 7 * DAY_MS;
@@ -27,24 +30,6 @@ interface Counter {
 }
 type CounterClass = new (options: { lookbackMs: number }) => Counter;
 
-async function oldCounterClass(): Promise<CounterClass> {
-  // Inside the repository, so that the old sources' workspace imports (@bubble/…) resolve.
-  mkdirSync(join('node_modules', '.cache'), { recursive: true });
-  const dir = mkdtempSync(join('node_modules', '.cache', 'compute-ab-'));
-  const paths = execFileSync('git', ['ls-tree', '-r', '--name-only', rev, 'packages/core/src'], {
-    encoding: 'utf8',
-  });
-  for (const path of paths.split('\n').filter(Boolean)) {
-    const file = join(dir, relative('packages/core/src', path));
-    mkdirSync(dirname(file), { recursive: true });
-    writeFileSync(file, execFileSync('git', ['show', `${rev}:${path}`], { encoding: 'utf8' }));
-  }
-  const module = (await import(pathToFileURL(resolve(dir, 'feed-counter.ts')).href)) as {
-    FeedCounter: CounterClass;
-  };
-  return module.FeedCounter;
-}
-
 const workload = buildWorkload({
   seed: 42 + 200,
   users: 100_000,
@@ -53,26 +38,16 @@ const workload = buildWorkload({
   windowPosts: 500_000,
   now: NOW,
 });
-const postsByAuthor = new Map<number, { id: string; ts: number }[]>();
-for (const post of workload.posts) {
-  let list = postsByAuthor.get(post.author);
-  if (!list) postsByAuthor.set(post.author, (list = []));
-  list.push({ id: post.id, ts: post.ts });
-}
-
-/** Collects the previous counter's heap first (run with node --expose-gc) so it slows neither. */
-function collect(): void {
-  (globalThis as { gc?: () => void }).gc?.();
-}
+const byAuthor = postsByAuthor(workload);
 
 function usersPerSec(Class: CounterClass): number {
-  collect();
+  collectGarbage();
   const counter = new Class({ lookbackMs: LOOKBACK });
   counter.advanceTo(NOW);
   for (let u = 0; u < workload.users.length; u++) {
-    const names = Array.from(workload.follows[u]!, (a) => workload.authors[a]!);
+    const names = followedAuthors(workload, u);
     for (const author of counter.setUser(workload.users[u]!, names, workload.readAt[u]!)) {
-      counter.loadAuthor(author, postsByAuthor.get(Number(author.slice(1))) ?? []);
+      counter.loadAuthor(author, byAuthor.get(Number(author.slice(1))) ?? []);
     }
   }
   for (const user of workload.users) counter.recompute(user);
@@ -91,7 +66,7 @@ function usersPerSec(Class: CounterClass): number {
   return workload.users.length / (percentile(times, 50) / 1000);
 }
 
-const Old = await oldCounterClass();
+const Old = await feedCounterAt<CounterClass>(rev, 'compute-ab');
 const results: { before: number; after: number }[] = [];
 for (let i = 0; i < Number(pairsArg); i++) {
   // ABBA: each side goes first as often, so neither pays more for the other's garbage.

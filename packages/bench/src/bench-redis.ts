@@ -19,13 +19,15 @@ export interface BenchRedis {
   stop(): Promise<void>;
 }
 
+/** `followCap` is the badge rules' own (2,000) when not given. */
 export async function startBenchRedis(options: {
   pools: number;
-  followCap: number;
+  followCap?: number;
 }): Promise<BenchRedis> {
   const server = await startRedisServer();
   const store = new RedisStore({ url: server.url, keyPrefix: KEY_PREFIX, pools: options.pools });
-  const service = new BadgeService(store, systemClock, { followCap: options.followCap });
+  const rules = options.followCap === undefined ? {} : { followCap: options.followCap };
+  const service = new BadgeService(store, systemClock, rules);
   let admin: Redis | undefined;
   return {
     url: server.url,

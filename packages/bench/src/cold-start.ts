@@ -2,18 +2,15 @@ import { BadgeService } from '@bubble/badges';
 import { ManualClock } from '@bubble/protocol';
 import { RedisStore } from '@bubble/store';
 import { startRedisServer } from '@bubble/test-utils';
-import { buildWorkload, percentile } from './workload.js';
+import type { AuthorSizes, BenchOptions } from './bench-options.js';
+import { buildWorkload, followedAuthors, percentile } from './workload.js';
 
-export interface ColdStartOptions {
+export interface ColdStartOptions extends AuthorSizes, BenchOptions {
   /** Users measured, each following `follows` authors. */
   users: number;
   follows: number;
-  authors: number;
-  windowPosts: number;
   /** Cold starts timed per user (after one untimed warm-up). */
   repeats: number;
-  seed: number;
-  log: (line: string) => void;
 }
 
 export const COLD_START_DEFAULTS: ColdStartOptions = {
@@ -58,10 +55,7 @@ export async function benchColdStart(partial: Partial<ColdStartOptions> = {}) {
     }
     for (let u = 0; u < workload.users.length; u++) {
       const user = workload.users[u]!;
-      await service.replaceFollows(
-        user,
-        Array.from(workload.follows[u]!, (a) => workload.authors[a]!),
-      );
+      await service.replaceFollows(user, followedAuthors(workload, u));
       const readAt = workload.readAt[u];
       if (readAt !== null && readAt !== undefined)
         await store.cursors.advanceFeedReadAt(user, readAt);

@@ -3,19 +3,23 @@ import { DAY_MS } from '@bubble/protocol';
 import { loadScripts } from '@bubble/store';
 import { startRedisServer } from '@bubble/test-utils';
 import { Redis } from 'ioredis';
-import { buildWorkload, percentile, postBatch, type Workload } from './workload.js';
+import type { AuthorSizes, BenchOptions } from './bench-options.js';
+import {
+  buildWorkload,
+  followedAuthors,
+  percentile,
+  postBatch,
+  postsByAuthor,
+  type Workload,
+} from './workload.js';
 
-export interface ComputeOptions {
+export interface ComputeOptions extends AuthorSizes, BenchOptions {
   users: number;
-  authors: number;
-  windowPosts: number;
   rounds: number;
   /** Upper bound on the time the naive baseline may run; the same for the script baseline. */
   naiveSeconds: number;
   /** Only the 200-follow figures, without the naive baseline (a quick before/after of ours). */
   quick: boolean;
-  seed: number;
-  log: (line: string) => void;
 }
 
 export const COMPUTE_DEFAULTS: ComputeOptions = {
@@ -145,16 +149,11 @@ function topicsOfPost(i: number): string[] {
 function loadCounter(workload: Workload, topics = false): FeedCounter {
   const counter = new FeedCounter({ lookbackMs: LOOKBACK });
   counter.advanceTo(NOW);
-  const postsByAuthor = new Map<number, { id: string; ts: number }[]>();
-  for (const post of workload.posts) {
-    let list = postsByAuthor.get(post.author);
-    if (!list) postsByAuthor.set(post.author, (list = []));
-    list.push({ id: post.id, ts: post.ts });
-  }
+  const byAuthor = postsByAuthor(workload);
   for (let u = 0; u < workload.users.length; u++) {
-    const names = Array.from(workload.follows[u]!, (a) => workload.authors[a]!);
+    const names = followedAuthors(workload, u);
     for (const author of counter.setUser(workload.users[u]!, names, workload.readAt[u]!)) {
-      counter.loadAuthor(author, postsByAuthor.get(Number(author.slice(1))) ?? []);
+      counter.loadAuthor(author, byAuthor.get(Number(author.slice(1))) ?? []);
     }
   }
   if (topics) {

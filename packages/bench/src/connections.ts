@@ -13,24 +13,20 @@ import { forkDriver, type DriverHandle } from './driver-process.js';
 import { logProfiles } from './profile-summary.js';
 import {
   benchSecrets,
-  cpuProfileArgs,
   machineFacts,
   round2,
   seedStore,
   sleep,
-  startGateway,
+  startProfiledGateway,
 } from './live-stack.js';
 import { sampleProcessMemory, type ProcessMemorySample } from './process-memory.js';
-import { buildScenarioWorkload, type Workload } from './workload.js';
+import { buildScenarioWorkload, type ScenarioWorkloadOptions, type Workload } from './workload.js';
 import type { WsConnectResult, WsReport } from './ws-driver.js';
 
-export interface ConnectionsOptions {
+/** The users are the connections (and the warm-up's): no `users` of its own. */
+export interface ConnectionsOptions extends Omit<ScenarioWorkloadOptions, 'users'> {
   /** Connections wanted (one user each); fewer when the open-files limit does not allow it. */
   connections: number;
-  authors: number;
-  windowPosts: number;
-  followMedian: number;
-  followCap: number;
   pools: number;
   /** Connections opened and closed first, so the gateway's code and pools are warm. */
   warmupConnections: number;
@@ -40,9 +36,7 @@ export interface ConnectionsOptions {
   connectSeconds: number;
   /** Time the connections stay idle before memory is measured. */
   idleSeconds: number;
-  seed: number;
   profileDir: string | undefined;
-  log: (line: string) => void;
 }
 
 export const CONNECTIONS_DEFAULTS: ConnectionsOptions = {
@@ -87,18 +81,9 @@ export async function benchConnections(partial: Partial<ConnectionsOptions> = {}
   try {
     await seedStore(store, service, workload, log, 'connections');
     const secrets = benchSecrets();
-    gateway = await startGateway({
-      redisUrl: redis.url,
-      pools: options.pools,
-      secrets,
+    gateway = await startProfiledGateway(redis.url, secrets, options, stamp, {
       env: { BUBBLE_BENCH_MEMORY_PROBE: memoryFile },
-      nodeArgs: [
-        ...(await cpuProfileArgs(options.profileDir, `${stamp}-gateway`)),
-        '--expose-gc',
-        '--import',
-        new URL('./gateway-probe.js', import.meta.url).href,
-      ],
-      log,
+      nodeArgs: ['--expose-gc', '--import', new URL('./gateway-probe.js', import.meta.url).href],
     });
     const hardLimit = await openFilesHardLimit();
     const ownFds = (await processFdCount(gateway.pid)) ?? 0;

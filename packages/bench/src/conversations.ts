@@ -3,10 +3,11 @@ import { ManualClock } from '@bubble/protocol';
 import { RedisStore } from '@bubble/store';
 import { startRedisServer } from '@bubble/test-utils';
 import { Redis } from 'ioredis';
+import type { BenchOptions } from './bench-options.js';
 import { callsBetween, commandCalls, sum } from './redis-probe.js';
 import { percentile } from './workload.js';
 
-export interface ConversationsOptions {
+export interface ConversationsOptions extends BenchOptions {
   /** Conversations of the user whose list is read (two members each). */
   memberships: number;
   /** Members of the large group the user is also in, and that the timed messages go to. */
@@ -19,7 +20,6 @@ export interface ConversationsOptions {
   reads: number;
   /** Timed messages into each group. */
   messages: number;
-  log: (line: string) => void;
 }
 
 export const CONVERSATIONS_DEFAULTS: ConversationsOptions = {

@@ -14,7 +14,12 @@ import {
   sum,
   writeCommands,
 } from './redis-probe.js';
-import { buildScenarioWorkload, type Workload, type ScenarioWorkloadOptions } from './workload.js';
+import {
+  buildScenarioWorkload,
+  followedAuthors,
+  type Workload,
+  type ScenarioWorkloadOptions,
+} from './workload.js';
 
 export interface FanoutOptions extends ScenarioWorkloadOptions {
   pools: number;
@@ -339,7 +344,7 @@ async function seed(
   for (let i = 0; i < n; i += 1000) {
     const writes: Promise<void>[] = [];
     for (let u = i; u < Math.min(i + 1000, n); u++) {
-      const names = Array.from(workload.follows[u]!, (a) => workload.authors[a]!);
+      const names = followedAuthors(workload, u);
       if (u < options.megaFollowers) {
         if (names.length >= options.followCap) names.pop();
         names.push(MEGA);

@@ -1,36 +1,28 @@
-import { BadgeService } from '@bubble/badges';
-import { systemClock } from '@bubble/protocol';
-import { compareStreamIds, RedisKeys, RedisStore } from '@bubble/store';
-import { startRedisServer, type RoleProcess } from '@bubble/test-utils';
+import { compareStreamIds, RedisKeys } from '@bubble/store';
+import type { RoleProcess } from '@bubble/test-utils';
 import { Redis } from 'ioredis';
+import { startBenchRedis } from './bench-redis.js';
+import { INGEST_DEFAULTS, type IngestOptions } from './ingest.js';
 import { RawHttpConnection, httpRequest } from './http-client.js';
 import { logProfiles } from './profile-summary.js';
 import {
   KEY_PREFIX,
   benchSecrets,
-  cpuProfileArgs,
   cpuShares,
   cpuSnapshot,
   machineFacts,
   round2,
   sleep,
-  startGateway,
+  startProfiledGateway,
+  storePostsAndCursors,
 } from './live-stack.js';
 import { BacklogSampler } from './ingest-backlog-sampler.js';
 import { RespConnection, xaddPostHead } from './resp-connection.js';
 import { commandUsec, redisCpuSeconds } from './redis-probe.js';
-import { buildWorkload, percentile } from './workload.js';
+import { authorsWorkload, percentile } from './workload.js';
 
-export interface IngestStreamOptions {
-  authors: number;
-  /** Posts already in the authors' windows before the run (spread over the last 7 days). */
-  windowPosts: number;
-  pools: number;
-  /** Posts per POST /v1/posts call in the HTTP phase. */
-  batch: number;
-  /** Keep-alive connections of the HTTP phase, each with one call in flight. */
-  connections: number;
-  warmupSeconds: number;
+/** The `ingest` run's options (its HTTP phase), and the stream phase's. */
+export interface IngestStreamOptions extends IngestOptions {
   /** Length of the HTTP phase; the stream phase appends as many posts as it accepted. */
   seconds: number;
   /** XADDs per pipeline the producer sends, and pipelines it keeps in flight. */
@@ -45,27 +37,16 @@ export interface IngestStreamOptions {
   sampleMs: number;
   /** Longest wait for the group to acknowledge the last entry. */
   drainTimeoutMs: number;
-  seed: number;
-  profileDir: string | undefined;
-  log: (line: string) => void;
 }
 
 export const INGEST_STREAM_DEFAULTS: IngestStreamOptions = {
-  authors: 50_000,
-  windowPosts: 200_000,
-  pools: 100,
-  batch: 500,
-  connections: 8,
-  warmupSeconds: 3,
+  ...INGEST_DEFAULTS,
   seconds: 20,
   producerPipeline: 1000,
   producerInFlight: 4,
   maxLead: 200_000,
   sampleMs: 50,
   drainTimeoutMs: 120_000,
-  seed: 19,
-  profileDir: undefined,
-  log: () => {},
 };
 
 /** Posts one phase produced: post i is `${prefix}${i}` by author `authorOf[i]`. */
@@ -89,20 +70,11 @@ export async function benchIngestStream(partial: Partial<IngestStreamOptions> = 
   const options = { ...INGEST_STREAM_DEFAULTS, ...partial };
   const { log } = options;
   const stamp = `${Date.now()}-ingest-stream`;
-  const workload = buildWorkload({
-    seed: options.seed,
-    users: 0,
-    authors: options.authors,
-    follows: { fixed: 0 },
-    windowPosts: options.windowPosts,
-    now: Date.now(),
-  });
-  const redis = await startRedisServer();
-  const store = new RedisStore({ url: redis.url, keyPrefix: KEY_PREFIX, pools: options.pools });
-  const service = new BadgeService(store, systemClock);
+  const workload = authorsWorkload(options);
+  const redis = await startBenchRedis(options);
+  const { admin } = redis;
   const keys = new RedisKeys(KEY_PREFIX, options.pools);
   const streamKey = keys.ingest(0);
-  const admin = new Redis(redis.url);
   const producer = await RespConnection.connect(redis.url);
   const sampler = new Redis(redis.url);
   const backlog = new BacklogSampler(sampler, streamKey);
@@ -110,22 +82,11 @@ export async function benchIngestStream(partial: Partial<IngestStreamOptions> = 
   const connections: RawHttpConnection[] = [];
   let figures: Record<string, unknown>;
   try {
-    for (let i = 0; i < workload.posts.length; i += 5000) {
-      await service.ingestPosts(
-        workload.posts
-          .slice(i, i + 5000)
-          .map((p) => ({ author: workload.authors[p.author]!, id: p.id, ts: p.ts })),
-      );
-    }
+    await storePostsAndCursors(redis.store, redis.service, workload);
     log(`ingest-stream: ${workload.posts.length} posts of the last 7 days stored`);
     const secrets = benchSecrets();
-    gateway = await startGateway({
-      redisUrl: redis.url,
-      pools: options.pools,
-      secrets,
+    gateway = await startProfiledGateway(redis.url, secrets, options, stamp, {
       env: { BUBBLE_INGEST_STREAM: '1', BUBBLE_INGEST_PARTITIONS: '1' },
-      nodeArgs: await cpuProfileArgs(options.profileDir, `${stamp}-gateway`),
-      log,
     });
     const pids = { gateway: gateway.pid, bench: process.pid };
     for (let c = 0; c < options.connections; c++) {
@@ -351,8 +312,6 @@ export async function benchIngestStream(partial: Partial<IngestStreamOptions> = 
     backlog.stop();
     for (const connection of connections) connection.close();
     await gateway?.stop().catch(() => {});
-    await store.close().catch(() => {});
-    admin.disconnect();
     producer.close();
     sampler.disconnect();
     await redis.stop();

@@ -1,28 +1,22 @@
-import { BadgeService } from '@bubble/badges';
-import { systemClock } from '@bubble/protocol';
-import { RedisStore } from '@bubble/store';
-import { startRedisServer, type RoleProcess } from '@bubble/test-utils';
-import { Redis } from 'ioredis';
+import type { RoleProcess } from '@bubble/test-utils';
+import type { AuthorSizes, BenchOptions } from './bench-options.js';
+import { startBenchRedis } from './bench-redis.js';
 import { RawHttpConnection, httpRequest } from './http-client.js';
 import { logProfiles } from './profile-summary.js';
 import {
-  KEY_PREFIX,
   benchSecrets,
-  cpuProfileArgs,
   cpuShares,
   cpuSnapshot,
   LoopLag,
   machineFacts,
   round2,
-  startGateway,
+  startProfiledGateway,
+  storePostsAndCursors,
 } from './live-stack.js';
 import { callsBetween, commandCalls, redisCpuSeconds, sum } from './redis-probe.js';
-import { buildWorkload, percentile } from './workload.js';
+import { authorsWorkload, percentile } from './workload.js';
 
-export interface IngestOptions {
-  authors: number;
-  /** Posts already in the authors' windows before the run (spread over the last 7 days). */
-  windowPosts: number;
+export interface IngestOptions extends AuthorSizes, BenchOptions {
   pools: number;
   /** Posts per POST /v1/posts call. */
   batch: number;
@@ -30,9 +24,7 @@ export interface IngestOptions {
   connections: number;
   warmupSeconds: number;
   seconds: number;
-  seed: number;
   profileDir: string | undefined;
-  log: (line: string) => void;
 }
 
 export const INGEST_DEFAULTS: IngestOptions = {
@@ -57,38 +49,17 @@ export async function benchIngest(partial: Partial<IngestOptions> = {}) {
   const options = { ...INGEST_DEFAULTS, ...partial };
   const { log } = options;
   const stamp = `${Date.now()}-ingest`;
-  const workload = buildWorkload({
-    seed: options.seed,
-    users: 0,
-    authors: options.authors,
-    follows: { fixed: 0 },
-    windowPosts: options.windowPosts,
-    now: Date.now(),
-  });
-  const redis = await startRedisServer();
-  const store = new RedisStore({ url: redis.url, keyPrefix: KEY_PREFIX, pools: options.pools });
-  const service = new BadgeService(store, systemClock);
-  const admin = new Redis(redis.url);
+  const workload = authorsWorkload(options);
+  const redis = await startBenchRedis(options);
+  const { admin } = redis;
   let gateway: RoleProcess | undefined;
   const connections: RawHttpConnection[] = [];
   let figures: Record<string, unknown>;
   try {
-    for (let i = 0; i < workload.posts.length; i += 5000) {
-      await service.ingestPosts(
-        workload.posts
-          .slice(i, i + 5000)
-          .map((p) => ({ author: workload.authors[p.author]!, id: p.id, ts: p.ts })),
-      );
-    }
+    await storePostsAndCursors(redis.store, redis.service, workload);
     log(`ingest: ${workload.posts.length} posts of the last 7 days stored`);
     const secrets = benchSecrets();
-    gateway = await startGateway({
-      redisUrl: redis.url,
-      pools: options.pools,
-      secrets,
-      nodeArgs: await cpuProfileArgs(options.profileDir, `${stamp}-gateway`),
-      log,
-    });
+    gateway = await startProfiledGateway(redis.url, secrets, options, stamp);
     for (let c = 0; c < options.connections; c++) {
       connections.push(await RawHttpConnection.connect('127.0.0.1', gateway.port));
     }
@@ -185,8 +156,6 @@ export async function benchIngest(partial: Partial<IngestOptions> = {}) {
   } finally {
     for (const connection of connections) connection.close();
     await gateway?.stop().catch(() => {});
-    await store.close().catch(() => {});
-    admin.disconnect();
     await redis.stop();
   }
   if (options.profileDir) figures.profiles = await logProfiles(options.profileDir, stamp, log);

@@ -8,7 +8,7 @@ import { GATEWAY_NODE_FLAGS } from '@bubble/gateway';
 import type { RedisStore } from '@bubble/store';
 import type { RoleProcess } from '@bubble/test-utils';
 import { processCpuSeconds, spawnRole } from './children.js';
-import type { Workload } from './workload.js';
+import { followedAuthors, type Workload } from './workload.js';
 
 export { wallNow } from './identity.js';
 
@@ -46,7 +46,7 @@ export async function seedStore(
   for (let i = 0; i < n; i += 1000) {
     const writes: Promise<void>[] = [];
     for (let u = i; u < Math.min(i + 1000, n); u++) {
-      const names = Array.from(workload.follows[u]!, (a) => workload.authors[a]!);
+      const names = followedAuthors(workload, u);
       edges += names.length;
       writes.push(store.follows.replace(workload.users[u]!, names));
     }
@@ -99,6 +99,28 @@ export async function startGateway(options: {
     throw err;
   }
   return child;
+}
+
+/**
+ * A scenario's `bubble gateway` on its redis-server, with the scenario's pools and log; it writes
+ * a CPU profile named after `stamp` when `profileDir` is set.
+ */
+export async function startProfiledGateway(
+  redisUrl: string,
+  secrets: BenchSecrets,
+  scenario: { pools: number; profileDir: string | undefined; log: (line: string) => void },
+  stamp: string,
+  extra: { env?: Record<string, string>; nodeArgs?: string[] } = {},
+): Promise<RoleProcess> {
+  const profileArgs = await cpuProfileArgs(scenario.profileDir, `${stamp}-gateway`);
+  return startGateway({
+    redisUrl,
+    pools: scenario.pools,
+    secrets,
+    env: extra.env,
+    nodeArgs: [...profileArgs, ...(extra.nodeArgs ?? [])],
+    log: scenario.log,
+  });
 }
 
 /** The window's posts (through the service, 5000 a call) and the read cursors of `workload`. */

@@ -1,13 +1,16 @@
 import { ExtrasTracker, FeedCounter, StoredBeliefs } from '@bubble/core';
 import { DAY_MS, mulberry32 } from '@bubble/protocol';
-import { buildScenarioWorkload, percentile, ZipfSampler, type Workload } from './workload.js';
+import {
+  buildScenarioWorkload,
+  followedAuthors,
+  percentile,
+  postsByAuthor,
+  ZipfSampler,
+  type ScenarioWorkloadOptions,
+  type Workload,
+} from './workload.js';
 
-export interface MassOfflineOptions {
-  users: number;
-  authors: number;
-  windowPosts: number;
-  followMedian: number;
-  followCap: number;
+export interface MassOfflineOptions extends ScenarioWorkloadOptions {
   /** Users of the core that go offline at once (a gateway's share dying). */
   offline: number;
   /** A tenth as many, to show how the cost grows with the number gone. */
@@ -17,8 +20,6 @@ export interface MassOfflineOptions {
   /** The run with topics: each user follows this many of `topicPool`, drawn by a power law. */
   topicsPerUser: number;
   topicPool: number;
-  seed: number;
-  log: (line: string) => void;
 }
 
 export const MASS_OFFLINE_DEFAULTS: MassOfflineOptions = {
@@ -107,12 +108,7 @@ export function measureMassOffline(
   const extras = new ExtrasTracker();
   const beliefs = new StoredBeliefs(counter, extras, POOLS);
   counter.advanceTo(MASS_OFFLINE_NOW);
-  const postsByAuthor = new Map<number, { id: string; ts: number }[]>();
-  for (const post of workload.posts) {
-    let list = postsByAuthor.get(post.author);
-    if (!list) postsByAuthor.set(post.author, (list = []));
-    list.push({ id: post.id, ts: post.ts });
-  }
+  const byAuthor = postsByAuthor(workload);
   const topicRank = new ZipfSampler(options.topicPool, 1, mulberry32(options.seed + 7));
   const topicsOf = workload.users.map(() => {
     if (!withTopics) return [];
@@ -122,9 +118,9 @@ export function measureMassOffline(
   });
   const online = (u: number) => {
     const user = workload.users[u]!;
-    const names = Array.from(workload.follows[u]!, (a) => workload.authors[a]!);
+    const names = followedAuthors(workload, u);
     for (const author of counter.setUser(user, names, workload.readAt[u]!)) {
-      counter.loadAuthor(author, postsByAuthor.get(Number(author.slice(1))) ?? []);
+      counter.loadAuthor(author, byAuthor.get(Number(author.slice(1))) ?? []);
     }
     for (const topic of counter.setTopics(user, topicsOf[u]!)) counter.loadTopic(topic, []);
     extras.setUser(user, { seen: null, clicks: {} }, []);

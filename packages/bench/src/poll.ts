@@ -5,13 +5,12 @@ import { forkDriver, type DriverHandle } from './driver-process.js';
 import { logProfiles } from './profile-summary.js';
 import {
   benchSecrets,
-  cpuProfileArgs,
   cpuShares,
   cpuSnapshot,
   machineFacts,
   round2,
   seedStore,
-  startGateway,
+  startProfiledGateway,
 } from './live-stack.js';
 import type { PollRunResult } from './poll-driver.js';
 import { buildScenarioWorkload, type ScenarioWorkloadOptions } from './workload.js';
@@ -69,13 +68,7 @@ export async function benchPoll(partial: Partial<PollOptions> = {}) {
   try {
     await seedStore(store, service, workload, log, 'poll');
     const secrets = benchSecrets();
-    gateway = await startGateway({
-      redisUrl: redis.url,
-      pools: options.pools,
-      secrets,
-      nodeArgs: await cpuProfileArgs(options.profileDir, `${stamp}-gateway`),
-      log,
-    });
+    gateway = await startProfiledGateway(redis.url, secrets, options, stamp);
     const per = Math.ceil(options.users / options.drivers);
     for (let d = 0; d < options.drivers; d++) {
       const driver = forkDriver(new URL('./poll-driver.js', import.meta.url), `poller${d}`, log);

@@ -1,15 +1,41 @@
 import type { RedisStore } from '@bubble/store';
 import type { RoleProcess } from '@bubble/test-utils';
+import type { BenchOptions } from './bench-options.js';
 import { spawnRole } from './children.js';
+import { roleEnv, type BenchSecrets } from './live-stack.js';
 import type { SdkFleet } from './sdk-fleet.js';
 
-/** `users[i]` follows `authors[authorOf[i]]` alone, written 1,000 users at a time. */
-export async function followOneEach(
+/** What the SDK scenarios (soak, storm) size alike: clients in drivers, each following one author. */
+export interface SdkStackOptions extends BenchOptions {
+  /** Driver processes the SDK clients are spread over. */
+  drivers: number;
+  authors: number;
+  /** Clients per loopback source address (127.1.x.y): the gateway's limiter keeps its defaults. */
+  perAddress: number;
+  pools: number;
+}
+
+export const SDK_STACK_DEFAULTS: Omit<SdkStackOptions, 'authors'> = {
+  drivers: 2,
+  perAddress: 10,
+  pools: 8,
+  log: () => {},
+};
+
+/**
+ * `count` users and `authorCount` authors, named after `label` and this run, user i following
+ * author i mod `authorCount` alone; written 1,000 users at a time.
+ */
+export async function usersFollowingOneEach(
   store: RedisStore,
-  users: readonly string[],
-  authors: readonly string[],
-  authorOf: Int32Array,
-): Promise<void> {
+  label: string,
+  count: number,
+  authorCount: number,
+): Promise<{ users: string[]; authors: string[]; authorOf: Int32Array }> {
+  const tag = Date.now().toString(36);
+  const users = Array.from({ length: count }, (_, i) => `${label}${i}-${tag}`);
+  const authors = Array.from({ length: authorCount }, (_, k) => `${label}author${k}-${tag}`);
+  const authorOf = Int32Array.from(users, (_, i) => i % authorCount);
   for (let i = 0; i < users.length; i += 1000) {
     await Promise.all(
       users
@@ -17,14 +43,22 @@ export async function followOneEach(
         .map((u, k) => store.follows.replace(u, [authors[authorOf[i + k]!]!])),
     );
   }
+  return { users, authors, authorOf };
 }
 
-/** `bubble server` and `bubble core` children, listening, added to `children`. */
+/** `bubble server` and `bubble core` children with the run's secrets, listening, added to `children`. */
 export async function startServerAndCore(
-  env: Record<string, string>,
+  redisUrl: string,
+  pools: number,
+  secrets: BenchSecrets,
   log: (line: string) => void,
   children: RoleProcess[],
 ): Promise<void> {
+  const env = {
+    ...roleEnv(redisUrl, pools),
+    BUBBLE_API_KEY: secrets.apiKey,
+    BUBBLE_JWT_SECRET: secrets.jwtSecret,
+  };
   for (const role of ['server', 'core'] as const) {
     const child = await spawnRole({ role, env, log });
     children.push(child);

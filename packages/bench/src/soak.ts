@@ -1,37 +1,36 @@
 import type { RoleProcess } from '@bubble/test-utils';
 import { startBenchRedis } from './bench-redis.js';
 import { processRssBytes, stopAll } from './children.js';
-import { benchSecrets, machineFacts, roleEnv, round2, sleep, startGateway } from './live-stack.js';
+import { benchSecrets, machineFacts, round2, sleep, startGateway } from './live-stack.js';
 import { histogramQuantile, SdkFleet } from './sdk-fleet.js';
-import { followOneEach, platformCall, startServerAndCore, wrongBadges } from './sdk-stack.js';
+import {
+  platformCall,
+  SDK_STACK_DEFAULTS,
+  startServerAndCore,
+  usersFollowingOneEach,
+  wrongBadges,
+  type SdkStackOptions,
+} from './sdk-stack.js';
 
-export interface SoakOptions {
+export interface SoakOptions extends SdkStackOptions {
   /** SDK clients (one user each), spread over `drivers` processes. */
   sockets: number;
   postsPerSecond: number;
   minutes: number;
   /** Share of the sockets that reconnect (close the app, open it again) every minute. */
   churnPerMinute: number;
-  authors: number;
-  drivers: number;
-  perAddress: number;
-  pools: number;
   /** Allowed RSS growth past the first sixth's high-water mark, as a share of it. */
   rssMargin: number;
-  log: (line: string) => void;
 }
 
 export const SOAK_DEFAULTS: SoakOptions = {
+  ...SDK_STACK_DEFAULTS,
   sockets: 10_000,
   postsPerSecond: 200,
   minutes: 60,
   churnPerMinute: 0.2,
   authors: 1000,
-  drivers: 2,
-  perAddress: 10,
-  pools: 8,
   rssMargin: 0.25,
-  log: () => {},
 };
 
 interface Minute {
@@ -61,19 +60,15 @@ export async function benchSoak(partial: Partial<SoakOptions> = {}) {
   const children: RoleProcess[] = [];
   let fleet: SdkFleet | undefined;
   try {
-    const tag = Date.now().toString(36);
-    const users = Array.from({ length: options.sockets }, (_, i) => `soak${i}-${tag}`);
-    const authors = Array.from({ length: options.authors }, (_, k) => `soakauthor${k}-${tag}`);
-    const authorOf = Int32Array.from(users, (_, i) => i % options.authors);
-    await followOneEach(redis.store, users, authors, authorOf);
+    const { users, authors, authorOf } = await usersFollowingOneEach(
+      redis.store,
+      'soak',
+      options.sockets,
+      options.authors,
+    );
     log(`soak: ${users.length} users follow one of ${authors.length} authors`);
     const secrets = benchSecrets();
-    const env = {
-      ...roleEnv(redis.url, options.pools),
-      BUBBLE_API_KEY: secrets.apiKey,
-      BUBBLE_JWT_SECRET: secrets.jwtSecret,
-    };
-    await startServerAndCore(env, log, children);
+    await startServerAndCore(redis.url, options.pools, secrets, log, children);
     const gateway = await startGateway({
       redisUrl: redis.url,
       pools: options.pools,

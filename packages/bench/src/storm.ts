@@ -1,31 +1,29 @@
 import type { RoleProcess } from '@bubble/test-utils';
 import { startBenchRedis } from './bench-redis.js';
 import { processRssBytes, stopAll } from './children.js';
-import { benchSecrets, machineFacts, roleEnv, sleep, startGateway } from './live-stack.js';
+import { benchSecrets, machineFacts, sleep, startGateway } from './live-stack.js';
 import { perSecond, SdkFleet } from './sdk-fleet.js';
-import { followOneEach, platformCall, startServerAndCore, wrongBadges } from './sdk-stack.js';
+import {
+  platformCall,
+  SDK_STACK_DEFAULTS,
+  startServerAndCore,
+  usersFollowingOneEach,
+  wrongBadges,
+  type SdkStackOptions,
+} from './sdk-stack.js';
 
-export interface StormOptions {
+export interface StormOptions extends SdkStackOptions {
   /** SDK clients (one user each), spread over `drivers` processes. */
   clients: number;
-  drivers: number;
-  authors: number;
-  /** Clients per loopback source address (127.1.x.y): the gateway's limiter keeps its defaults. */
-  perAddress: number;
-  pools: number;
   /** Every dropped client must be back within this. */
   recoveryMs: number;
-  log: (line: string) => void;
 }
 
 export const STORM_DEFAULTS: StormOptions = {
+  ...SDK_STACK_DEFAULTS,
   clients: 10_000,
-  drivers: 2,
   authors: 200,
-  perAddress: 10,
-  pools: 8,
   recoveryMs: 60_000,
-  log: () => {},
 };
 
 /** One storm: the clients of one gateway dropped at once, and their way back to the other. */
@@ -68,18 +66,14 @@ export async function benchStorm(partial: Partial<StormOptions> = {}) {
   const children: RoleProcess[] = [];
   let fleet: SdkFleet | undefined;
   try {
-    const tag = Date.now().toString(36);
-    const users = Array.from({ length: options.clients }, (_, i) => `storm${i}-${tag}`);
-    const authors = Array.from({ length: options.authors }, (_, k) => `stormauthor${k}-${tag}`);
-    const authorOf = Int32Array.from(users, (_, i) => i % options.authors);
-    await followOneEach(redis.store, users, authors, authorOf);
+    const { users, authors, authorOf } = await usersFollowingOneEach(
+      redis.store,
+      'storm',
+      options.clients,
+      options.authors,
+    );
     const secrets = benchSecrets();
-    const env = {
-      ...roleEnv(redis.url, options.pools),
-      BUBBLE_API_KEY: secrets.apiKey,
-      BUBBLE_JWT_SECRET: secrets.jwtSecret,
-    };
-    await startServerAndCore(env, log, children);
+    await startServerAndCore(redis.url, options.pools, secrets, log, children);
     const gateway = (port?: number) =>
       startGateway({ redisUrl: redis.url, pools: options.pools, secrets, log, port }).then(
         (child) => (children.push(child), child),

@@ -1,28 +1,28 @@
 import { randomBytes } from 'node:crypto';
 
-import { BadgeService } from '@bubble/badges';
-import { mulberry32, systemClock } from '@bubble/protocol';
-import { RedisKeys, RedisStore } from '@bubble/store';
-import { startRedisServer, type RoleProcess } from '@bubble/test-utils';
-import { Redis } from 'ioredis';
+import { mulberry32 } from '@bubble/protocol';
+import { RedisKeys } from '@bubble/store';
+import type { RoleProcess } from '@bubble/test-utils';
+import type { Redis } from 'ioredis';
+import { startBenchRedis } from './bench-redis.js';
+import type { BenchOptions } from './bench-options.js';
 import { RawHttpConnection, httpRequest, type RawResponse } from './http-client.js';
 import { gatewaySeries } from './ingest-stream.js';
 import { logProfiles } from './profile-summary.js';
 import {
   KEY_PREFIX,
   benchSecrets,
-  cpuProfileArgs,
   cpuShares,
   cpuSnapshot,
   machineFacts,
   round2,
   sleep,
-  startGateway,
+  startProfiledGateway,
 } from './live-stack.js';
 import { redisCpuSeconds } from './redis-probe.js';
 import { WebhookReceiver } from './webhook-receiver.js';
 
-export interface WebhookOptions {
+export interface WebhookOptions extends BenchOptions {
   /** Offline users, every one in a pair conversation, some in small and large groups too. */
   users: number;
   /** Small groups (besides the pairs), each of 3 to 8 members drawn at random. */
@@ -48,7 +48,6 @@ export interface WebhookOptions {
   pools: number;
   seed: number;
   profileDir: string | undefined;
-  log: (line: string) => void;
 }
 
 export const WEBHOOK_DEFAULTS: WebhookOptions = {
@@ -102,11 +101,9 @@ export async function benchWebhook(partial: Partial<WebhookOptions> = {}) {
   const large = conversations.filter((c) => c.id[0] === 'g');
   const secret = randomBytes(32).toString('base64url');
   const receiver = new WebhookReceiver(secret, options.minIntervalMs, mulberry32(options.seed ^ 1));
-  const redis = await startRedisServer();
-  const store = new RedisStore({ url: redis.url, keyPrefix: KEY_PREFIX, pools: options.pools });
-  const service = new BadgeService(store, systemClock);
+  const redis = await startBenchRedis(options);
+  const { service, admin } = redis;
   const keys = new RedisKeys(KEY_PREFIX, options.pools);
-  const admin = new Redis(redis.url);
   let gateway: RoleProcess | undefined;
   const connections: RawHttpConnection[] = [];
   let figures: Record<string, unknown>;
@@ -122,10 +119,7 @@ export async function benchWebhook(partial: Partial<WebhookOptions> = {}) {
     );
     const url = await receiver.listen();
     const secrets = benchSecrets();
-    gateway = await startGateway({
-      redisUrl: redis.url,
-      pools: options.pools,
-      secrets,
+    gateway = await startProfiledGateway(redis.url, secrets, options, stamp, {
       env: {
         BUBBLE_WEBHOOK_URL: url,
         BUBBLE_WEBHOOK_SECRET: secret,
@@ -135,8 +129,6 @@ export async function benchWebhook(partial: Partial<WebhookOptions> = {}) {
         BUBBLE_WEBHOOK_RETRY_MAX_MS: String(options.retryMaxMs),
         BUBBLE_WEBHOOK_CONCURRENCY: String(options.concurrency),
       },
-      nodeArgs: await cpuProfileArgs(options.profileDir, `${stamp}-gateway`),
-      log,
     });
     for (let c = 0; c < DRIVER_CONNECTIONS; c++) {
       connections.push(await RawHttpConnection.connect('127.0.0.1', gateway.port));
@@ -336,8 +328,6 @@ export async function benchWebhook(partial: Partial<WebhookOptions> = {}) {
     for (const connection of connections) connection.close();
     await gateway?.stop().catch(() => {});
     await receiver.close();
-    await store.close().catch(() => {});
-    admin.disconnect();
     await redis.stop();
   }
   if (options.profileDir) figures.profiles = await logProfiles(options.profileDir, stamp, log);

@@ -1,4 +1,5 @@
 import { DAY_MS, mulberry32 } from '@bubble/protocol';
+import type { AuthorSizes, BenchOptions } from './bench-options.js';
 
 /** Draws ranks 0..n-1 with P(k) ∝ 1/(k+1)^s: a few are picked most of the time. */
 export class ZipfSampler {
@@ -103,14 +104,10 @@ export function buildWorkload(options: WorkloadOptions): Workload {
 }
 
 /** The options a scenario builds its workload from. */
-export interface ScenarioWorkloadOptions {
+export interface ScenarioWorkloadOptions extends AuthorSizes, BenchOptions {
   users: number;
-  authors: number;
-  windowPosts: number;
   followMedian: number;
   followCap: number;
-  seed: number;
-  log: (line: string) => void;
 }
 
 /** A scenario's workload: power-law follows, a lookback window ending now unless overridden. */
@@ -128,6 +125,34 @@ export function buildScenarioWorkload(
     windowPosts: options.windowPosts,
     now: Date.now(),
     ...overrides,
+  });
+}
+
+/** The names of the authors user `u` follows. */
+export function followedAuthors(workload: Workload, u: number): string[] {
+  return Array.from(workload.follows[u]!, (a) => workload.authors[a]!);
+}
+
+/** The window's posts of every author that has some, by author index, in the workload's order. */
+export function postsByAuthor(workload: Workload): Map<number, { id: string; ts: number }[]> {
+  const byAuthor = new Map<number, { id: string; ts: number }[]>();
+  for (const post of workload.posts) {
+    let list = byAuthor.get(post.author);
+    if (!list) byAuthor.set(post.author, (list = []));
+    list.push({ id: post.id, ts: post.ts });
+  }
+  return byAuthor;
+}
+
+/** Authors alone (no users): who posts, and the posts their windows hold already, ending now. */
+export function authorsWorkload(options: AuthorSizes): Workload {
+  return buildWorkload({
+    seed: options.seed,
+    users: 0,
+    authors: options.authors,
+    follows: { fixed: 0 },
+    windowPosts: options.windowPosts,
+    now: Date.now(),
   });
 }
 

@@ -4,12 +4,13 @@
  * the same driver processes `latency` uses. No Redis, no core, no routing: the ceiling any
  * gateway on this machine works under, to read `latency` against (docs/benchmarks.md).
  */
+import type { BenchOptions } from './bench-options.js';
 import { forkDriver, type DriverHandle } from './driver-process.js';
 import { machineFacts, round2, sleep } from './live-stack.js';
 import type { BlastResult } from './ws-ceiling-sender.js';
 import type { WsConnectResult, WsReport } from './ws-driver.js';
 
-export interface WsCeilingOptions {
+export interface WsCeilingOptions extends BenchOptions {
   clients: number;
   drivers: number;
   perAddress: number;
@@ -22,7 +23,6 @@ export interface WsCeilingOptions {
    * what the same writes cost at another sender's rate (`latency`: the gateway's).
    */
   pace?: { framesPerSec: number; tickMs: number };
-  log: (line: string) => void;
 }
 
 export const WS_CEILING_DEFAULTS: WsCeilingOptions = {

@@ -18,7 +18,7 @@ const MAX_URL_LENGTH = 2048;
  * The gateway's base URL: `--url`, else BUBBLE_URL, else http://127.0.0.1:$PORT. Only http(s),
  * no user info (credentials do not go in URLs), no query or fragment; a path prefix is kept.
  */
-export function resolveBaseUrl(flag: string | undefined, config: Config): URL {
+function resolveBaseUrl(flag: string | undefined, config: Config): URL {
   const fromEnv = process.env.BUBBLE_URL?.trim();
   const text = flag ?? (fromEnv ? fromEnv : undefined);
   if (text === undefined) {
@@ -70,8 +70,25 @@ export function showUrl(base: URL): string {
   return `${base.origin}${base.pathname === '/' ? '' : base.pathname.replace(/\/$/, '')}`;
 }
 
+/** The running gateway a command talks to, and the platform key it uses there. */
+export interface RemoteTarget {
+  base: URL;
+  apiKey: string;
+  /** Where the key came from, for messages (never the key). */
+  keySource: string;
+}
+
+/** The gateway of `--url` (see resolveBaseUrl) and the platform key of `config`. */
+export function remoteTarget(flag: string | undefined, config: Config): RemoteTarget {
+  return {
+    base: resolveBaseUrl(flag, config),
+    apiKey: platformKey(config),
+    keySource: keySource(config),
+  };
+}
+
 /** The platform key: BUBBLE_API_KEY, else the development one `bubble all` keeps here. */
-export function platformKey(config: Config): string {
+function platformKey(config: Config): string {
   if (config.BUBBLE_API_KEY) return config.BUBBLE_API_KEY;
   const dev = isProduction(config) ? null : loadDevSecrets();
   if (!dev) {
@@ -192,6 +209,6 @@ export function unauthorized(base: URL, result: CallResult, source: string): Rem
 }
 
 /** Where the key came from, for messages (never the key). */
-export function keySource(config: Config): string {
+function keySource(config: Config): string {
   return config.BUBBLE_API_KEY ? 'BUBBLE_API_KEY' : '.bubble-dev/secrets.json';
 }

@@ -6,11 +6,10 @@ import {
   RemoteError,
   endpoint,
   errorMessage,
-  keySource,
-  platformKey,
   printable,
-  resolveBaseUrl,
+  remoteTarget,
   showUrl,
+  type RemoteTarget,
 } from './remote.js';
 import { tokenSecret } from './secrets.js';
 import { SimCalls } from './sim-calls.js';
@@ -66,11 +65,10 @@ export async function runSimulate(options: SimulateOptions): Promise<SimulationS
     );
   }
   const config = loadConfig();
-  const base = resolveBaseUrl(options.url, config);
-  const apiKey = platformKey(config);
+  const target = remoteTarget(options.url, config);
   const jwtSecret = tokenSecret(config);
   const audience = config.BUBBLE_JWT_AUDIENCE;
-  const simulation = new Simulation(options, base, apiKey, keySource(config), (user, ttl) =>
+  const simulation = new Simulation(options, target, (user, ttl) =>
     mintToken({
       secret: jwtSecret,
       user,
@@ -99,12 +97,10 @@ class Simulation {
 
   constructor(
     private readonly options: SimulateOptions,
-    private readonly base: URL,
-    private readonly apiKey: string,
-    private readonly keyFrom: string,
+    private readonly target: RemoteTarget,
     mint: (user: string, ttlSeconds: number) => Promise<string>,
   ) {
-    this.calls = new SimCalls(base, apiKey, keyFrom, mint, {
+    this.calls = new SimCalls(target.base, target.apiKey, target.keySource, mint, {
       signal: this.stop.signal,
       fail: (message) => this.fail(message),
       throttled: () => this.stats.throttled++,
@@ -151,15 +147,10 @@ class Simulation {
 
   /** Reachable, and the key accepted: otherwise stop now with a clear message. */
   private async preflight(): Promise<void> {
-    const cluster = await fetchCluster(
-      this.base,
-      this.apiKey,
-      this.keyFrom,
-      SIM_REQUEST_TIMEOUT_MS,
-    );
+    const cluster = await fetchCluster(this.target, SIM_REQUEST_TIMEOUT_MS);
     const o = this.options;
     this.log(
-      `simulating against ${showUrl(this.base)} (leader ${cluster.leader === null ? 'none' : printable(cluster.leader)}, ` +
+      `simulating against ${showUrl(this.target.base)} (leader ${cluster.leader === null ? 'none' : printable(cluster.leader)}, ` +
         `${cluster.pools.length} pools): ${o.users} users, ${o.clients} clients, ${o.rate} posts/s for ${o.duration}s, seed ${o.seed}`,
     );
   }
@@ -197,7 +188,7 @@ class Simulation {
     const o = this.options;
     const ttl = o.duration + 600;
     const order = shuffled(o.users, mulberry32(o.seed));
-    const wsUrl = endpoint(this.base, 'v1/ws');
+    const wsUrl = endpoint(this.target.base, 'v1/ws');
     wsUrl.protocol = wsUrl.protocol === 'https:' ? 'wss:' : 'ws:';
     for (const index of order.slice(0, o.clients)) {
       const user = this.ids[index]!;
@@ -372,7 +363,7 @@ class Simulation {
     const s = this.stats;
     const seconds = Math.max(drivenMs / 1000, 0.001);
     return {
-      url: showUrl(this.base),
+      url: showUrl(this.target.base),
       seed: this.options.seed,
       users: this.options.users,
       follows: s.follows,

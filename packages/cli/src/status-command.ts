@@ -12,12 +12,11 @@ import {
   call,
   endpoint,
   errorMessage,
-  keySource,
-  platformKey,
   printable,
-  resolveBaseUrl,
+  remoteTarget,
   showUrl,
   unauthorized,
+  type RemoteTarget,
 } from './remote.js';
 
 /** `bubble status`: the cluster at a glance, from GET /v1/cluster of a running gateway. */
@@ -97,16 +96,17 @@ export interface StatusOptions {
 
 /** Reads the cluster from the gateway; throws a RemoteError with a clear message otherwise. */
 export async function fetchCluster(
-  base: URL,
-  apiKey: string,
-  source: string,
+  target: RemoteTarget,
   timeoutMs: number,
 ): Promise<ClusterStatus> {
+  const { base } = target;
   const result = await call(endpoint(base, 'v1/cluster'), {
-    headers: { 'x-api-key': apiKey },
+    headers: { 'x-api-key': target.apiKey },
     timeoutMs,
   });
-  if (result.status === 401 || result.status === 403) throw unauthorized(base, result, source);
+  if (result.status === 401 || result.status === 403) {
+    throw unauthorized(base, result, target.keySource);
+  }
   if (result.status === 404) {
     throw new RemoteError(
       `${showUrl(base)} has no GET /v1/cluster (${errorMessage(result)}); is it a bubble gateway?`,
@@ -133,14 +133,12 @@ export async function fetchCluster(
 }
 
 export async function runStatus(options: StatusOptions): Promise<void> {
-  const config = loadConfig();
-  const base = resolveBaseUrl(options.url, config);
-  const apiKey = platformKey(config);
-  const cluster = await fetchCluster(base, apiKey, keySource(config), options.timeout * 1000);
+  const target = remoteTarget(options.url, loadConfig());
+  const cluster = await fetchCluster(target, options.timeout * 1000);
   process.stdout.write(
     options.json
       ? `${JSON.stringify(cluster, null, 2)}\n`
-      : formatCluster(cluster, showUrl(base), Date.now()),
+      : formatCluster(cluster, showUrl(target.base), Date.now()),
   );
 }
 
