@@ -24,9 +24,13 @@ const alias = Object.fromEntries(
 );
 
 export default defineConfig({
+  // The global setup below imports workspace packages too.
+  resolve: { alias },
   test: {
     // Vitest 4 picks the "agent" reporter when it detects an AI agent; always use the default one.
     reporters: ['default'],
+    // Ends the run with the groups skipped for a missing program and the command that installs it.
+    globalSetup: ['test/support/missing-tools-summary.ts'],
     projects: [
       {
         resolve: { alias },

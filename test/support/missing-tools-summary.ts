@@ -24,7 +24,11 @@ export default function setup(): () => void {
     rmSync(dir, { recursive: true, force: true });
     // Without redis-server the tests that start one fail rather than skip: say why.
     if (!findExecutable('redis-server')) {
-      groups.push({ tool: 'redis-server', file: 'test/**', group: 'every test that starts one' });
+      groups.push({
+        tool: 'redis-server',
+        file: 'test/**',
+        group: 'every test that starts a Redis (they fail without it)',
+      });
     }
     const summary = summarize(groups);
     if (summary) console.log(summary);
@@ -53,7 +57,7 @@ export function summarize(groups: readonly SkippedGroup[]): string {
   const sudo = process.getuid?.() === 0 ? '' : 'sudo ';
   return [
     '',
-    `Skipped for a missing program (${tools.join(', ')}):`,
+    `Not run for want of a program (${tools.join(', ')}):`,
     ...lines,
     `Install what they need with: ${sudo}apt-get install -y ${packages.join(' ')}`,
     '',
