@@ -22,11 +22,14 @@ import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildOnce } from '../support/build.js';
 import { CHROMIUM, CHROMIUM_ARGS, HAS_CHROMIUM, watchPage } from '../support/chromium.js';
+import { skippedWithout } from '../support/missing-tools.js';
 
 const API_KEY = 'dashboard-ingest-api-key-7e3f19c2b05a48d6';
 const JWT_SECRET = 'dashboard-ingest-jwt-secret-2a6c0e94f17b3d58';
 
-describe.skipIf(!HAS_CHROMIUM)('the dashboard shows the ingest stream', () => {
+const SHOWS = 'the dashboard shows the ingest stream';
+
+describe.skipIf(skippedWithout('chromium', HAS_CHROMIUM, SHOWS))(SHOWS, () => {
   let redis: RedisServerHandle | undefined;
   let direct: Redis | undefined;
   let gateway: RoleProcess | undefined;

@@ -17,6 +17,7 @@ import { WebSocket } from 'ws';
 import { API_KEY, JWT_SECRET, Cluster } from '../cluster/harness.js';
 import { buildOnce } from '../support/build.js';
 import { CHROMIUM, CHROMIUM_ARGS, HAS_CHROMIUM, watchPage } from '../support/chromium.js';
+import { skippedWithout } from '../support/missing-tools.js';
 
 const SCREENSHOT =
   process.env.BUBBLE_DASHBOARD_SCREENSHOT ?? path.join(tmpdir(), 'bubble-dashboard.png');
@@ -33,10 +34,6 @@ const CHART_IDS = [
   'chart-drift',
   'chart-stale',
 ];
-
-if (!HAS_CHROMIUM) {
-  console.warn(`test/browser/dashboard.test.ts: skipped, ${CHROMIUM} not found`);
-}
 
 interface ChartState {
   id: string;
@@ -73,7 +70,9 @@ async function readCharts(page: Page): Promise<ChartState[]> {
   );
 }
 
-describe.skipIf(!HAS_CHROMIUM)('the dashboard draws the last minutes of a running cluster', () => {
+const DRAWS = 'the dashboard draws the last minutes of a running cluster';
+
+describe.skipIf(skippedWithout('chromium', HAS_CHROMIUM, DRAWS))(DRAWS, () => {
   let cluster: Cluster;
   let gateways: RoleProcess[];
   let cores: RoleProcess[];

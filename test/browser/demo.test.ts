@@ -15,15 +15,10 @@ import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildOnce } from '../support/build.js';
 import { CHROMIUM, CHROMIUM_ARGS, HAS_CHROMIUM } from '../support/chromium.js';
+import { skippedWithout } from '../support/missing-tools.js';
 import { httpCall } from '../support/http.js';
 /** Sweeps run every second in `bubble all`; a push should land well within this. */
 const LIVE_TIMEOUT_MS = 15_000;
-
-if (!HAS_CHROMIUM) {
-  console.warn(
-    `test/browser/demo.test.ts: skipped, ${CHROMIUM} not found (install Debian's chromium: apt-get install -y chromium)`,
-  );
-}
 
 /** `bubble all` on a free port in `cwd`, healthy. */
 async function startBubble(cwd: string, env: Record<string, string> = {}): Promise<RoleProcess> {
@@ -60,7 +55,7 @@ async function expectText(page: Page, selector: string, text: string, timeout = 
     .toBe(text);
 }
 
-describe.skipIf(!HAS_CHROMIUM)(
+describe.skipIf(skippedWithout('chromium', HAS_CHROMIUM, 'the demo page in Chromium'))(
   HAS_CHROMIUM
     ? 'the demo page in Chromium'
     : `the demo page in Chromium (skipped: no ${CHROMIUM})`,

@@ -26,6 +26,7 @@ import { describe, expect } from 'vitest';
 import { WebSocket } from 'ws';
 import { feedCount } from '../support/feed-definition.js';
 import { httpCall } from '../support/http.js';
+import { skippedWithout } from '../support/missing-tools.js';
 import { useClusterTests } from './cluster-test.js';
 import { API_KEY, heldFences, type Cluster } from './harness.js';
 
@@ -102,7 +103,9 @@ async function offlineEvents(c: Cluster, users: readonly string[]): Promise<stri
   return out.sort();
 }
 
-describe.skipIf(!FAKETIME)('skewed clocks: a core 30 s ahead, a gateway 30 s behind', () => {
+const SKEWED = 'skewed clocks: a core 30 s ahead, a gateway 30 s behind';
+
+describe.skipIf(skippedWithout('faketime', FAKETIME, SKEWED))(SKEWED, () => {
   const clusterTest = useClusterTests();
 
   clusterTest(

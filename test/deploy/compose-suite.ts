@@ -13,6 +13,7 @@ import { Cluster as RedisCluster, Redis } from 'ioredis';
 import YAML from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildOnce, ROOT } from '../support/build.js';
+import { skippedWithout } from '../support/missing-tools.js';
 import {
   ComposeRun,
   composeConfig,
@@ -205,7 +206,7 @@ export function describeComposeFile(file: string, store: 'standalone' | 'cluster
       expect(cluster.nodes.filter((n) => n.role === 'core')).toHaveLength(CORES);
     });
 
-    it.skipIf(!dockerCompose)(
+    it.skipIf(skippedWithout('docker-compose', dockerCompose, `${file}: docker-compose config`))(
       'is accepted by docker-compose config, and names the missing secret without .env',
       () => {
         const accepted = composeConfig(ROOT, file, SECRETS);
@@ -226,10 +227,5 @@ export function describeComposeFile(file: string, store: 'standalone' | 'cluster
         expect(refused.stderr).toContain('BUBBLE_API_KEY');
       },
     );
-    if (!dockerCompose) {
-      console.warn(
-        `WARNING: docker-compose is not installed; ${file} was not checked with \`docker-compose config\` (.ci/run installs it)`,
-      );
-    }
   });
 }

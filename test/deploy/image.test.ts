@@ -29,6 +29,7 @@ import {
 } from '@bubble/test-utils';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildOnce, ROOT } from '../support/build.js';
+import { skippedWithout } from '../support/missing-tools.js';
 import {
   execForm,
   healthcheckCommand,
@@ -48,6 +49,8 @@ const ROLES = ['server', 'core', 'gateway', 'all'] as const;
 const NPM_CI = ['ci', '--omit=dev', '--no-audit', '--no-fund', '--prefer-offline'];
 
 const TINI = findExecutable('tini');
+// Without tini the roles run without it: the group is reduced, so it is reported as skipped.
+skippedWithout('tini', TINI, 'the roles under tini, as in the image (they ran without it)');
 
 /**
  * The runtime stage in `dir`, line by line. Returns what RUN lines were not run (apt-get: the

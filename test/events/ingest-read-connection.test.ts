@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { INGEST_GROUP, IngestReadConnection } from '@bubble/store';
 import {
   TcpProxy,
+  findExecutable,
   freePort,
   startRedisServer,
   waitFor,
@@ -17,6 +18,7 @@ import {
 } from '@bubble/test-utils';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { skippedWithout } from '../support/missing-tools.js';
 
 describe('IngestReadConnection', () => {
   let server: RedisServerHandle;
@@ -167,7 +169,8 @@ describe('IngestReadConnection', () => {
     }
   });
 
-  it('reads over TLS when the client does (rediss://), verifying the server', async () => {
+  const OVER_TLS = 'reads over TLS when the client does (rediss://), verifying the server';
+  it.skipIf(skippedWithout('openssl', findExecutable('openssl'), OVER_TLS))(OVER_TLS, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'bubble-tls-'));
     const [cert, key] = [join(dir, 'cert.pem'), join(dir, 'key.pem')];
     execFileSync(

@@ -13,6 +13,7 @@ import { chromium } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildOnce } from '../support/build.js';
 import { CHROMIUM, CHROMIUM_ARGS, HAS_CHROMIUM, watchPage } from '../support/chromium.js';
+import { skippedWithout } from '../support/missing-tools.js';
 import { httpCall, jsonBody } from '../support/http.js';
 
 const EXIT_DEADLINE_MS = 30_000;
@@ -155,7 +156,7 @@ describe('dashboard, bubble status and bubble simulate against bubble all', () =
       expect(await metric(url, 'bubble_gateway_users_held')).toBeGreaterThanOrEqual(0);
     });
 
-    it.skipIf(!HAS_CHROMIUM)(
+    it.skipIf(skippedWithout('chromium', HAS_CHROMIUM, 'the status page in Chromium'))(
       'in Chromium: asks for the key, keeps it in sessionStorage only, shows the cluster',
       async () => {
         const browser = await chromium.launch({

@@ -25,6 +25,7 @@ import {
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildOnce } from '../support/build.js';
 import { httpCall, jsonBody } from '../support/http.js';
+import { skippedWithout } from '../support/missing-tools.js';
 
 const API_KEY = 'dev-mode-test-api-key-8e41c0b7d2a95f36';
 /** Exactly the floor: 32 bytes. */
@@ -189,7 +190,8 @@ describe('development mode and secrets', () => {
       return false;
     }
   });
-  it.skipIf(!script)('on a terminal the logs are readable lines, not JSON', async () => {
+  const ON_A_TERMINAL = 'on a terminal the logs are readable lines, not JSON';
+  it.skipIf(skippedWithout('script', script, ON_A_TERMINAL))(ON_A_TERMINAL, async () => {
     const port = await freePort();
     const child = spawn(script!, ['-qfec', `${process.execPath} ${BUBBLE_BIN} all`, '/dev/null'], {
       cwd,

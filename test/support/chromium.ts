@@ -2,11 +2,20 @@
  * Debian's Chromium, driven by playwright-core, for the tests that run a page for real. They are
  * skipped where it is missing (.ci/run installs it).
  */
-import { existsSync } from 'node:fs';
+import { accessSync, constants } from 'node:fs';
 import type { Page } from 'playwright-core';
 
 export const CHROMIUM = '/usr/bin/chromium';
-export const HAS_CHROMIUM = existsSync(CHROMIUM);
+export const HAS_CHROMIUM = isExecutable(CHROMIUM);
+
+function isExecutable(file: string): boolean {
+  try {
+    accessSync(file, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /** Headless, and quiet: the browser's own background traffic stays out of what a test sees. */
 export const CHROMIUM_ARGS = [

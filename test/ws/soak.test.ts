@@ -1,5 +1,6 @@
 /**
- * `bubble bench soak` for 2 minutes (issue 19; docs/benchmarks.md "soak"): real SDK clients in
+ * `bubble bench soak` for 90 s (issue 19; docs/benchmarks.md "soak"; the long form is `bubble
+ * bench soak`, 60 minutes): two per-minute curves, the second a half minute. Real SDK clients in
  * driver processes on `bubble server`, `bubble core` and `bubble gateway` children of their own
  * redis-server, posts every second and a fifth of the sockets reconnecting per minute. Asserted:
  * no error (no unexplained failed attempt, no failed post, no missing or wrong badge at the end,
@@ -10,12 +11,12 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { benchSoak } from '../../packages/bench/src/soak.js';
 import { buildOnce } from '../support/build.js';
 
-describe('bench soak (2 minutes)', () => {
+describe('bench soak (90 s)', () => {
   beforeAll(() => buildOnce(), 300_000);
 
   it('holds: no errors, presence correct, RSS within 25 % of its first sixth', async () => {
     const figures = await benchSoak({
-      minutes: 2,
+      minutes: 1.5,
       sockets: 1000,
       postsPerSecond: 50,
       authors: 200,
