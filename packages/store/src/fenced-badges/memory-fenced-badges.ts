@@ -1,5 +1,20 @@
-import { poolOf, idRecord, type BadgeChange, type BadgeChangeReader, type BadgeFields, type StoredBadge, ChangeList, sameCounts, newEpoch } from '@bubble/protocol';
-import type { FencedBadges, FencedBadgeWrite, FencedSaveOptions, FencedSaveResult } from './fenced-badges.js';
+import {
+  poolOf,
+  idRecord,
+  type BadgeChange,
+  type BadgeChangeReader,
+  type BadgeFields,
+  type StoredBadge,
+  ChangeList,
+  sameCounts,
+  newEpoch,
+} from '@bubble/protocol';
+import type {
+  FencedBadges,
+  FencedBadgeWrite,
+  FencedSaveOptions,
+  FencedSaveResult,
+} from './fenced-badges.js';
 import type { BadgeStamp } from '../badges/badge-states.js';
 
 export interface MemoryFencedBadgesOptions {

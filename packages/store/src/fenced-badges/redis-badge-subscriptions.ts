@@ -1,4 +1,10 @@
-import { usersByPool, type BadgeChange, type BadgeChangeReader, decodeBadgeState, decodeChanges } from '@bubble/protocol';
+import {
+  usersByPool,
+  type BadgeChange,
+  type BadgeChangeReader,
+  decodeBadgeState,
+  decodeChanges,
+} from '@bubble/protocol';
 import type { CommandCounter } from '../redis/command-counter.js';
 import type { RedisClient } from '../redis/connect.js';
 import type { RedisKeys } from '../redis/keys.js';

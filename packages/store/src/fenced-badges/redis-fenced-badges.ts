@@ -1,4 +1,10 @@
-import { poolOf, type BadgeChange, type BadgeChangeReader, type BadgeFields, newEpoch } from '@bubble/protocol';
+import {
+  poolOf,
+  type BadgeChange,
+  type BadgeChangeReader,
+  type BadgeFields,
+  newEpoch,
+} from '@bubble/protocol';
 import { PackedStateWriter, packedStateBound } from './packed-state-writer.js';
 import type { BadgeStamp } from '../badges/badge-states.js';
 import type { CommandCounter } from '../redis/command-counter.js';
@@ -18,7 +24,14 @@ import {
   writeLengthPrefix,
 } from '../redis/resp-writer.js';
 import { scriptSource } from '../redis/scripts.js';
-import type { FencedBadges, FencedBadgeWrite, FencedSaveOptions, FencedSaveResult, KnownBadge, MissedMessages } from './fenced-badges.js';
+import type {
+  FencedBadges,
+  FencedBadgeWrite,
+  FencedSaveOptions,
+  FencedSaveResult,
+  KnownBadge,
+  MissedMessages,
+} from './fenced-badges.js';
 import { RedisBadgeRoutes } from './redis-badge-routes.js';
 import { RedisBadgeSubscriptions } from './redis-badge-subscriptions.js';
 import { RedisListSignals } from './redis-list-signals.js';
