@@ -53,6 +53,9 @@ export default defineConfig({
           name: 'unit',
           include: ['packages/*/src/**/*.test.ts', 'test/unit/**/*.test.ts'],
           environment: 'node',
+          // Property tests of hundreds of runs share the cores with integration files started
+          // beside them: 5 s was seen to run out under that load. A guard, not a speed bar.
+          testTimeout: 30_000,
         },
       },
       {

@@ -1,6 +1,6 @@
 /**
  * The save path's hand-written RESP (packages/store/src/redis/resp-writer.ts) and packed-state
- * writer (badge-state.ts) against the plainest encoding there is: strings joined, then
+ * writer (fenced-badges/packed-state-writer.ts) against the plainest encoding there is: strings joined, then
  * Buffer.from(…, 'utf8'). Buffers are sized by the writers' own bounds, so a bound too small
  * shows as bytes missing.
  */

@@ -1,5 +1,5 @@
 /**
- * saveBadges' answer as readSaveReply reads it (packages/store/src/redis/save-reply.ts), against
+ * saveBadges' answer as readSaveReply reads it (packages/store/src/fenced-badges/save-reply.ts), against
  * a plain reading of the format written out from the script's header: on any reply, well-formed
  * or not, both give the same result or both refuse it. A refused reply throws a SaveReplyError
  * (an error reply is thrown as it is) and updates no belief.

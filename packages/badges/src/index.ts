@@ -8,10 +8,8 @@ export type { OfflineJob, OfflineJobs } from './offline-jobs.js';
 export { countNoticesAfter, shownReddots } from './source-counts.js';
 export { readStoredExtras, type CounterScope } from './stored-extras.js';
 export {
-  PLATFORM_OPS,
   PLATFORM_OP_NAMES,
   PLATFORM_OP_VERSIONS,
-  isPlatformOp,
   parsePlatformOp,
   platformOpEntity,
   type ParsedPlatformOp,

@@ -1,4 +1,4 @@
-import { INGEST_GROUP } from '@bubble/store';
+import { INGEST_GROUP, streamIdMs } from '@bubble/store';
 import { Redis } from 'ioredis';
 import { sleep } from './live-stack.js';
 
@@ -58,8 +58,8 @@ export class BacklogSampler {
       this.redis.xrange(this.key, `(${this.lastDelivered}`, '+', 'COUNT', 1),
     ]);
     let oldest = Infinity;
-    if (summary[1]) oldest = idMs(summary[1]);
-    if (next[0]) oldest = Math.min(oldest, idMs(next[0][0]));
+    if (summary[1]) oldest = streamIdMs(summary[1]);
+    if (next[0]) oldest = Math.min(oldest, streamIdMs(next[0][0]));
     this.samples++;
     if (oldest !== Infinity) this.maxAgeMs = Math.max(this.maxAgeMs, now - oldest);
     this.maxUndelivered = Math.max(this.maxUndelivered, lag);
@@ -71,8 +71,4 @@ function fields(flat: unknown[]): Record<string, unknown> {
   const record: Record<string, unknown> = {};
   for (let i = 0; i + 1 < flat.length; i += 2) record[String(flat[i])] = flat[i + 1];
   return record;
-}
-
-function idMs(id: string): number {
-  return Number(id.slice(0, id.indexOf('-')));
 }

@@ -121,6 +121,12 @@ export const VARIABLES_OUTSIDE_SCHEMA: OutsideGroup[] = [
         default: '`silent`',
         description: 'log level of the ingest stream tests',
       },
+      {
+        name: 'BUBBLE_TEST_SKIPPED_GROUPS_FILE',
+        default: 'set by the suite',
+        description:
+          'where test files note the groups skipped for a missing program; `npm test` sets it and prints the list at the end',
+      },
     ],
   },
 ];

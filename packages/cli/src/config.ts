@@ -2,6 +2,7 @@ import { WEBHOOK_SOURCES, type WebhookSource } from '@bubble/events';
 import { parseCidrList, publicKeyAlgorithm } from '@bubble/gateway';
 import { z } from 'zod';
 import { ID_PATTERN } from '@bubble/protocol';
+import { KEY_PREFIX_PATTERN } from '@bubble/store';
 
 const MS_OR_CRON = /^(\d+|(\S+\s+){4,5}\S+)$/;
 const ID_LIST = z.string().transform((value) =>
@@ -73,7 +74,7 @@ const redis = z
     }),
     BUBBLE_KEY_PREFIX: z
       .string()
-      .regex(/^[A-Za-z0-9_.:-]{1,32}$/)
+      .regex(KEY_PREFIX_PATTERN)
       .default('ub')
       .describe('prefix of every Redis key (1 to 32 characters of `[A-Za-z0-9_.:-]`)'),
   })

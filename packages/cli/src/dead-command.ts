@@ -1,9 +1,10 @@
 import { connectRedis, RedisKeys, type RedisClient } from '@bubble/store';
-import { Command, CommanderError, InvalidArgumentError } from 'commander';
+import { Command, CommanderError } from 'commander';
 import { loadConfig } from './config.js';
 import { drop, replay } from './dead-change.js';
 import { UsageError, type ChangeOptions, type Context, type ListOptions } from './dead-context.js';
 import { list } from './dead-list.js';
+import { intOption } from './option-parsers.js';
 import { hasRedis } from './store-factory.js';
 
 /**
@@ -33,7 +34,7 @@ export function addDeadCommand(program: Command): void {
     .command('list')
     .description('show the dead letters of every partition (or one), oldest first')
     .option('--partition <i>', 'only this partition', partitionOption)
-    .option('--limit <n>', 'show at most n', countOption(1, MAX_LIMIT), 100)
+    .option('--limit <n>', 'show at most n', intOption(1, MAX_LIMIT), 100)
     .option('--json', 'print them as JSON, bodies whole')
     .option('--webhook', 'the offline-delivery dead letters instead')
     .exitOverride(usageExit)
@@ -116,15 +117,5 @@ function ready(redis: RedisClient, lastError: () => string): Promise<void> {
 }
 
 function partitionOption(text: string): number {
-  return countOption(0, 1023)(text);
-}
-
-function countOption(min: number, max: number) {
-  return (text: string): number => {
-    const value = Number(text);
-    if (!/^\d+$/.test(text.trim()) || !Number.isSafeInteger(value) || value < min || value > max) {
-      throw new InvalidArgumentError(`an integer from ${min} to ${max}`);
-    }
-    return value;
-  };
+  return intOption(0, 1023)(text);
 }

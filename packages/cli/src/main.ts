@@ -73,7 +73,7 @@ export async function main(argv: string[]): Promise<void> {
     .option(
       '--ttl <duration>',
       'lifetime, e.g. 30s, 15m, 1h, 7d (at most 30d)',
-      parseDuration,
+      durationOption(1, 366 * 86_400),
       3600,
     )
     .action(async (user: string, options: { ttl: number }) => {
@@ -205,14 +205,4 @@ function printDevelopmentBanner(url: string, apiKey: string | null, host: string
     '  (generated secrets are kept in .bubble-dev/)',
   ];
   process.stderr.write(`${[...lines, '', ''].join('\n')}`);
-}
-
-function parseDuration(text: string): number {
-  const match = /^(\d+)(s|m|h|d)?$/.exec(text.trim());
-  if (!match) throw new InvalidArgumentError('use a number of seconds or 30s, 15m, 1h, 7d');
-  const unit = { s: 1, m: 60, h: 3600, d: 86400 }[(match[2] ?? 's') as 's' | 'm' | 'h' | 'd'];
-  const seconds = Number(match[1]) * unit;
-  if (seconds < 1 || seconds > 366 * 86400)
-    throw new InvalidArgumentError('between 1 s and 366 days');
-  return seconds;
 }

@@ -16,12 +16,7 @@ export {
 export { GatewayMetrics } from './metrics.js';
 export { LoadMonitor } from './load-monitor.js';
 export { LiveUsers, type PushStats } from './live/live-users.js';
-export {
-  DEFAULT_CONNECT_LIMIT,
-  HEARTBEAT_MS,
-  PONG_TIMEOUT_MS,
-  WsGateway,
-} from './live/ws-gateway.js';
+export { HEARTBEAT_MS, PONG_TIMEOUT_MS, WsGateway } from './live/ws-gateway.js';
 export {
   ClientAddressResolver,
   parseCidr,
@@ -36,4 +31,4 @@ export {
   tuneHeapForConnections,
   type YoungGeneration,
 } from './live/heap-tuning.js';
-export { heartbeatFigures, liveFiguresOf, type LiveFigures } from './dashboard/live-figures.js';
+export { heartbeatFigures, type LiveFigures } from './dashboard/live-figures.js';

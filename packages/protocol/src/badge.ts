@@ -30,7 +30,7 @@ export function displayTotal(total: number, cap: number): string {
   return total > cap ? `${cap}+` : `${total}`;
 }
 
-export function badgeTotal(counts: BadgeCounts): number {
+function badgeTotal(counts: BadgeCounts): number {
   let counters = 0;
   for (const kind in counts.counters) counters += counts.counters[kind]!;
   return counts.feed + counts.notices + counts.conversationsTotal + counters;

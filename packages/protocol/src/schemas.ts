@@ -56,7 +56,6 @@ export const replaceTopicsSchema = z.strictObject({
 
 /** One interaction event (docs/semantics.md); its kind is checked against BUBBLE_COUNTER_KINDS. */
 export const counterEventSchema = z.strictObject({ user: idSchema, kind: idSchema, id: idSchema });
-export type CounterEventInput = z.infer<typeof counterEventSchema>;
 
 export const counterBatchSchema = z.union([
   counterEventSchema,

@@ -1,4 +1,4 @@
 export { SchedulerNode, type SchedulerNodeOptions } from './scheduler-node.js';
-export { assignPools, samePlan } from './pool-assigner.js';
-export { parseTick, startTicker, tickPeriodMs } from './ticker.js';
+export { assignPools } from './pool-assigner.js';
+export { tickPeriodMs } from './ticker.js';
 export { readClusterStatus } from './cluster-status.js';

@@ -13,7 +13,7 @@ export {
   type RedisTarget,
 } from './redis/connect.js';
 export { loadScripts } from './redis/scripts.js';
-export { compareStreamIds, isStreamId } from './stream-id.js';
+export { compareStreamIds, isStreamId, streamIdMs } from './stream-id.js';
 export { IngestReadConnection } from './ingest-stream/ingest-read-connection.js';
 export { ReadReplyDecoder } from './ingest-stream/read-reply-decoder.js';
 export {

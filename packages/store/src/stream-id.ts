@@ -23,6 +23,11 @@ export function parseStreamId(text: string): StreamId {
   return { ms: Number(match[1]), seq: Number(match[2]) };
 }
 
+/** The time part of a stream id, in ms. */
+export function streamIdMs(text: string): number {
+  return parseStreamId(text).ms;
+}
+
 /** Throws the RangeError parseStreamId throws, without splitting the id. */
 export function checkStreamId(text: string): void {
   if (!STREAM_ID.test(text)) throw notAPosition(text);

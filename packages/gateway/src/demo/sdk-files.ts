@@ -4,7 +4,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** The directory of @bubble/client's built ESM (its `dist/`), found the way Node resolves it. */
-export function sdkDirectory(): string {
+function sdkDirectory(): string {
   let entry: string;
   try {
     entry = fileURLToPath(import.meta.resolve('@bubble/client'));

@@ -169,7 +169,7 @@ export function parseCidrList(text: string): Cidr[] {
  * One `X-Forwarded-For` entry: an address, `[v6]`, `[v6]:port` or `v4:port` (some proxies
  * append the port). Null for anything else (`unknown`, obfuscated names, garbage).
  */
-export function parseForwardedEntry(entry: string): IpBytes | null {
+function parseForwardedEntry(entry: string): IpBytes | null {
   const trimmed = entry.trim();
   const bracketed = /^\[([^\]]+)\](?::\d{1,5})?$/.exec(trimmed);
   if (bracketed) return parseIp(bracketed[1]!);

@@ -370,10 +370,10 @@ export interface PollAnswer {
 }
 
 /** The longest interval a stale answer asks pollers to wait (docs/api.md). */
-export const STALE_POLL_CAP_SECONDS = 60;
+const STALE_POLL_CAP_SECONDS = 60;
 
 /** The interval after `staleAnswers` stale answers in a row: doubled per answer, capped. */
-export function stalePollInterval(intervalSeconds: number, staleAnswers: number): number {
+function stalePollInterval(intervalSeconds: number, staleAnswers: number): number {
   if (staleAnswers === 0) return intervalSeconds;
   return Math.min(STALE_POLL_CAP_SECONDS, intervalSeconds * 2 ** Math.min(staleAnswers, 16));
 }

@@ -41,7 +41,9 @@ export function validatePostBatch(posts: readonly PostFields[], now: number): vo
 export function isWellFormedPost(value: unknown): value is PostInput {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
   const post = value as Record<string, unknown>;
-  for (const key of Object.keys(post)) {
+  // for…in over own keys allocates nothing (Object.keys would, once a post).
+  for (const key in post) {
+    if (!Object.hasOwn(post, key)) continue;
     if (key !== 'author' && key !== 'id' && key !== 'ts' && key !== 'topics') return false;
   }
   const { author, id, ts, topics } = post;

@@ -39,7 +39,7 @@ export function validationError(error: z.ZodError, context = ''): BubbleError {
 const ID_PATTERN_SOURCE = String(ID_PATTERN);
 
 /** A string that breaks the id grammar (idSchema's pattern). */
-export function isBadIdIssue(issue: z.core.$ZodIssue): boolean {
+function isBadIdIssue(issue: z.core.$ZodIssue): boolean {
   return (
     issue.code === 'invalid_format' && 'pattern' in issue && issue.pattern === ID_PATTERN_SOURCE
   );

@@ -2,6 +2,7 @@ import { fnv1a32 } from '@bubble/protocol';
 import type { RedisClient } from '../redis/connect.js';
 import type { RedisKeys } from '../redis/keys.js';
 import { scripts, type ScriptRunner } from '../redis/scripts.js';
+import { streamIdMs } from '../stream-id.js';
 
 /** The consumer group every gateway reads the ingest stream with (docs/api.md). */
 export const INGEST_GROUP = 'bubble';
@@ -199,7 +200,7 @@ export async function readIngestBacklog(
       [keys.ingest(partition), keys.ingestDead(partition)],
       [INGEST_GROUP, LAG_COUNT_LIMIT],
     );
-    const oldestMs = oldest === '' ? now : Number(oldest.slice(0, oldest.indexOf('-')));
+    const oldestMs = oldest === '' ? now : streamIdMs(oldest);
     return {
       partition,
       lag: Number(lag),

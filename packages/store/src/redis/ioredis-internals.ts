@@ -30,7 +30,7 @@ class EncodedCommand extends Command {
   }
 }
 
-export interface EncodedScript {
+interface EncodedScript {
   sha: string;
   lua: string;
 }

@@ -204,7 +204,7 @@ export class RedisKeys {
 
   /**
    * HASH of one user's interaction counters: `c` the store time of the last count, `l:<kind>`
-   * the kind's last arrival stamp, `r:<kind>` its readAt (ingestCounters-n.lua).
+   * the kind's last arrival stamp, `r:<kind>` its readAt (ingestCounters-3.lua).
    */
   counterState(user: string): string {
     return `${this.prefix}:counters:{u:${user}}:state`;
