@@ -40,7 +40,7 @@ import { feedCount } from '../support/feed-definition.js';
 import { httpCall, jsonBody } from '../support/http.js';
 import { TokenCache } from '../support/tokens.js';
 import { recordingWebSocket, type SocketRecord } from '../ws/processes.js';
-import { fenceRegressions, heldPools, overlappingTenures, type Published } from './harness.js';
+import { fenceRegressions, heldPools, overlappingTenures, type Published } from './pool-tenures.js';
 
 const API_KEY = 'failover-api-key-8e3b5c1f07a946d2';
 const JWT_SECRET = 'failover-jwt-secret-2a7d9e4c61f05b38';

@@ -9,7 +9,7 @@ import { mulberry32 } from '@bubble/protocol';
 import { RedisKeys } from '@bubble/store';
 import { uniquePrefix, waitFor } from '@bubble/test-utils';
 import { describe, expect, it } from 'vitest';
-import { HoldingProxy } from '../cluster/harness.js';
+import { HoldingProxy } from '../cluster/holding-proxy.js';
 import {
   Model,
   append,

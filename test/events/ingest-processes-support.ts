@@ -17,7 +17,7 @@ import {
 } from '@bubble/test-utils';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
-import { HoldingProxy } from '../cluster/harness.js';
+import { HoldingProxy } from '../cluster/holding-proxy.js';
 import { buildOnce } from '../support/build.js';
 import { feedCount } from '../support/feed-definition.js';
 import { httpCall, jsonBody } from '../support/http.js';
