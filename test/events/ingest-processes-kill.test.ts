@@ -22,7 +22,7 @@ import {
   platform,
   proxies,
   randomOps,
-  redis,
+  rig,
   settings,
   someDeadErrors,
   spawnRole,
@@ -44,7 +44,7 @@ describe('the ingest stream with real processes', () => {
     const authors = Array.from({ length: 20 }, (_, i) => `a${i}`);
 
     // Gateway A's Redis connections pass a proxy that can hold one of them mid-flight.
-    const proxy = await HoldingProxy.start(redis.port);
+    const proxy = await HoldingProxy.start(rig.redis.port);
     proxies.push(proxy);
     const a = await spawnRole('gateway', settings(prefix, proxy.url), 'gateway A');
 

@@ -3,22 +3,12 @@
  * a working directory per file (the built CLI's roles run there), the roles' settings, reading
  * the stream's partitions straight from Redis, a brute-force model of the ops, and /metrics.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { ingestPartitionOf, RedisKeys } from '@bubble/store';
-import {
-  BubbleProcess,
-  freePort,
-  RoleProcess,
-  startRedisServer,
-  waitFor,
-  type RedisServerHandle,
-} from '@bubble/test-utils';
+import { BubbleProcess, freePort, RoleProcess, waitFor } from '@bubble/test-utils';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import { HoldingProxy } from '../cluster/holding-proxy.js';
-import { buildOnce } from '../support/build.js';
+import { startRoleRig, type RoleRig } from '../support/role-rig.js';
 import { feedCount } from '../support/feed-definition.js';
 import { httpCall, jsonBody } from '../support/http.js';
 
@@ -28,19 +18,16 @@ export const PARTITIONS = 2;
 export const CLAIM_MS = 1_000;
 export const GROUP = 'bubble';
 
-export let redis: RedisServerHandle;
+export let rig: RoleRig;
 export let direct: Redis;
-export let cwd: string;
 export const running: BubbleProcess[] = [];
 export const proxies: HoldingProxy[] = [];
 
 /** Builds the workspace, starts the redis-server and the working directory of this file. */
 export function useIngestProcesses(): void {
   beforeAll(async () => {
-    await buildOnce();
-    redis = await startRedisServer();
-    direct = new Redis(redis.url, { maxRetriesPerRequest: 1 });
-    cwd = mkdtempSync(path.join(tmpdir(), 'bubble-ingest-ops-'));
+    rig = await startRoleRig('ingest-ops');
+    direct = new Redis(rig.redis.url, { maxRetriesPerRequest: 1 });
   }, 300_000);
 
   afterEach(async () => {
@@ -50,12 +37,11 @@ export function useIngestProcesses(): void {
 
   afterAll(async () => {
     direct?.disconnect();
-    await redis?.stop();
-    if (cwd) rmSync(cwd, { recursive: true, force: true });
+    await rig?.stop();
   });
 }
 
-export function settings(prefix: string, redisUrl = redis.url): Record<string, string> {
+export function settings(prefix: string, redisUrl = rig.redis.url): Record<string, string> {
   return {
     REDIS_URL: redisUrl,
     BUBBLE_KEY_PREFIX: prefix,
@@ -75,7 +61,7 @@ export async function spawnRole(
   env: Record<string, string>,
   name: string,
 ): Promise<RoleProcess> {
-  const proc = new RoleProcess({ role, port: await freePort(), name, cwd, env });
+  const proc = new RoleProcess({ role, port: await freePort(), name, cwd: rig.cwd, env });
   running.push(proc);
   await proc.listening(30_000);
   await proc.waitHttpOk(`${proc.url}/readyz`, 20_000);
@@ -84,7 +70,7 @@ export async function spawnRole(
 
 /** `bubble <args>` to its end, with the same settings as the roles. */
 export async function cli(args: string[], env: Record<string, string>) {
-  const run = new BubbleProcess({ args, cwd, env });
+  const run = new BubbleProcess({ args, cwd: rig.cwd, env });
   running.push(run);
   const exit = await run.waitExit(20_000);
   return { code: exit.code, stdout: run.stdout, stderr: run.stderr };
