@@ -5,22 +5,12 @@
  * with their backlog, the dead letter flagged, and the offline-delivery queue. Skipped only when
  * /usr/bin/chromium is missing.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { RedisKeys } from '@bubble/store';
-import {
-  freePort,
-  RoleProcess,
-  startRedisServer,
-  uniquePrefix,
-  waitFor,
-  type RedisServerHandle,
-} from '@bubble/test-utils';
+import { freePort, RoleProcess, uniquePrefix, waitFor } from '@bubble/test-utils';
 import { Redis } from 'ioredis';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildOnce } from '../support/build.js';
+import { startRoleRig, type RoleRig } from '../support/role-rig.js';
 import { CHROMIUM, CHROMIUM_ARGS, HAS_CHROMIUM, watchPage } from '../support/chromium.js';
 import { skippedWithout } from '../support/missing-tools.js';
 
@@ -30,25 +20,22 @@ const JWT_SECRET = 'dashboard-ingest-jwt-secret-2a6c0e94f17b3d58';
 const SHOWS = 'the dashboard shows the ingest stream';
 
 describe.skipIf(skippedWithout('chromium', HAS_CHROMIUM, SHOWS))(SHOWS, () => {
-  let redis: RedisServerHandle | undefined;
+  let rig: RoleRig | undefined;
   let direct: Redis | undefined;
   let gateway: RoleProcess | undefined;
   let browser: Browser | undefined;
-  let cwd = '';
   const prefix = uniquePrefix('dash-ingest');
   const keys = new RedisKeys(prefix, 100);
 
   beforeAll(async () => {
-    await buildOnce();
-    redis = await startRedisServer();
-    direct = new Redis(redis.url, { maxRetriesPerRequest: 1 });
-    cwd = mkdtempSync(path.join(tmpdir(), 'bubble-dash-ingest-'));
+    rig = await startRoleRig('dash-ingest');
+    direct = new Redis(rig.redis.url, { maxRetriesPerRequest: 1 });
     gateway = new RoleProcess({
       role: 'all',
       port: await freePort(),
-      cwd,
+      cwd: rig.cwd,
       env: {
-        REDIS_URL: redis.url,
+        REDIS_URL: rig.redis.url,
         BUBBLE_KEY_PREFIX: prefix,
         BUBBLE_API_KEY: API_KEY,
         BUBBLE_JWT_SECRET: JWT_SECRET,
@@ -67,8 +54,7 @@ describe.skipIf(skippedWithout('chromium', HAS_CHROMIUM, SHOWS))(SHOWS, () => {
     await browser?.close();
     await gateway?.kill();
     direct?.disconnect();
-    await redis?.stop();
-    if (cwd) rmSync(cwd, { recursive: true, force: true });
+    await rig?.stop();
   });
 
   it('a row per partition (lag, pending, oldest pending, dead letters, flagged) and the offline-delivery queue', async () => {

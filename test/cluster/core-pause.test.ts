@@ -12,7 +12,8 @@
 import { waitFor, type RoleProcess } from '@bubble/test-utils';
 import { describe, expect } from 'vitest';
 import { twoCoresUnderLoad, useClusterTests } from './cluster-test.js';
-import { heldFences, overlappingTenures, tenures, type Cluster } from './harness.js';
+import { heldFences, overlappingTenures, tenures } from './pool-tenures.js';
+import { type Cluster } from './harness.js';
 import type { FeedWorkload } from './workload.js';
 
 /**

@@ -4,7 +4,8 @@
  */
 import { waitFor, type RoleProcess } from '@bubble/test-utils';
 import { expect } from 'vitest';
-import { heldPools, type Cluster } from './harness.js';
+import { heldPools } from './pool-tenures.js';
+import { type Cluster } from './harness.js';
 
 /**
  * Waits until `survivor` is assigned and holds every pool of `previous` (pool → the fence of its

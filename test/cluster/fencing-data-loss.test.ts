@@ -15,7 +15,8 @@ import { startRedisServer, waitFor, type RedisServerHandle } from '@bubble/test-
 import { describe, expect } from 'vitest';
 import { scriptSource } from '../../packages/store/src/redis/scripts.js';
 import { twoCoresUnderLoad, useClusterTests } from './cluster-test.js';
-import { heldFences, heldPools, tenures, type Cluster } from './harness.js';
+import { heldFences, heldPools, tenures } from './pool-tenures.js';
+import { type Cluster } from './harness.js';
 
 /**
  * A TCP proxy in front of the main Redis for one process. Armed, it holds the first chunk a

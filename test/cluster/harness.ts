@@ -6,7 +6,6 @@
  * changes). No sleeps: everything waits for a condition with a deadline.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import {
@@ -30,6 +29,8 @@ import { Redis } from 'ioredis';
 import { expect } from 'vitest';
 import { httpCall, jsonBody } from '../support/http.js';
 import { TokenCache } from '../support/tokens.js';
+import { HoldingProxy } from './holding-proxy.js';
+import { fenceRegressions, heldPools, type Published } from './pool-tenures.js';
 
 export const API_KEY = 'cluster-test-api-key-4e21a9c07f3b5d86';
 export const JWT_SECRET = 'cluster-test-jwt-secret-8c3f0a9d71e2b546';
@@ -46,16 +47,6 @@ export interface ClusterOptions {
   pools?: number;
   /** The main store's redis-server options (e.g. AOF in a kept dir, for restartStore). */
   store?: RedisServerOptions;
-}
-
-/** One message a core published on a pool's badge channel (one fenced, accepted write). */
-export interface Published {
-  pool: number;
-  /** The writer's fencing token; null for an unfenced write (a cold start). */
-  fence: number | null;
-  users: string[];
-  feeds: number[];
-  receivedAt: number;
 }
 
 export interface Reply {
@@ -414,220 +405,6 @@ export class Cluster {
     this.redis?.disconnect();
     await Promise.all(this.servers.map((s) => s.stop()));
     rmSync(this.cwd, { recursive: true, force: true });
-  }
-}
-
-/** The pools a core holds according to its own log: taken and not dropped since. */
-export function heldPools(core: RoleProcess): Set<number> {
-  return new Set(heldFences(core).keys());
-}
-
-/** The pools a core holds according to its own log, each with the fence it took it under. */
-export function heldFences(core: RoleProcess): Map<number, number> {
-  const held = new Map<number, number>();
-  for (const line of core.lines) {
-    if (line.msg === 'pools taken') {
-      const fences = line.fences as number[];
-      (line.pools as number[]).forEach((pool, i) => held.set(pool, fences[i]!));
-    } else if (line.msg === 'pool dropped') held.delete(line.pool as number);
-  }
-  return held;
-}
-
-export interface Tenure {
-  node: string;
-  pool: number;
-  fence: number;
-  takenAt: number;
-  /** When the node logged dropping it; undefined while it holds it (or died holding it). */
-  droppedAt?: number;
-  dropReason?: string;
-}
-
-/** Every holding of every pool, from the 'pools taken' and 'pool dropped' lines of the cores. */
-export function tenures(cores: RoleProcess[]): Tenure[] {
-  const all: Tenure[] = [];
-  for (const core of cores) {
-    const open = new Map<number, Tenure>();
-    for (const line of core.lines) {
-      if (line.msg === 'pools taken') {
-        const pools = line.pools as number[];
-        const fences = line.fences as number[];
-        pools.forEach((pool, i) => {
-          const tenure: Tenure = { node: line.node!, pool, fence: fences[i]!, takenAt: line.time };
-          open.set(pool, tenure);
-          all.push(tenure);
-        });
-      } else if (line.msg === 'pool dropped') {
-        const tenure = open.get(line.pool as number);
-        if (tenure) {
-          tenure.droppedAt = line.time;
-          tenure.dropReason = line.reason as string;
-          open.delete(line.pool as number);
-        }
-      }
-    }
-  }
-  return all;
-}
-
-/**
- * Pools held by two nodes at once according to the logs: a tenure that began before the
- * previous holder (lower fence) logged dropping the pool.
- */
-export function overlappingTenures(cores: RoleProcess[]): Array<[Tenure, Tenure]> {
-  const byPool = new Map<number, Tenure[]>();
-  for (const t of tenures(cores)) {
-    let list = byPool.get(t.pool);
-    if (!list) byPool.set(t.pool, (list = []));
-    list.push(t);
-  }
-  const overlaps: Array<[Tenure, Tenure]> = [];
-  for (const list of byPool.values()) {
-    list.sort((a, b) => a.fence - b.fence);
-    for (let i = 1; i < list.length; i++) {
-      const before = list[i - 1]!;
-      const after = list[i]!;
-      if (before.droppedAt === undefined || before.droppedAt > after.takenAt) {
-        overlaps.push([before, after]);
-      }
-    }
-  }
-  return overlaps;
-}
-
-/**
- * Accepted fenced writes that carried a fence lower than one already accepted for the same pool
- * (in the order Redis published them). Unfenced cold-start writes take no part.
- */
-export function fenceRegressions(
-  published: Published[],
-): Array<{ pool: number; fence: number; after: number }> {
-  const max = new Map<number, number>();
-  const regressions: Array<{ pool: number; fence: number; after: number }> = [];
-  for (const { pool, fence } of published) {
-    if (fence === null) continue;
-    const seen = max.get(pool) ?? 0;
-    if (fence < seen) regressions.push({ pool, fence, after: seen });
-    else max.set(pool, fence);
-  }
-  return regressions;
-}
-
-/**
- * The fewest pools that must change owner to go from `previous` to a balanced spread over
- * `cores` (counts differ by at most one): the cores holding most keep the larger quotas.
- */
-export function minimumMoves(
-  previous: readonly (string | null)[],
-  cores: readonly string[],
-): number {
-  const pools = previous.length;
-  const held = cores
-    .map((core) => previous.filter((owner) => owner === core).length)
-    .sort((a, b) => b - a);
-  const base = Math.floor(pools / cores.length);
-  const larger = pools % cores.length;
-  const kept = held.reduce((sum, n, i) => sum + Math.min(n, base + (i < larger ? 1 : 0)), 0);
-  return pools - kept;
-}
-
-export function movedPools(
-  before: readonly (string | null)[],
-  after: readonly (string | null)[],
-): number {
-  return after.filter((owner, pool) => owner !== before[pool]).length;
-}
-
-export function countsOf(owners: readonly (string | null)[], cores: RoleProcess[]): number[] {
-  return cores.map((core) => owners.filter((o) => o === core.nodeId).length);
-}
-
-/**
- * A TCP proxy in front of the main Redis for one process. Armed, it holds the first chunk a
- * client sends that matches `pattern` (and everything after it on that connection) until
- * release(): a command delayed in flight, as by a long GC pause or a slow network, at the one
- * moment that matters.
- */
-export class HoldingProxy {
-  private readonly server: net.Server;
-  private readonly sockets = new Set<net.Socket>();
-  private armed: { pattern: RegExp; onHold: (match: RegExpExecArray) => void } | undefined;
-  private held: Array<() => void> = [];
-  /** The connection whose data is being held. */
-  private holding: net.Socket | undefined;
-
-  private constructor(
-    server: net.Server,
-    readonly port: number,
-  ) {
-    this.server = server;
-  }
-
-  static async start(upstreamPort: number): Promise<HoldingProxy> {
-    const server = net.createServer();
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const proxy = new HoldingProxy(server, (server.address() as net.AddressInfo).port);
-    server.on('connection', (client: net.Socket) => proxy.connect(client, upstreamPort));
-    return proxy;
-  }
-
-  get url(): string {
-    return `redis://127.0.0.1:${this.port}`;
-  }
-
-  /** Resolves with the match once a client chunk matching `pattern` is being held. */
-  arm(pattern: RegExp): Promise<RegExpExecArray> {
-    return new Promise((resolve) => {
-      this.armed = { pattern, onHold: resolve };
-    });
-  }
-
-  /** Forwards what was held, in order, and stops holding. */
-  release(): void {
-    this.holding = undefined;
-    const held = this.held;
-    this.held = [];
-    for (const send of held) send();
-  }
-
-  async close(): Promise<void> {
-    for (const socket of this.sockets) socket.destroy();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
-  }
-
-  private connect(client: net.Socket, upstreamPort: number): void {
-    const upstream = net.connect({ host: '127.0.0.1', port: upstreamPort });
-    this.sockets.add(client);
-    this.sockets.add(upstream);
-    client.on('data', (chunk: Buffer) => {
-      const send = () => upstream.write(chunk);
-      if (this.holding === client) {
-        this.held.push(send);
-        return;
-      }
-      const match = this.armed?.pattern.exec(chunk.toString('latin1'));
-      if (match && this.armed && !this.holding) {
-        const { onHold } = this.armed;
-        this.armed = undefined;
-        this.holding = client;
-        this.held.push(send);
-        onHold(match);
-        return;
-      }
-      send();
-    });
-    upstream.on('data', (chunk: Buffer) => client.write(chunk));
-    const end = () => {
-      client.destroy();
-      upstream.destroy();
-      this.sockets.delete(client);
-      this.sockets.delete(upstream);
-    };
-    client.on('close', end);
-    upstream.on('close', end);
-    client.on('error', end);
-    upstream.on('error', end);
   }
 }
 

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { buildOnce } from '../support/build.js';
 import { httpCall, jsonBody } from '../support/http.js';
-import { Client, expectVersionsIncrease, ids } from '../ws/support.js';
+import { Client, expectVersionsIncrease, ids } from '../ws/live-client.js';
 import { Cluster } from './harness.js';
 import { MessageDroppingProxy } from './message-dropping-proxy.js';
 

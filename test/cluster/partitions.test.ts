@@ -20,7 +20,9 @@
 import { waitFor, type RoleProcess } from '@bubble/test-utils';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildOnce } from '../support/build.js';
-import { Cluster, heldPools, type HoldingProxy } from './harness.js';
+import { Cluster } from './harness.js';
+import { heldPools } from './pool-tenures.js';
+import { type HoldingProxy } from './holding-proxy.js';
 
 describe('cluster: a core partitioned from its lock servers for a moment', () => {
   let c: Cluster;

@@ -8,7 +8,7 @@ import { mulberry32 } from '@bubble/protocol';
 import type { RoleProcess } from '@bubble/test-utils';
 import { describe, expect } from 'vitest';
 import { useClusterTests } from './cluster-test.js';
-import { countsOf, minimumMoves, movedPools, overlappingTenures, tenures } from './harness.js';
+import { countsOf, minimumMoves, movedPools, overlappingTenures, tenures } from './pool-tenures.js';
 import { FeedWorkload, ids } from './workload.js';
 
 describe('cluster: cores joining and leaving', () => {

@@ -28,7 +28,8 @@ import { feedCount } from '../support/feed-definition.js';
 import { httpCall } from '../support/http.js';
 import { skippedWithout } from '../support/missing-tools.js';
 import { useClusterTests } from './cluster-test.js';
-import { API_KEY, heldFences, type Cluster } from './harness.js';
+import { API_KEY, type Cluster } from './harness.js';
+import { heldFences } from './pool-tenures.js';
 
 const FAKETIME = findExecutable('faketime');
 const SKEW_S = 30;

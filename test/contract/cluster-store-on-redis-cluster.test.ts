@@ -4,40 +4,24 @@
  */
 import type { BadgeChange } from '@bubble/protocol';
 import { LOG_START, RedisKeys } from '@bubble/store';
-import {
-  startRedisCluster,
-  uniquePrefix,
-  waitFor,
-  type RedisClusterHandle,
-} from '@bubble/test-utils';
-import { Cluster } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { uniquePrefix, waitFor } from '@bubble/test-utils';
+import { describe, expect, it } from 'vitest';
 import { RedisChangeLog } from '../../packages/store/src/change-log/redis-change-log.js';
 import { RedisFencedBadges } from '../../packages/store/src/fenced-badges/redis-fenced-badges.js';
 import { RedisPresence } from '../../packages/store/src/presence/redis-presence.js';
 import { T0 } from '../support/engines.js';
+import { useRedisCluster } from '../support/redis-cluster.js';
 import { listenAsGateways, offline, online, usersOf } from '../support/cluster-store-contract.js';
 
 describe('cluster store on a 3-master Redis Cluster', () => {
   const POOLS = 8;
-  let cluster: RedisClusterHandle | undefined;
-  let client: Cluster | undefined;
-
-  beforeAll(async () => {
-    cluster = await startRedisCluster({ masters: 3 });
-    client = new Cluster(cluster.nodes, { enableAutoPipelining: true });
-  });
-
-  afterAll(async () => {
-    await client?.quit().catch(() => client?.disconnect());
-    await cluster?.stop();
-  });
+  const cluster = useRedisCluster();
 
   it('presence, change logs and sharded fenced badges work across shards', async () => {
     const keys = new RedisKeys(uniquePrefix('cluster'), POOLS);
-    const log = new RedisChangeLog({ client: client!, keys });
-    const presence = new RedisPresence({ client: client!, keys, log });
-    const badges = new RedisFencedBadges({ client: client!, keys, sharded: true });
+    const log = new RedisChangeLog({ client: cluster.client, keys });
+    const presence = new RedisPresence({ client: cluster.client, keys, log });
+    const badges = new RedisFencedBadges({ client: cluster.client, keys, sharded: true });
     const pools = Array.from({ length: POOLS }, (_, pool) => pool);
     const usersByPool = pools.map((pool) => usersOf(pool, 2, POOLS));
 
@@ -81,7 +65,7 @@ describe('cluster store on a 3-master Redis Cluster', () => {
     // Fenced badges, published with SPUBLISH on each pool's own shard.
     const received = new Map<number, BadgeChange[]>();
     const stop = await badges.subscribe(pools, (pool, batch) => received.set(pool, batch));
-    await Promise.all(pools.map((pool) => client!.set(keys.fence(pool), 2)));
+    await Promise.all(pools.map((pool) => cluster.client.set(keys.fence(pool), 2)));
     const results = await Promise.all(
       pools.map((pool) =>
         badges.saveFenced(
@@ -113,7 +97,7 @@ describe('cluster store on a 3-master Redis Cluster', () => {
     await stop();
 
     // Plain PUBLISH works on a Cluster too (broadcast to every node).
-    const broadcast = new RedisFencedBadges({ client: client!, keys, sharded: false });
+    const broadcast = new RedisFencedBadges({ client: cluster.client, keys, sharded: false });
     const heard: Array<[number, BadgeChange[]]> = [];
     const stopBroadcast = await broadcast.subscribe([4], (pool, batch) =>
       heard.push([pool, batch]),
@@ -128,14 +112,14 @@ describe('cluster store on a 3-master Redis Cluster', () => {
 
     // The pools really are spread over the shards.
     const mastersWithKeys = await Promise.all(
-      client!.nodes('master').map(async (node) => (await node.dbsize()) > 0),
+      cluster.client.nodes('master').map(async (node) => (await node.dbsize()) > 0),
     );
     expect(mastersWithKeys.filter(Boolean).length).toBeGreaterThanOrEqual(2);
   });
 
   it('list signals reach the gateway holding each user, over sharded pub/sub on every shard', async () => {
     const keys = new RedisKeys(uniquePrefix('cluster-lists'), POOLS);
-    const badges = new RedisFencedBadges({ client: client!, keys, sharded: true });
+    const badges = new RedisFencedBadges({ client: cluster.client, keys, sharded: true });
     const pools = Array.from({ length: POOLS }, (_, pool) => pool);
     const firsts = pools.map((pool) => usersOf(pool, 1, POOLS)[0]!);
     const heard: string[] = [];
@@ -149,7 +133,7 @@ describe('cluster store on a 3-master Redis Cluster', () => {
 
   it('routes changes to the gateway holding each user, over sharded pub/sub on every shard', async () => {
     const keys = new RedisKeys(uniquePrefix('cluster-routes'), POOLS);
-    const badges = new RedisFencedBadges({ client: client!, keys, sharded: true });
+    const badges = new RedisFencedBadges({ client: cluster.client, keys, sharded: true });
     const pools = Array.from({ length: POOLS }, (_, pool) => pool);
     const usersByPool = pools.map((pool) => usersOf(pool, 2, POOLS));
     const { heard, stops } = await listenAsGateways(badges, ['g1', 'g2'], 'feed');
@@ -158,7 +142,7 @@ describe('cluster store on a 3-master Redis Cluster', () => {
     const seconds = usersByPool.map((users) => users[1]!);
     await badges.route('g1', firsts, 10_000);
     await badges.route('g2', seconds, 10_000);
-    await Promise.all(pools.map((pool) => client!.set(keys.fence(pool), 1)));
+    await Promise.all(pools.map((pool) => cluster.client.set(keys.fence(pool), 1)));
     const unrouted = pools.map((pool) => usersOf(pool, 1, POOLS, 'nobody')[0]!);
     const saved = await Promise.all(
       pools.map((pool) =>

@@ -9,15 +9,10 @@
 import { BadgeService } from '@bubble/badges';
 import { ManualClock } from '@bubble/protocol';
 import { MemoryStore, RedisStore, type BubbleStore, type Membership } from '@bubble/store';
-import {
-  startRedisCluster,
-  startRedisServer,
-  uniquePrefix,
-  type RedisClusterHandle,
-  type RedisServerHandle,
-} from '@bubble/test-utils';
+import { startRedisServer, uniquePrefix, type RedisServerHandle } from '@bubble/test-utils';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { useRedisCluster } from '../support/redis-cluster.js';
 
 const USERS = ['u0', 'u1', 'u2', 'u3'];
 const LARGE_GROUP = 3;
@@ -287,16 +282,10 @@ describe('conversation list against the definition [redis]', () => {
 });
 
 describe('conversation list against the definition [redis cluster]', () => {
-  let cluster: RedisClusterHandle | undefined;
-  beforeAll(async () => {
-    cluster = await startRedisCluster({ masters: 3 });
-  }, 60_000);
-  afterAll(async () => {
-    await cluster?.stop();
-  });
+  const cluster = useRedisCluster();
   const small = () => () =>
     new RedisStore({
-      clusterNodes: cluster!.nodes.map((n) => `${n.host}:${n.port}`),
+      clusterNodes: cluster.nodes,
       keyPrefix: uniquePrefix('list'),
       pools: 16,
       largeGroup: LARGE_GROUP,

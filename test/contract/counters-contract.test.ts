@@ -10,16 +10,15 @@ import { BadgeService } from '@bubble/badges';
 import { BubbleError, DAY_MS, ManualClock, poolOf, type Badge } from '@bubble/protocol';
 import { LOG_START, MemoryStore, RedisStore, type BubbleStore } from '@bubble/store';
 import {
-  startRedisCluster,
   startRedisServer,
   uniquePrefix,
   waitFor,
-  type RedisClusterHandle,
   type RedisServerHandle,
 } from '@bubble/test-utils';
 import { Cluster, Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { T0, TEST_POOLS, scanKeys } from '../support/engines.js';
+import { useRedisCluster } from '../support/redis-cluster.js';
 
 interface Rig {
   store: BubbleStore;
@@ -357,19 +356,10 @@ describe('interaction counters [redis]', () => {
 });
 
 describe('interaction counters [3-master Redis Cluster]', () => {
-  let cluster: RedisClusterHandle | undefined;
-  let client: Cluster | undefined;
+  const cluster = useRedisCluster();
   let current: Rig | undefined;
-  beforeAll(async () => {
-    cluster = await startRedisCluster({ masters: 3 });
-    client = new Cluster(cluster.nodes, { enableAutoPipelining: true });
-  });
-  afterAll(async () => {
-    await client?.quit().catch(() => client?.disconnect());
-    await cluster?.stop();
-  });
   beforeEach(() => {
-    current = redisRig(client!);
+    current = redisRig(cluster.client);
   });
   afterEach(async () => {
     await current?.store.close();

@@ -9,14 +9,9 @@
  */
 import { poolOf, readChanges } from '@bubble/protocol';
 import { RedisKeys, type MissedReason, type RedisStore } from '@bubble/store';
-import {
-  startRedisCluster,
-  uniquePrefix,
-  waitFor,
-  type RedisClusterHandle,
-} from '@bubble/test-utils';
-import { Cluster } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { uniquePrefix, waitFor } from '@bubble/test-utils';
+import { describe, expect, it } from 'vitest';
+import { useRedisCluster } from '../support/redis-cluster.js';
 import { RedisFencedBadges } from '../../packages/store/src/fenced-badges/redis-fenced-badges.js';
 import { TEST_POOLS, T0, describeEachEngine } from '../support/engines.js';
 
@@ -157,22 +152,11 @@ describeEachEngine(
 
 describe('a gateway subscription that lost messages, on a 3-master Redis Cluster', () => {
   const POOLS = 8;
-  let cluster: RedisClusterHandle | undefined;
-  let client: Cluster | undefined;
-
-  beforeAll(async () => {
-    cluster = await startRedisCluster({ masters: 3 });
-    client = new Cluster(cluster.nodes, { enableAutoPipelining: true });
-  });
-
-  afterAll(async () => {
-    await client?.quit().catch(() => client?.disconnect());
-    await cluster?.stop();
-  });
+  const cluster = useRedisCluster();
 
   it('sharded subscribers: a count not heard by the next check is reported, nothing else', async () => {
     const keys = new RedisKeys(uniquePrefix('lost'), POOLS);
-    const badges = new RedisFencedBadges({ client: client!, keys, sharded: true });
+    const badges = new RedisFencedBadges({ client: cluster.client, keys, sharded: true });
     const reports: Report[] = [];
     const heard: string[] = [];
     const close = await badges.subscribeGateway(
@@ -189,7 +173,7 @@ describe('a gateway subscription that lost messages, on a 3-master Redis Cluster
       await Promise.all(users.map((user) => badges.saveUnfenced(user, { f: round }, T0 + round)));
     }
     await waitFor(() => heard.length === 10 * users.length);
-    await client!.hincrby(keys.sentToGateways(5), 'g1', 1);
+    await cluster.client.hincrby(keys.sentToGateways(5), 'g1', 1);
     await waitFor(() => reports.length > 0, { message: 'the check never found the loss' });
     expect(reports).toEqual([{ pools: [5], reason: 'check' }]);
     await close();

@@ -1,147 +1,32 @@
 // deploy/kubernetes: every overlay renders with `kubectl kustomize` and passes the Kubernetes and
 // Prometheus Operator schemas; the wiring between objects holds (HPA targets, probes, ports,
-// Secret keys, grace periods); and every metric the alerts and the Grafana dashboard name is
-// served by /metrics of real `bubble server|core|gateway` processes.
-import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
-import { promisify } from 'node:util';
+// Secret keys, grace periods).
 import { configSchema, loadConfig, shutdownDeadlineMs } from '@bubble/cli';
-import {
-  freePort,
-  startRedisServer,
-  waitFor,
-  type RedisServerHandle,
-  type RoleProcess,
-} from '@bubble/test-utils';
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Cluster } from '../cluster/harness.js';
-import { buildOnce, ROOT } from '../support/build.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { ROOT } from '../support/build.js';
 import { skippedWithout } from '../support/missing-tools.js';
 import {
   OVERLAYS,
-  findKubectl,
   renderOverlay,
   renderOverlayWithMonitoring,
   validateObject,
   type K8sObject,
 } from './kustomize.js';
-
-const run = promisify(execFile);
-const kubectl = findKubectl();
-if (!kubectl) console.warn('kubectl is not installed: the Kubernetes manifest tests are skipped');
-
-const ROLES = ['server', 'core', 'gateway'] as const;
-const CONFIG_KEYS = new Set(Object.keys(configSchema.shape));
-const SECRET_KEYS = ['BUBBLE_API_KEY', 'BUBBLE_JWT_SECRET'];
-
-interface Container {
-  name: string;
-  args?: string[];
-  env?: Array<{ name: string; value?: string }>;
-  envFrom?: Array<{ configMapRef?: { name: string }; secretRef?: { name: string } }>;
-  ports?: Array<{ name?: string; containerPort: number }>;
-  livenessProbe?: Probe;
-  readinessProbe?: Probe;
-  startupProbe?: Probe;
-  lifecycle?: { preStop?: { exec?: { command: string[] } } };
-  resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
-  securityContext?: {
-    runAsNonRoot?: boolean;
-    readOnlyRootFilesystem?: boolean;
-    allowPrivilegeEscalation?: boolean;
-    capabilities?: { drop?: string[] };
-  };
-}
-interface Probe {
-  httpGet?: { path: string; port: string | number };
-  exec?: { command: string[] };
-  tcpSocket?: { port: string | number };
-}
-interface PodTemplate {
-  metadata: { labels: Record<string, string> };
-  spec: {
-    containers: Container[];
-    terminationGracePeriodSeconds?: number;
-    securityContext?: { runAsNonRoot?: boolean };
-  };
-}
-type Workload = K8sObject & {
-  spec: { selector: { matchLabels: Record<string, string> }; template: PodTemplate };
-};
-
-const ofKind = <T extends K8sObject = K8sObject>(objects: K8sObject[], kind: string) =>
-  objects.filter((o) => o.kind === kind) as T[];
-
-function named<T extends K8sObject>(objects: K8sObject[], kind: string, name: string): T {
-  const found = objects.find((o) => o.kind === kind && o.metadata.name === name);
-  if (!found) throw new Error(`no ${kind}/${name} rendered`);
-  return found as T;
-}
-
-const workloads = (objects: K8sObject[]) =>
-  objects.filter((o) => ['Deployment', 'StatefulSet', 'Job'].includes(o.kind)) as Workload[];
-
-const roleDeployment = (objects: K8sObject[], role: string) =>
-  named<Workload>(objects, 'Deployment', `bubble-${role}`);
-
-function matches(selector: Record<string, string>, labels: Record<string, string>): boolean {
-  return Object.entries(selector).every(([key, value]) => labels[key] === value);
-}
-
-/** The environment a container gets from its ConfigMaps, Secrets and env entries. */
-function containerEnv(objects: K8sObject[], container: Container): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const source of container.envFrom ?? []) {
-    if (source.configMapRef) {
-      const map = objects.find(
-        (o) => o.kind === 'ConfigMap' && o.metadata.name === source.configMapRef!.name,
-      ) as (K8sObject & { data: Record<string, string> }) | undefined;
-      if (!map) throw new Error(`ConfigMap ${source.configMapRef.name} is not rendered`);
-      Object.assign(env, map.data);
-    }
-    if (source.secretRef) {
-      const secret = objects.find(
-        (o) => o.kind === 'Secret' && o.metadata.name === source.secretRef!.name,
-      ) as (K8sObject & { data: Record<string, string> }) | undefined;
-      // The production overlay expects the operator's Secret; it is not rendered.
-      for (const [key, value] of Object.entries(secret?.data ?? {}))
-        env[key] = Buffer.from(value, 'base64').toString('utf8');
-    }
-  }
-  for (const entry of container.env ?? [])
-    if (entry.value !== undefined) env[entry.name] = entry.value;
-  return env;
-}
-
-function containerPort(container: Container, port: string | number): number {
-  if (typeof port === 'number') return port;
-  const found = container.ports?.find((p) => p.name === port);
-  if (!found) throw new Error(`container ${container.name} has no port named ${port}`);
-  return found.containerPort;
-}
-
-/** The metric names an expression reads, without a histogram's series suffixes. */
-function metricNames(expression: string): string[] {
-  return [...expression.matchAll(/\bbubble_[a-z0-9_]+/g)].map((m) =>
-    m[0].replace(/_(bucket|sum|count)$/, ''),
-  );
-}
-
-/** The anchors GitHub gives docs/kubernetes.md's headings. */
-function docAnchors(): Set<string> {
-  const text = readFileSync(path.join(ROOT, 'docs/kubernetes.md'), 'utf8');
-  return new Set(
-    [...text.matchAll(/^#{1,6}\s+(.+)$/gm)].map((m) =>
-      m[1]!
-        .trim()
-        .toLowerCase()
-        .replace(/[^\w\- ]/g, '')
-        .replace(/ /g, '-'),
-    ),
-  );
-}
+import {
+  CONFIG_KEYS,
+  ROLES,
+  SECRET_KEYS,
+  containerEnv,
+  containerPort,
+  docAnchors,
+  kubectl,
+  matches,
+  named,
+  ofKind,
+  roleDeployment,
+  workloads,
+  type Workload,
+} from './kubernetes-support.js';
 
 describe.skipIf(skippedWithout('kubectl', kubectl, 'the Kustomize overlays')).each(OVERLAYS)(
   'deploy/kubernetes/overlays/%s',
@@ -423,160 +308,3 @@ describe.skipIf(skippedWithout('kubectl', kubectl, 'the Kustomize overlays')).ea
     });
   },
 );
-
-describe('deploy/kubernetes/overlays/redis-cluster/create-cluster.sh', () => {
-  const servers: RedisServerHandle[] = [];
-  afterAll(async () => {
-    await Promise.all(servers.map((s) => s.stop()));
-  });
-
-  it('joins three cluster-enabled nodes into one cluster, and leaves a formed cluster alone', async () => {
-    servers.push(...(await Promise.all([0, 1, 2].map(() => startRedisServer({ cluster: true })))));
-    const script = path.join(ROOT, 'deploy/kubernetes/overlays/redis-cluster/create-cluster.sh');
-    const env = {
-      PATH: process.env.PATH,
-      REDIS_NODES: servers.map((s) => `127.0.0.1:${s.port}`).join(' '),
-      CREATE_DEADLINE_S: '30',
-    };
-    const first = await run('sh', [script], { env, timeout: 60_000 });
-    expect(first.stdout).toContain('cluster created');
-    for (const server of servers) {
-      const client = new Redis(server.url);
-      try {
-        const info = (await client.call('CLUSTER', 'INFO')) as string;
-        expect(info).toContain('cluster_state:ok');
-        expect(info).toContain('cluster_known_nodes:3');
-      } finally {
-        client.disconnect();
-      }
-    }
-    const again = await run('sh', [script], { env, timeout: 60_000 });
-    expect(again.stdout).toContain('nothing to do');
-  });
-});
-
-/** The value of an unlabelled gauge on a /metrics page, or undefined. */
-function gaugeValue(page: string, name: string): number | undefined {
-  const line = page.split('\n').find((l) => l.startsWith(`${name} `));
-  return line === undefined ? undefined : Number(line.slice(name.length + 1));
-}
-
-async function scrape(url: string): Promise<string> {
-  const res = await fetch(`${url}/metrics`);
-  expect(res.status).toBe(200);
-  return res.text();
-}
-
-const NAMED_METRICS = 'the metrics the alerts and the dashboard name, on running roles';
-
-describe.skipIf(skippedWithout('kubectl', kubectl, NAMED_METRICS))(NAMED_METRICS, () => {
-  let cluster: Cluster;
-  let store: RedisServerHandle;
-  let server: RoleProcess;
-  let core: RoleProcess | undefined;
-  let gatewayInternal: string;
-  const pools = 8;
-
-  beforeAll(async () => {
-    await buildOnce();
-    // The store the roles use, separate from the harness's, so this test can stop it.
-    store = await startRedisServer();
-    cluster = await Cluster.start({ label: 'k8s-metrics', pools });
-  }, 300_000);
-
-  afterAll(async () => {
-    await cluster?.close();
-    await store?.stop();
-  });
-
-  it('bubble_pools_unowned counts the pools no core holds, on the leader, until a core owns them', async () => {
-    server = await cluster.spawn('server', { REDIS_URL: store.url });
-    await waitFor(
-      async () => {
-        const page = await scrape(server.url);
-        return (
-          gaugeValue(page, 'bubble_server_leading') === 1 &&
-          gaugeValue(page, 'bubble_pools_unowned') === pools
-        );
-      },
-      { timeoutMs: 15_000, message: 'the lone server never led with every pool unowned' },
-    );
-    core = await cluster.spawn('core', { REDIS_URL: store.url });
-    await waitFor(
-      async () =>
-        gaugeValue(await scrape(server.url), 'bubble_pools_unowned') === 0 &&
-        gaugeValue(await scrape(core!.url), 'bubble_core_pools_owned') === pools,
-      { timeoutMs: 20_000, message: 'the core never owned every pool' },
-    );
-  });
-
-  it('serves every metric the PrometheusRule and the Grafana dashboard name', async () => {
-    const objects = renderOverlay(kubectl!, ROOT, 'production');
-    const rule = named<K8sObject & { spec: { groups: Array<{ rules: Array<{ expr: string }> }> } }>(
-      objects,
-      'PrometheusRule',
-      'bubble',
-    );
-    const dashboardMap = named<K8sObject & { data: Record<string, string> }>(
-      objects,
-      'ConfigMap',
-      'bubble-grafana-dashboard',
-    );
-    expect(dashboardMap.metadata.labels?.grafana_dashboard).toBe('1');
-    const dashboard = JSON.parse(dashboardMap.data['bubble.json']!) as {
-      panels: Array<{ targets?: Array<{ expr: string }> }>;
-      templating: { list: Array<{ query?: unknown }> };
-    };
-    const expressions = [
-      ...rule.spec.groups.flatMap((g) => g.rules.map((r) => r.expr)),
-      ...dashboard.panels.flatMap((p) => (p.targets ?? []).map((t) => t.expr)),
-      ...dashboard.templating.list.map((v) => JSON.stringify(v.query ?? '')),
-    ];
-    const named_ = new Set(expressions.flatMap(metricNames));
-    expect(named_.size).toBeGreaterThan(15);
-
-    const internalPort = await freePort();
-    const gateway = await cluster.spawn('gateway', {
-      REDIS_URL: store.url,
-      BUBBLE_INTERNAL_PORT: String(internalPort),
-    });
-    gatewayInternal = `http://127.0.0.1:${internalPort}`;
-    // What the probes of deploy/kubernetes ask for, on the internal port, and not on the public one.
-    expect((await fetch(`${gatewayInternal}/healthz`)).status).toBe(200);
-    await waitFor(async () => (await fetch(`${gatewayInternal}/readyz`)).status === 200, {
-      timeoutMs: 10_000,
-      message: 'the gateway never became ready on its internal port',
-    });
-    expect((await fetch(`${gateway.url}/metrics`)).status).toBe(404);
-
-    const pages = await Promise.all([
-      scrape(server.url),
-      scrape(core!.url),
-      scrape(gatewayInternal),
-    ]);
-    const exported = new Set(
-      pages.flatMap((page) => [...page.matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1]!)),
-    );
-    const missing = [...named_].filter((name) => !exported.has(name));
-    expect(missing, 'metrics named by the alerts or the dashboard that no role exports').toEqual(
-      [],
-    );
-    expect(gaugeValue(pages[2]!, 'bubble_ws_connections_max')).toBe(100_000);
-    expect(gaugeValue(pages[2]!, 'bubble_ws_connections')).toBe(0);
-  });
-
-  it('bubble_redis_up reads 1 on every role, and 0 once Redis is gone', async () => {
-    const urls = [server.url, core!.url, gatewayInternal];
-    for (const url of urls) expect(gaugeValue(await scrape(url), 'bubble_redis_up'), url).toBe(1);
-    await store.stop();
-    await waitFor(
-      async () => {
-        const values = await Promise.all(
-          urls.map(async (u) => gaugeValue(await scrape(u), 'bubble_redis_up')),
-        );
-        return values.every((v) => v === 0);
-      },
-      { timeoutMs: 20_000, message: 'bubble_redis_up never read 0 with Redis stopped' },
-    );
-  });
-});

@@ -17,15 +17,14 @@ import {
 import {
   TcpProxy,
   restartRedisServer,
-  startRedisCluster,
   startRedisServer,
   uniquePrefix,
   waitFor,
-  type RedisClusterHandle,
   type RedisServerHandle,
 } from '@bubble/test-utils';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { useRedisCluster } from '../support/redis-cluster.js';
 
 const POOLS = 8;
 const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
@@ -405,21 +404,17 @@ describe('a silent connection (TcpProxy.silence)', () => {
 });
 
 describe('Redis Cluster, P = 3', () => {
-  let cluster: RedisClusterHandle;
+  const cluster = useRedisCluster();
   let current: Rig | undefined;
-  beforeAll(async () => {
-    cluster = await startRedisCluster({ masters: 3 });
-  }, 60_000);
   afterAll(async () => {
     await current?.close();
-    await cluster.stop();
   });
 
   it(
     'consumes every partition, each on its own slot; XADDed = acknowledged + pending + dead',
     { timeout: 45_000 },
     async () => {
-      const clusterNodes = cluster.nodes.map((node) => `${node.host}:${node.port}`);
+      const clusterNodes = cluster.nodes;
       const partitions = 3;
       const r = (current = rig({ clusterNodes }, { clusterNodes }, partitions));
       const slots = new Set(

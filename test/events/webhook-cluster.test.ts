@@ -7,32 +7,21 @@
 import { BadgeService } from '@bubble/badges';
 import { redisOfflineJobs } from '@bubble/events';
 import { RedisStore, RedisWebhookQueue } from '@bubble/store';
-import {
-  freePort,
-  startRedisCluster,
-  uniquePrefix,
-  waitFor,
-  type RedisClusterHandle,
-} from '@bubble/test-utils';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { freePort, uniquePrefix, waitFor } from '@bubble/test-utils';
+import { afterEach, describe, expect, it } from 'vitest';
+import { useRedisCluster } from '../support/redis-cluster.js';
 import { TestReceiver, membersNamed, startWorkers, type Stack } from './webhook-support.js';
 
 describe('offline delivery [3-master Redis Cluster]', () => {
-  let cluster: RedisClusterHandle | undefined;
+  const cluster = useRedisCluster();
   const cleanups: Array<() => Promise<void>> = [];
-  beforeAll(async () => {
-    cluster = await startRedisCluster({ masters: 3 });
-  }, 60_000);
   afterEach(async () => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-  });
-  afterAll(async () => {
-    await cluster?.stop();
   });
 
   it('delivers every offline member of a conversation with their count', async () => {
     const store = new RedisStore({
-      clusterNodes: cluster!.nodes.map((node) => `${node.host}:${node.port}`),
+      clusterNodes: cluster.nodes,
       keyPrefix: uniquePrefix('whc'),
       pools: 100,
     });

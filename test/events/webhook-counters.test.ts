@@ -5,27 +5,17 @@
  * or one whose source is not named in BUBBLE_WEBHOOK_SOURCES, gets nothing. A real redis-server
  * and a real local HTTP receiver.
  */
-import { freePort, waitFor } from '@bubble/test-utils';
+import { waitFor } from '@bubble/test-utils';
 import { describe, expect, it } from 'vitest';
-import {
-  TestReceiver,
-  metricValue,
-  startStack,
-  startWorkers,
-  webhookTestFile,
-} from './webhook-support.js';
+import { metricValue, startStack, webhookTestFile } from './webhook-support.js';
 
 const file = webhookTestFile();
-const { cleanups } = file;
 
 async function setUp(sources: Parameters<typeof startStack>[1]) {
-  const stack = await startStack(file.redis.url, sources);
-  cleanups.push(() => stack.close());
-  const receiver = new TestReceiver(await freePort());
-  cleanups.push(() => receiver.stop());
+  const stack = await file.stack(sources);
+  const receiver = await file.receiver({ started: false });
   await receiver.start();
-  const workers = await startWorkers(stack, receiver.url, { minIntervalMs: 200 });
-  cleanups.push(() => workers.close());
+  const workers = await file.workers(stack, receiver.url, { minIntervalMs: 200 });
   return { stack, receiver, workers };
 }
 

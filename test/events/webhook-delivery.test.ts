@@ -4,29 +4,16 @@
  * no user more often than the minimum interval, each carrying their latest badge), and a user
  * who comes online before their delivery is due gets none.
  */
-import { freePort, waitFor } from '@bubble/test-utils';
+import { waitFor } from '@bubble/test-utils';
 import { describe, expect, it } from 'vitest';
-import {
-  TestReceiver,
-  membersNamed,
-  metricValue,
-  startStack,
-  startWorkers,
-  type Stack,
-  type Workers,
-  webhookTestFile,
-} from './webhook-support.js';
+import { membersNamed, metricValue, startWorkers, webhookTestFile } from './webhook-support.js';
 
 const file = webhookTestFile();
-const { cleanups } = file;
 
 async function setUp(options: Parameters<typeof startWorkers>[2] = {}) {
-  const stack: Stack = await startStack(file.redis.url);
-  cleanups.push(() => stack.close());
-  const receiver = new TestReceiver(await freePort());
-  cleanups.push(() => receiver.stop());
-  const workers: Workers = await startWorkers(stack, receiver.url, options);
-  cleanups.push(() => workers.close());
+  const stack = await file.stack();
+  const receiver = await file.receiver({ started: false });
+  const workers = await file.workers(stack, receiver.url, options);
   return { stack, receiver, workers };
 }
 

@@ -4,28 +4,16 @@
  * time, and a receiver failing every time is given up after BUBBLE_WEBHOOK_MAX_ATTEMPTS.
  */
 import type { DeadDelivery } from '@bubble/store';
-import { freePort, waitFor } from '@bubble/test-utils';
+import { waitFor } from '@bubble/test-utils';
 import { describe, expect, it } from 'vitest';
-import {
-  TestReceiver,
-  metricValue,
-  startStack,
-  startWorkers,
-  type Stack,
-  type Workers,
-  webhookTestFile,
-} from './webhook-support.js';
+import { metricValue, startWorkers, type Stack, webhookTestFile } from './webhook-support.js';
 
 const file = webhookTestFile();
-const { cleanups } = file;
 
 async function setUp(options: Parameters<typeof startWorkers>[2] = {}) {
-  const stack: Stack = await startStack(file.redis.url);
-  cleanups.push(() => stack.close());
-  const receiver = await new TestReceiver(await freePort()).start();
-  cleanups.push(() => receiver.stop());
-  const workers: Workers = await startWorkers(stack, receiver.url, options);
-  cleanups.push(() => workers.close());
+  const stack = await file.stack();
+  const receiver = await file.receiver();
+  const workers = await file.workers(stack, receiver.url, options);
   await stack.service.replaceMembers('pair', ['alice', 'bob']);
   // alice writes from the app: only bob, offline, is delivered.
   await stack.service.setPresence('alice', true, 60_000);

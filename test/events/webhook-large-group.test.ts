@@ -6,12 +6,11 @@
  * resumes the job from its page cursor.
  */
 import { WEBHOOK_GROUP } from '@bubble/store';
-import { freePort, waitFor } from '@bubble/test-utils';
+import { waitFor } from '@bubble/test-utils';
 import { describe, expect, it } from 'vitest';
 import {
   TestReceiver,
   membersNamed,
-  startStack,
   startWorkers,
   type Stack,
   webhookTestFile,
@@ -20,13 +19,10 @@ import {
 const LARGE = 10_000;
 const ONLINE = 50;
 const file = webhookTestFile();
-const { cleanups } = file;
 
 async function largeGroup(): Promise<{ stack: Stack; receiver: TestReceiver; offline: string[] }> {
-  const stack = await startStack(file.redis.url);
-  cleanups.push(() => stack.close());
-  const receiver = await new TestReceiver(await freePort()).start();
-  cleanups.push(() => receiver.stop());
+  const stack = await file.stack();
+  const receiver = await file.receiver();
   const members = membersNamed('g', LARGE);
   await stack.service.replaceMembers('large', members);
   await Promise.all(
@@ -65,8 +61,7 @@ describe('a message to a 10,000-member group', () => {
     expect((await store.redis.xlen(queue.jobsKey)) - jobsBefore).toBe(2);
 
     const startedAt = Date.now();
-    const workers = await startWorkers(stack, receiver.url, { minIntervalMs: 60_000 });
-    cleanups.push(() => workers.close());
+    await file.workers(stack, receiver.url, { minIntervalMs: 60_000 });
     await waitFor(() => receiver.deliveriesByUser().size >= offline.length + 1, {
       timeoutMs: 40_000,
       message: 'every offline member delivered',
@@ -114,8 +109,7 @@ describe('a message to a 10,000-member group', () => {
     const deliveredByFirst = receiver.deliveriesByUser().size;
     expect(deliveredByFirst).toBeLessThan(offline.length);
 
-    const second = await startWorkers(stack, receiver.url, { minIntervalMs: 60_000, claimMs: 300 });
-    cleanups.push(() => second.close());
+    const second = await file.workers(stack, receiver.url, { minIntervalMs: 60_000, claimMs: 300 });
     await waitFor(() => receiver.deliveriesByUser().size >= offline.length, {
       timeoutMs: 40_000,
       message: 'every offline member delivered',

@@ -6,21 +6,10 @@
  * refusing a bad signature and handling a repeated idempotency key once, and `bubble all`
  * without Redis refusing BUBBLE_WEBHOOK_URL before it listens. Runs the built CLI.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { signWebhook } from '@bubble/events';
-import {
-  BubbleProcess,
-  freePort,
-  RoleProcess,
-  startRedisServer,
-  uniquePrefix,
-  waitFor,
-  type RedisServerHandle,
-} from '@bubble/test-utils';
+import { BubbleProcess, freePort, RoleProcess, uniquePrefix, waitFor } from '@bubble/test-utils';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { buildOnce } from '../support/build.js';
+import { startRoleRig, type RoleRig } from '../support/role-rig.js';
 import { httpCall, jsonBody } from '../support/http.js';
 
 const API_KEY = 'webhook-ops-api-key-3b9e1f0c6a2d4e87';
@@ -28,28 +17,24 @@ const JWT_SECRET = 'webhook-ops-jwt-secret-a41c7e92d05f3b68';
 const SECRET = 'webhook-ops-secret-0f6d2b8e4a1c9735e2b7';
 const MEMBERS = 3_000;
 
-let redis: RedisServerHandle;
-let cwd: string;
+let rig: RoleRig;
 const running: BubbleProcess[] = [];
 
 beforeAll(async () => {
-  await buildOnce();
-  redis = await startRedisServer();
-  cwd = mkdtempSync(path.join(tmpdir(), 'bubble-webhook-'));
+  rig = await startRoleRig('webhook');
 }, 300_000);
 afterEach(async () => {
   await Promise.all(running.splice(0).map((run) => run.kill()));
 });
 afterAll(async () => {
-  await redis?.stop();
-  if (cwd) rmSync(cwd, { recursive: true, force: true });
+  await rig?.stop();
 });
 
 async function startReceiver(): Promise<{ proc: BubbleProcess; url: string }> {
   const port = await freePort();
   const proc = new BubbleProcess({
     args: ['webhook-receiver', '--port', String(port)],
-    cwd,
+    cwd: rig.cwd,
     env: { BUBBLE_WEBHOOK_SECRET: SECRET },
   });
   running.push(proc);
@@ -68,7 +53,13 @@ function printed(
 }
 
 async function startGateway(env: Record<string, string>, name: string): Promise<RoleProcess> {
-  const proc = new RoleProcess({ role: 'gateway', port: await freePort(), name, cwd, env });
+  const proc = new RoleProcess({
+    role: 'gateway',
+    port: await freePort(),
+    name,
+    cwd: rig.cwd,
+    env,
+  });
   running.push(proc);
   await proc.listening(30_000);
   await proc.waitHttpOk(`${proc.url}/readyz`, 20_000);
@@ -85,7 +76,7 @@ describe('offline delivery in the processes', () => {
   it('two gateways deliver through bubble webhook-receiver; one killed -9 mid-delivery loses nothing', async () => {
     const receiver = await startReceiver();
     const env = {
-      REDIS_URL: redis.url,
+      REDIS_URL: rig.redis.url,
       BUBBLE_KEY_PREFIX: uniquePrefix('whp'),
       BUBBLE_API_KEY: API_KEY,
       BUBBLE_JWT_SECRET: JWT_SECRET,
@@ -164,7 +155,7 @@ describe('offline delivery in the processes', () => {
   it('bubble all without Redis refuses BUBBLE_WEBHOOK_URL before it listens', async () => {
     const run = new BubbleProcess({
       args: ['all'],
-      cwd,
+      cwd: rig.cwd,
       env: {
         PORT: String(await freePort()),
         BUBBLE_WEBHOOK_URL: 'http://127.0.0.1:9/push',

@@ -4,26 +4,19 @@
  * per user, a lapsed lease queued again, shedding the oldest past the bound; and a notice's job
  * reaching the offline users seen within the inactive window.
  */
-import { freePort, uniquePrefix, waitFor } from '@bubble/test-utils';
+import { uniquePrefix, waitFor } from '@bubble/test-utils';
 import { describe, expect, it } from 'vitest';
 import { BadgeService } from '@bubble/badges';
 import { redisOfflineJobs } from '@bubble/events';
 import { systemClock } from '@bubble/protocol';
 import { RedisStore, RedisWebhookQueue } from '@bubble/store';
-import {
-  TestReceiver,
-  startStack,
-  startWorkers,
-  webhookTestFile,
-  type Stack,
-} from './webhook-support.js';
+import { webhookTestFile, type Stack } from './webhook-support.js';
 
 const file = webhookTestFile();
 const { cleanups } = file;
 
 async function stack(): Promise<Stack> {
-  const made = await startStack(file.redis.url);
-  cleanups.push(() => made.close());
+  const made = await file.stack();
   return made;
 }
 
@@ -143,10 +136,8 @@ describe('the offline-delivery queue', () => {
     const { service, store, queue } = made;
     for (const user of ['n1', 'n2', 'n3']) await service.badge(user, { seen: true });
     await service.setPresence('n3', true, 60_000);
-    const receiver = await new TestReceiver(await freePort()).start();
-    cleanups.push(() => receiver.stop());
-    const workers = await startWorkers(made, receiver.url);
-    cleanups.push(() => workers.close());
+    const receiver = await file.receiver();
+    await file.workers(made, receiver.url);
     const before = await store.redis.xlen(queue.jobsKey);
     await service.publishNotice(1);
     expect(await store.redis.xlen(queue.jobsKey)).toBeLessThanOrEqual(before + 1);

@@ -17,7 +17,12 @@ import {
   type WebhookSource,
 } from '@bubble/events';
 import { RedisStore, RedisWebhookQueue } from '@bubble/store';
-import { startRedisServer, uniquePrefix, type RedisServerHandle } from '@bubble/test-utils';
+import {
+  freePort,
+  startRedisServer,
+  uniquePrefix,
+  type RedisServerHandle,
+} from '@bubble/test-utils';
 import { Registry } from 'prom-client';
 import { afterAll, afterEach, beforeAll } from 'vitest';
 
@@ -188,10 +193,19 @@ export function membersNamed(prefix: string, n: number): string[] {
   return Array.from({ length: n }, (_, i) => `${prefix}${i}`);
 }
 
-/** A test file's redis-server, and the cleanups each test registers (run after it, last first). */
+/**
+ * A test file's redis-server, the cleanups each test registers (run after it, last first), and
+ * the parts of a test started on that server with their cleanup registered.
+ */
 export interface WebhookTestFile {
   readonly redis: RedisServerHandle;
   readonly cleanups: Array<() => Promise<void>>;
+  /** A stack on the file's redis-server, closed after the test. */
+  stack(sources?: WebhookSource[]): Promise<Stack>;
+  /** A receiver on a free port, listening unless `started` is false, stopped after the test. */
+  receiver(options?: { started?: boolean }): Promise<TestReceiver>;
+  /** Delivery workers of `stack` to `url`, closed after the test. */
+  workers(stack: Stack, url: string, options?: Partial<DeliveryWorkersOptions>): Promise<Workers>;
 }
 
 /** Starts one redis-server for the calling test file and runs each test's cleanups after it. */
@@ -207,11 +221,27 @@ export function webhookTestFile(): WebhookTestFile {
   afterEach(async () => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
   });
-  return {
+  const file: WebhookTestFile = {
     get redis(): RedisServerHandle {
       if (!server) throw new Error('the redis-server starts in beforeAll');
       return server;
     },
     cleanups,
+    async stack(sources) {
+      const stack = await startStack(file.redis.url, sources);
+      cleanups.push(() => stack.close());
+      return stack;
+    },
+    async receiver({ started = true } = {}) {
+      const receiver = new TestReceiver(await freePort());
+      cleanups.push(() => receiver.stop());
+      return started ? receiver.start() : receiver;
+    },
+    async workers(stack, url, options) {
+      const workers = await startWorkers(stack, url, options);
+      cleanups.push(() => workers.close());
+      return workers;
+    },
   };
+  return file;
 }

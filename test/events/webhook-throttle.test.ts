@@ -4,13 +4,12 @@
  * expanded at the interval's end, and every offline member still ends with their latest badge.
  * The deferred job lives in Redis: a worker closed while it waits loses nothing.
  */
-import { freePort, waitFor } from '@bubble/test-utils';
+import { waitFor } from '@bubble/test-utils';
 import { describe, expect, it } from 'vitest';
 import {
   TestReceiver,
   membersNamed,
   metricValue,
-  startStack,
   startWorkers,
   type Stack,
   type Workers,
@@ -20,13 +19,10 @@ import {
 const MEMBERS = 3_000;
 const ONLINE = 20;
 const file = webhookTestFile();
-const { cleanups } = file;
 
 async function group(): Promise<{ stack: Stack; receiver: TestReceiver; offline: string[] }> {
-  const stack = await startStack(file.redis.url);
-  cleanups.push(() => stack.close());
-  const receiver = await new TestReceiver(await freePort()).start();
-  cleanups.push(() => receiver.stop());
+  const stack = await file.stack();
+  const receiver = await file.receiver();
   const members = membersNamed('t', MEMBERS);
   await stack.service.replaceMembers('big', members);
   // t0..t19 are online and send; the others are offline.
@@ -59,8 +55,7 @@ describe('a large group receiving many messages within an interval', () => {
     const { stack, receiver, offline } = await group();
     // Long enough that a loaded machine still sends all twelve within it (3 s was not, once).
     const interval = 6_000;
-    const workers = await startWorkers(stack, receiver.url, { minIntervalMs: interval });
-    cleanups.push(() => workers.close());
+    const workers = await file.workers(stack, receiver.url, { minIntervalMs: interval });
     const messages = 12;
     const sentFrom = Date.now();
     for (let seq = 1; seq <= messages; seq++) {
@@ -114,8 +109,7 @@ describe('a large group receiving many messages within an interval', () => {
     expect(await stack.store.redis.xlen(stack.queue.jobsKey)).toBe(0);
     expect((await first.stats()).deferred).toBe(1);
 
-    const second = await startWorkers(stack, receiver.url, { minIntervalMs: 3_000, claimMs: 300 });
-    cleanups.push(() => second.close());
+    const second = await file.workers(stack, receiver.url, { minIntervalMs: 3_000, claimMs: 300 });
     await untilLatest(receiver, offline, 3);
     expect(await conversationExpansions(second)).toBe(1);
     expect(await second.stats()).toMatchObject({ jobs: 0, deferred: 0 });

@@ -4,7 +4,7 @@
  * authentication, its refusals (which change nothing), and the badge and explanation after
  * each change. One in-process gateway per test, on the memory engine and on a real redis-server.
  */
-import { beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   call,
   client,
@@ -13,19 +13,14 @@ import {
   platform,
   platformBadge,
   tokenFor,
-  useApps,
-  type App,
+  app,
+  useFreshApp,
   type Badge,
 } from './support.js';
 
 for (const engine of ['memory', 'redis'] as const) {
   describe(`interaction counters over HTTP [${engine}]`, () => {
-    const apps = useApps(engine, 'counters');
-    let app: App;
-
-    beforeEach(async () => {
-      app = await apps.start();
-    });
+    useFreshApp(engine, 'counters');
 
     const post = (body: unknown) => platform(app, 'POST', '/v1/counters', { body });
 

@@ -6,24 +6,20 @@
  * built CLI on a real redis-server.
  */
 import { spawn } from 'node:child_process';
-import { accessSync, constants as fsConstants, mkdtempSync, rmSync } from 'node:fs';
+import { accessSync, constants as fsConstants } from 'node:fs';
 import net from 'node:net';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import {
   BUBBLE_BIN,
   cleanEnv,
   freePort,
   RoleProcess,
-  startRedisServer,
   uniquePrefix,
   waitFor,
   type Exit,
-  type RedisServerHandle,
   type Role,
 } from '@bubble/test-utils';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { buildOnce } from '../support/build.js';
+import { startRoleRig, type RoleRig } from '../support/role-rig.js';
 import { httpCall, jsonBody } from '../support/http.js';
 import { skippedWithout } from '../support/missing-tools.js';
 
@@ -45,19 +41,15 @@ function accepts(port: number, host = '127.0.0.1'): Promise<boolean> {
 }
 
 describe('development mode and secrets', () => {
-  let redis: RedisServerHandle;
-  let cwd: string;
+  let rig: RoleRig;
   const runs: RoleProcess[] = [];
 
   beforeAll(async () => {
-    await buildOnce();
-    redis = await startRedisServer();
-    cwd = mkdtempSync(path.join(tmpdir(), 'bubble-dev-mode-'));
+    rig = await startRoleRig('dev-mode');
   }, 300_000);
 
   afterAll(async () => {
-    await redis?.stop();
-    rmSync(cwd, { recursive: true, force: true });
+    await rig?.stop();
   });
 
   afterEach(async () => {
@@ -65,7 +57,7 @@ describe('development mode and secrets', () => {
   });
 
   function start(role: Role, port: number, env: Record<string, string>): RoleProcess {
-    const run = new RoleProcess({ role, port, cwd, env: { LOG_LEVEL: 'info', ...env } });
+    const run = new RoleProcess({ role, port, cwd: rig.cwd, env: { LOG_LEVEL: 'info', ...env } });
     runs.push(run);
     return run;
   }
@@ -88,7 +80,7 @@ describe('development mode and secrets', () => {
     return { run, exit, accepted };
   }
 
-  const onRedis = () => ({ REDIS_URL: redis.url, BUBBLE_KEY_PREFIX: uniquePrefix('dev') });
+  const onRedis = () => ({ REDIS_URL: rig.redis.url, BUBBLE_KEY_PREFIX: uniquePrefix('dev') });
 
   async function demoToken(port: number, host = '127.0.0.1'): Promise<number> {
     const reply = await httpCall(`http://${host}:${port}`, 'POST', '/demo/token', {
@@ -194,7 +186,7 @@ describe('development mode and secrets', () => {
   it.skipIf(skippedWithout('script', script, ON_A_TERMINAL))(ON_A_TERMINAL, async () => {
     const port = await freePort();
     const child = spawn(script!, ['-qfec', `${process.execPath} ${BUBBLE_BIN} all`, '/dev/null'], {
-      cwd,
+      cwd: rig.cwd,
       env: cleanEnv({ LOG_LEVEL: 'info', PORT: String(port), NO_COLOR: '1' }),
       stdio: ['pipe', 'pipe', 'pipe'],
     });

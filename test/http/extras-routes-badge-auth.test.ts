@@ -5,7 +5,7 @@
  * badge after each kind of change compared with the definition. One in-process gateway per
  * test, on the memory engine and on a real redis-server. This file: the badge and authentication.
  */
-import { beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { badgeState } from '../support/badges.js';
 import {
   API_KEY,
@@ -16,20 +16,15 @@ import {
   platform,
   platformBadge,
   tokenFor,
-  useApps,
-  type App,
+  app,
+  useFreshApp,
   type Badge,
 } from './support.js';
 import { ENGINES, extrasCalls } from './extras-routes-support.js';
 
 for (const engine of ENGINES) {
   describe(`notices, red dots and conversations over HTTP [${engine}]`, () => {
-    const apps = useApps(engine, 'extras');
-    let app: App;
-
-    beforeEach(async () => {
-      app = await apps.start();
-    });
+    const apps = useFreshApp(engine, 'extras');
 
     const {
       publish,

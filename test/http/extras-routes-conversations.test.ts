@@ -5,19 +5,14 @@
  * badge after each kind of change compared with the definition. One in-process gateway per
  * test, on the memory engine and on a real redis-server. This file: conversations: unread, reads and mute.
  */
-import { beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { badgeState } from '../support/badges.js';
-import { client, expectError, platformBadge, tokenFor, useApps, type App } from './support.js';
+import { client, expectError, platformBadge, tokenFor, app, useFreshApp } from './support.js';
 import { ENGINES, expectBadInput, extrasCalls } from './extras-routes-support.js';
 
 for (const engine of ENGINES) {
   describe(`notices, red dots and conversations over HTTP [${engine}]`, () => {
-    const apps = useApps(engine, 'extras');
-    let app: App;
-
-    beforeEach(async () => {
-      app = await apps.start();
-    });
+    useFreshApp(engine, 'extras');
 
     const { publish, setMembers, send, myBadge, read, list, mute, explain, snapshot } = extrasCalls(
       () => app,

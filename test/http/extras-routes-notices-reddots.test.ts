@@ -5,7 +5,7 @@
  * badge after each kind of change compared with the definition. One in-process gateway per
  * test, on the memory engine and on a real redis-server. This file: system notices and red dots.
  */
-import { beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { badgeState } from '../support/badges.js';
 import {
   client,
@@ -13,19 +13,14 @@ import {
   platform,
   platformBadge,
   tokenFor,
-  useApps,
-  type App,
+  app,
+  useFreshApp,
 } from './support.js';
 import { ENGINES, expectBadInput, extrasCalls } from './extras-routes-support.js';
 
 for (const engine of ENGINES) {
   describe(`notices, red dots and conversations over HTTP [${engine}]`, () => {
-    const apps = useApps(engine, 'extras');
-    let app: App;
-
-    beforeEach(async () => {
-      app = await apps.start();
-    });
+    useFreshApp(engine, 'extras');
 
     const { expectEmpty, publish, withdraw, mark, clear, myBadge, read, explain, snapshot } =
       extrasCalls(() => app);

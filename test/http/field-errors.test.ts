@@ -3,14 +3,14 @@
  * posts is refused with the same code and message over HTTP as by the badge service itself.
  */
 import { BubbleError } from '@bubble/protocol';
-import { beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   client,
   expectError,
   platform,
   tokenFor,
-  useApps,
-  type App,
+  app,
+  useFreshApp,
   type Reply,
 } from './support.js';
 
@@ -33,12 +33,7 @@ async function serviceError(
 }
 
 describe('errors that name the field [memory]', () => {
-  const apps = useApps('memory', 'field-errors');
-  let app: App;
-
-  beforeEach(async () => {
-    app = await apps.start();
-  });
+  useFreshApp('memory', 'field-errors');
 
   it.each<[string, unknown, number, string, string]>([
     ['a post without ts', { author: 'bob', id: 'p1' }, 400, 'UB_ERR_BAD_REQUEST', 'ts: required'],

@@ -3,7 +3,7 @@
  * against an in-process gateway, once per storage engine: the client badge and authentication.
  */
 import { SignJWT } from 'jose';
-import { beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   API_KEY,
   client,
@@ -14,8 +14,8 @@ import {
   platform,
   platformBadge,
   tokenFor,
-  useApps,
-  type App,
+  app,
+  useFreshApp,
   type Badge,
 } from './support.js';
 import {
@@ -29,12 +29,7 @@ import {
 
 for (const engine of ENGINES) {
   describe(`HTTP gateway routes [${engine}]`, () => {
-    const apps = useApps(engine, 'http');
-    let app: App;
-
-    beforeEach(async () => {
-      app = await apps.start();
-    });
+    const apps = useFreshApp(engine, 'http');
 
     const { followAll, ingest, myBadge } = routeCalls(() => app);
 

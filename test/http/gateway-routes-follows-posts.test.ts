@@ -3,7 +3,7 @@
  * against an in-process gateway, once per storage engine: follows and posts.
  */
 import { DAY_MS } from '@bubble/protocol';
-import { beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   client,
   expectError,
@@ -11,20 +11,15 @@ import {
   parseJson,
   platform,
   tokenFor,
-  useApps,
-  type App,
+  app,
+  useFreshApp,
   type Badge,
 } from './support.js';
 import { ENGINES, routeCalls } from './gateway-routes-support.js';
 
 for (const engine of ENGINES) {
   describe(`HTTP gateway routes [${engine}]`, () => {
-    const apps = useApps(engine, 'http');
-    let app: App;
-
-    beforeEach(async () => {
-      app = await apps.start();
-    });
+    useFreshApp(engine, 'http');
 
     const { followAll, ingest, myBadge } = routeCalls(() => app);
 

@@ -4,7 +4,7 @@
  */
 import { RedisStore } from '@bubble/store';
 import { startRedisServer, uniquePrefix, waitFor } from '@bubble/test-utils';
-import { beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   API_KEY,
   MIB,
@@ -16,20 +16,15 @@ import {
   parseJson,
   platform,
   tokenFor,
-  useApps,
-  type App,
+  app,
+  useFreshApp,
   type Badge,
 } from './support.js';
 import { BADGE_FIELDS, ENGINES, routeCalls } from './gateway-routes-support.js';
 
 for (const engine of ENGINES) {
   describe(`HTTP gateway routes [${engine}]`, () => {
-    const apps = useApps(engine, 'http');
-    let app: App;
-
-    beforeEach(async () => {
-      app = await apps.start();
-    });
+    const apps = useFreshApp(engine, 'http');
 
     const { followAll, ingest, myBadge } = routeCalls(() => app);
 

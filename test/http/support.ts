@@ -15,7 +15,7 @@ import {
   type RedisServerHandle,
 } from '@bubble/test-utils';
 import { pino } from 'pino';
-import { afterAll, afterEach, beforeAll, expect } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, expect } from 'vitest';
 import { httpCall, type CallOptions, type Reply } from '../support/http.js';
 
 export type { Badge } from '@bubble/protocol';
@@ -108,6 +108,25 @@ export function useApps(
       return app;
     },
   };
+}
+
+/** The app of the running test, once useFreshApp started it. */
+export let app: App;
+
+/**
+ * useApps for the calling describe block, and before each of its tests a fresh app of the
+ * engine, started with `options`, as `app`.
+ */
+export function useFreshApp(
+  engine: 'memory' | 'redis',
+  label: string,
+  options: AppOptions = {},
+): ReturnType<typeof useApps> {
+  const apps = useApps(engine, label);
+  beforeEach(async () => {
+    app = await apps.start(options);
+  });
+  return apps;
 }
 
 /** A platform call (X-Api-Key). */

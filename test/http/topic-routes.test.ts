@@ -3,17 +3,12 @@
  * replace, list, posts carrying topics, and bad input (which changes nothing).
  */
 import { MINUTE_MS } from '@bubble/protocol';
-import { beforeEach, describe, expect, it } from 'vitest';
-import { expectError, parseJson, platform, platformBadge, useApps, type App } from './support.js';
+import { describe, expect, it } from 'vitest';
+import { expectError, parseJson, platform, platformBadge, app, useFreshApp } from './support.js';
 
 for (const engine of ['memory', 'redis'] as const) {
   describe(`HTTP topic routes [${engine}]`, () => {
-    const apps = useApps(engine, 'topics');
-    let app: App;
-
-    beforeEach(async () => {
-      app = await apps.start({ rules: { topicCap: 3 } });
-    });
+    useFreshApp(engine, 'topics', { rules: { topicCap: 3 } });
 
     async function topics(user: string): Promise<string[]> {
       const reply = await platform(app, 'GET', `/v1/users/${user}/topics`);

@@ -9,10 +9,10 @@
 import type { BadgeService } from '@bubble/badges';
 import { HOUR_MS } from '@bubble/protocol';
 import { RedisStore, type BubbleStore } from '@bubble/store';
-import { startRedisCluster, uniquePrefix, type RedisClusterHandle } from '@bubble/test-utils';
+import { uniquePrefix } from '@bubble/test-utils';
 import fc from 'fast-check';
-import { Cluster } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
+import { useRedisCluster } from '../support/redis-cluster.js';
 import { describeEachEngine, manualService, type EngineName } from '../support/engines.js';
 
 const USERS = Array.from({ length: 12 }, (_, i) => `u${i}`);
@@ -141,22 +141,19 @@ describeEachEngine('batched cold start', (ctx, engine) => {
 
 // A standalone Redis reads a batch in a call or two; a Cluster per user and per conversation.
 describe('batched cold start [3-master Redis Cluster]', () => {
-  let cluster: RedisClusterHandle | undefined;
-  let client: Cluster | undefined;
+  const cluster = useRedisCluster();
   const stores: RedisStore[] = [];
-  beforeAll(async () => {
-    cluster = await startRedisCluster({ masters: 3 });
-    client = new Cluster(cluster.nodes, { enableAutoPipelining: true });
-  }, 60_000);
   afterAll(async () => {
     await Promise.all(stores.map((store) => store.close()));
-    await client?.quit().catch(() => client?.disconnect());
-    await cluster?.stop();
   });
 
   it('badges(users) equals badge(user) of each user, each call in its slot', async () => {
     const makeStore = () => {
-      const store = new RedisStore({ client: client!, keyPrefix: uniquePrefix(), pools: 100 });
+      const store = new RedisStore({
+        client: cluster.client,
+        keyPrefix: uniquePrefix(),
+        pools: 100,
+      });
       stores.push(store);
       return store;
     };

@@ -9,19 +9,8 @@ import type net from 'node:net';
 import { SignJWT } from 'jose';
 import { describe, expect, it } from 'vitest';
 import { waitFor } from '@bubble/test-utils';
-import {
-  CLOSE,
-  Client,
-  ENGINES,
-  JWT_SECRET,
-  expectRefused,
-  ms,
-  nextLocalAddress,
-  rawUpgrade,
-  tokenFor,
-  useEngine,
-  type LiveApp,
-} from './support.js';
+import { CLOSE, ENGINES, JWT_SECRET, tokenFor, useEngine, type LiveApp } from './support.js';
+import { Client, expectRefused, ms, nextLocalAddress, rawUpgrade } from './live-client.js';
 
 const AUDIENCE = 'bubble-ws-test';
 

@@ -8,16 +8,8 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import {
-  ENGINES,
-  connect,
-  expectVersionsIncrease,
-  ids,
-  platform,
-  useEngine,
-  type Badge,
-  type Client,
-} from './support.js';
+import { ENGINES, platform, useEngine, type Badge } from './support.js';
+import { connect, expectVersionsIncrease, ids, type Client } from './live-client.js';
 
 const PUSH_DEADLINE_MS = 20_000;
 

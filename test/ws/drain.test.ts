@@ -5,18 +5,8 @@
  * a socket is served as before, and nothing new is admitted.
  */
 import { describe, expect, it } from 'vitest';
-import {
-  CLOSE,
-  ENGINES,
-  Client,
-  connect,
-  follow,
-  ids,
-  ingest,
-  tokenFor,
-  useEngine,
-  type LiveApp,
-} from './support.js';
+import { CLOSE, ENGINES, follow, ingest, tokenFor, useEngine, type LiveApp } from './support.js';
+import { Client, connect, ids } from './live-client.js';
 import { httpCall } from '../support/http.js';
 
 const SOCKETS = 20;

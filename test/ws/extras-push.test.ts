@@ -13,17 +13,14 @@ import { badgeState } from '../support/badges.js';
 import {
   ENGINES,
   call,
-  connect,
-  expectVersionsIncrease,
-  ids,
   platform,
   platformBadge,
   tokenFor,
   useEngine,
   type Badge,
-  type Client,
   type LiveApp,
 } from './support.js';
+import { connect, expectVersionsIncrease, ids, type Client } from './live-client.js';
 
 const PUSH_DEADLINE_MS = 20_000;
 

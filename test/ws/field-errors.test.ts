@@ -4,7 +4,8 @@
  */
 import { waitFor } from '@bubble/test-utils';
 import { describe, expect, it } from 'vitest';
-import { connect, useEngine } from './support.js';
+import { connect } from './live-client.js';
+import { useEngine } from './support.js';
 
 const ID_RULE = 'must be 1 to 64 characters of [A-Za-z0-9_.:@-]';
 

@@ -6,18 +6,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { waitFor } from '@bubble/test-utils';
-import {
-  CLOSE,
-  ENGINES,
-  connect,
-  expectVersionsIncrease,
-  follow,
-  ids,
-  ingest,
-  useEngine,
-  type Client,
-  type LiveApp,
-} from './support.js';
+import { CLOSE, ENGINES, follow, ingest, useEngine, type LiveApp } from './support.js';
+import { connect, expectVersionsIncrease, ids, type Client } from './live-client.js';
 
 const MAX_PAYLOAD = 4096;
 

@@ -12,19 +12,8 @@ import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { waitFor } from '@bubble/test-utils';
-import {
-  CLOSE,
-  Client,
-  ENGINES,
-  collectProcessErrors,
-  connect,
-  follow,
-  ingest,
-  nextLocalAddress,
-  tokenFor,
-  useEngine,
-  type LiveApp,
-} from './support.js';
+import { CLOSE, ENGINES, follow, ingest, tokenFor, useEngine, type LiveApp } from './support.js';
+import { Client, collectProcessErrors, connect, nextLocalAddress } from './live-client.js';
 
 type Frame = { kind: 'text'; data: string } | { kind: 'binary'; data: Uint8Array };
 

@@ -7,7 +7,8 @@
 import { HEARTBEAT_MS, PONG_TIMEOUT_MS } from '@bubble/gateway';
 import { waitFor } from '@bubble/test-utils';
 import { describe, expect, it } from 'vitest';
-import { ENGINES, connect, ids, useEngine } from './support.js';
+import { ENGINES, useEngine } from './support.js';
+import { connect, ids } from './live-client.js';
 
 for (const engine of ENGINES) {
   describe(`WebSocket heartbeats [${engine}]`, () => {

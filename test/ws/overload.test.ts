@@ -7,7 +7,8 @@
  */
 import { waitFor } from '@bubble/test-utils';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CLOSE, Client, call, connect, ids, tokenFor, useEngine, type LiveApp } from './support.js';
+import { CLOSE, call, tokenFor, useEngine, type LiveApp } from './support.js';
+import { Client, connect, ids } from './live-client.js';
 
 /** Keeps the event loop blocked `blockMs` out of every `everyMs` until stopped. */
 function lagEventLoop(blockMs: number, everyMs: number): () => void {

@@ -6,7 +6,8 @@
 import type { RedisStore } from '@bubble/store';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { call, connect, ids, tokenFor, useEngine, type LiveApp } from './support.js';
+import { call, tokenFor, useEngine, type LiveApp } from './support.js';
+import { connect, ids } from './live-client.js';
 
 /** The commands Redis ran while `work` ran (markers excluded). */
 async function commandsDuring(app: LiveApp, work: () => Promise<void>): Promise<string[]> {

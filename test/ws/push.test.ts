@@ -9,18 +9,15 @@ import { describe, expect, it } from 'vitest';
 import {
   ENGINES,
   call,
-  connect,
-  expectVersionsIncrease,
   follow,
-  ids,
   ingest,
   platformBadge,
   sweeps,
   tokenFor,
   useEngine,
   type Badge,
-  type Client,
 } from './support.js';
+import { connect, expectVersionsIncrease, ids, type Client } from './live-client.js';
 import { waitFor } from '@bubble/test-utils';
 
 for (const engine of ENGINES) {

@@ -13,19 +13,8 @@
  * by one, sent one at a time as `read` frames on the user's other socket.
  */
 import { describe, expect, it } from 'vitest';
-import {
-  CLOSE,
-  ENGINES,
-  connect,
-  expectVersionsIncrease,
-  follow,
-  ids,
-  ingest,
-  tokenFor,
-  useEngine,
-  Client,
-  type Engine,
-} from './support.js';
+import { CLOSE, ENGINES, follow, ingest, tokenFor, useEngine, type Engine } from './support.js';
+import { connect, expectVersionsIncrease, ids, Client } from './live-client.js';
 
 const POSTS_PER_ROUND = 2500;
 const MAX_READS = 40_000;

@@ -8,6 +8,7 @@
 import fc from 'fast-check';
 import WebSocket from 'ws';
 import { describe, expect, it } from 'vitest';
+import { badgeState } from '../support/badges.js';
 import { call } from '../support/http.js';
 import { ENGINES, platform, platformBadge, tokenFor, useEngine, type LiveApp } from './support.js';
 
@@ -55,15 +56,7 @@ async function stateOf(app: LiveApp, user: string, token: string) {
   const badge = await platformBadge(app, user);
   const list = await call(app, 'GET', '/v1/conversations', { token });
   expect(list.status, list.text).toBe(200);
-  return {
-    feed: badge.feed,
-    notices: badge.notices,
-    conversations: badge.conversations,
-    conversationsTotal: badge.conversationsTotal,
-    reddots: badge.reddots,
-    total: badge.total,
-    list: JSON.parse(list.text) as unknown,
-  };
+  return { ...badgeState(badge), list: JSON.parse(list.text) as unknown };
 }
 
 /** A read frame on a socket of A's, answered (a badge or an error) before it returns. */

@@ -14,14 +14,13 @@ import { API_KEY as DEPLOYMENT_API_KEY, Deployment } from './processes.js';
 import {
   ENGINES,
   JWT_SECRET,
-  Client,
   call,
-  connect,
   platform,
   tokenFor,
   useEngine,
   type LiveApp,
 } from './support.js';
+import { Client, connect } from './live-client.js';
 
 /** Far below the safety refresh: only a signal (or a moved count) is this quick. */
 const DEADLINE_MS = 15_000;

@@ -10,17 +10,8 @@ import { BubbleClient, type ConversationChange } from '@bubble/client';
 import { waitFor } from '@bubble/test-utils';
 import { WebSocket } from 'ws';
 import { describe, expect, it } from 'vitest';
-import {
-  CLOSE,
-  ENGINES,
-  Client,
-  call,
-  connect,
-  platform,
-  tokenFor,
-  useEngine,
-  type LiveApp,
-} from './support.js';
+import { CLOSE, ENGINES, call, platform, tokenFor, useEngine, type LiveApp } from './support.js';
+import { Client, connect } from './live-client.js';
 
 const DEADLINE_MS = 20_000;
 
