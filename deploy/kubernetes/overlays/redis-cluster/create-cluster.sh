@@ -1,7 +1,7 @@
 #!/bin/sh
 # Joins the nodes named in $REDIS_NODES ("host:port host:port host:port") into one Redis Cluster
 # of masters, once: a cluster that already covers its slots is left alone, so the Job may run
-# again. test/deploy/kubernetes.test.ts runs this very file against local redis-servers.
+# again. test/deploy/kubernetes-create-cluster.test.ts runs this very file against local redis-servers.
 set -eu
 
 : "${REDIS_NODES:?REDIS_NODES must list the nodes, host:port separated by spaces}"
