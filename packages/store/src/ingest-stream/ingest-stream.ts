@@ -1,6 +1,7 @@
 import { fnv1a32 } from '@bubble/protocol';
 import type { RedisClient } from '../redis/connect.js';
 import type { RedisKeys } from '../redis/keys.js';
+import { readNewEntries } from '../redis/read-group.js';
 import { scripts, type ScriptRunner } from '../redis/scripts.js';
 import { streamIdMs } from '../stream-id.js';
 
@@ -78,20 +79,9 @@ export class IngestPartition {
 
   /** XREADGROUP of new entries; blocks up to blockMs. Throws NOGROUP when the group is gone. */
   async read(consumer: string, count: number, blockMs: number): Promise<IngestEntry[]> {
-    const reply = (await this.redis.xreadgroup(
-      'GROUP',
-      INGEST_GROUP,
-      consumer,
-      'COUNT',
-      count,
-      'BLOCK',
-      blockMs,
-      'STREAMS',
-      this.stream,
-      '>',
-    )) as [string, [string, string[] | null][]][] | null;
-    if (!reply || reply.length === 0) return [];
-    return toEntries(reply[0]![1]);
+    return toEntries(
+      await readNewEntries(this.redis, this.stream, INGEST_GROUP, consumer, count, blockMs),
+    );
   }
 
   /**

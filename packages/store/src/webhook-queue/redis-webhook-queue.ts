@@ -1,6 +1,7 @@
 import { poolOf } from '@bubble/protocol';
 import type { RedisClient } from '../redis/connect.js';
 import type { RedisKeys } from '../redis/keys.js';
+import { readNewEntries } from '../redis/read-group.js';
 import { scripts, type ScriptRunner } from '../redis/scripts.js';
 import { ScriptStatus } from '../redis/script-status.js';
 import { slotSpreadOf, type SlotSpread } from '../redis/slot-spread.js';
@@ -98,19 +99,7 @@ export class RedisWebhookQueue {
     count: number,
     blockMs: number,
   ): Promise<WebhookJobEntry[]> {
-    const read = () =>
-      reader.xreadgroup(
-        'GROUP',
-        WEBHOOK_GROUP,
-        consumer,
-        'COUNT',
-        count,
-        'BLOCK',
-        blockMs,
-        'STREAMS',
-        this.k.jobs,
-        '>',
-      ) as Promise<Array<[string, Array<[string, string[]]>]> | null>;
+    const read = () => readNewEntries(reader, this.k.jobs, WEBHOOK_GROUP, consumer, count, blockMs);
     let reply;
     let resumed = false;
     try {
@@ -121,9 +110,9 @@ export class RedisWebhookQueue {
       resumed = true;
       reply = await read();
     }
-    return (reply?.[0]?.[1] ?? []).map(([id, fields]) => ({
+    return reply.map(([id, fields]) => ({
       id,
-      job: fieldOf(fields, 'job'),
+      job: fieldOf(fields ?? [], 'job'),
       resumed,
     }));
   }
