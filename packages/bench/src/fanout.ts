@@ -16,6 +16,7 @@ import {
 } from './redis-probe.js';
 import {
   buildScenarioWorkload,
+  SCENARIO_WORKLOAD_DEFAULTS,
   followedAuthors,
   type Workload,
   type ScenarioWorkloadOptions,
@@ -35,19 +36,13 @@ export interface FanoutOptions extends ScenarioWorkloadOptions {
 }
 
 export const FANOUT_DEFAULTS: FanoutOptions = {
-  users: 100_000,
-  authors: 50_000,
+  ...SCENARIO_WORKLOAD_DEFAULTS,
   pools: 100,
-  windowPosts: 400_000,
-  followMedian: 150,
-  followCap: 2000,
   posts: 1000,
   megaFollowers: 1_000_000,
   batch: 100,
   traditionalSeconds: 240,
   loadSeconds: 300,
-  seed: 42,
-  log: () => {},
 };
 
 const KEY_PREFIX = 'ub';

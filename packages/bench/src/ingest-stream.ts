@@ -3,7 +3,8 @@ import type { RoleProcess } from '@bubble/test-utils';
 import { Redis } from 'ioredis';
 import { startBenchRedis } from './bench-redis.js';
 import { INGEST_DEFAULTS, type IngestOptions } from './ingest.js';
-import { RawHttpConnection, httpRequest } from './http-client.js';
+import { RawHttpConnection } from './http-client.js';
+import { postBatchesFor } from './post-batches.js';
 import { logProfiles } from './profile-summary.js';
 import {
   KEY_PREFIX,
@@ -94,46 +95,20 @@ export async function benchIngestStream(partial: Partial<IngestStreamOptions> = 
     }
 
     // (a) POST /v1/posts
-    const httpPhase = async (seconds: number, posts: PhasePosts | null) => {
-      const endsAt = performance.now() + seconds * 1000;
-      let accepted = 0;
-      let refused = 0;
+    const httpPhase = (seconds: number, posts: PhasePosts | null) => {
       let warmSeq = 0;
-      const statuses: Record<string, number> = {};
-      const times: number[] = [];
-      const started = performance.now();
-      await Promise.all(
-        connections.map(async (connection) => {
-          while (performance.now() < endsAt) {
-            const ts = Date.now();
-            const batch = Array.from({ length: options.batch }, () => {
-              const author = workload.authorRank.next();
-              if (posts === null)
-                return { author: workload.authors[author]!, id: `hw${warmSeq++}`, ts };
-              const seq = posts.count++;
-              if (seq >= posts.authorOf.length) posts.authorOf = grow(posts.authorOf);
-              posts.authorOf[seq] = author;
-              return { author: workload.authors[author]!, id: `${posts.prefix}${seq}`, ts };
-            });
-            const request = httpRequest(
-              'POST',
-              '/v1/posts',
-              { 'X-Api-Key': secrets.apiKey },
-              JSON.stringify({ posts: batch }),
-            );
-            const sent = performance.now();
-            const response = await connection.request(request);
-            times.push(performance.now() - sent);
-            statuses[response.status] = (statuses[response.status] ?? 0) + 1;
-            if (response.status === 202) {
-              accepted += (JSON.parse(response.body.toString()) as { accepted: number }).accepted;
-            } else refused += options.batch;
-          }
-        }),
-      );
-      const elapsed = (performance.now() - started) / 1000;
-      times.sort((a, b) => a - b);
-      return { accepted, refused, statuses, elapsed, times };
+      return postBatchesFor(connections, seconds, secrets.apiKey, options.batch, () => {
+        const ts = Date.now();
+        return Array.from({ length: options.batch }, () => {
+          const author = workload.authorRank.next();
+          if (posts === null)
+            return { author: workload.authors[author]!, id: `hw${warmSeq++}`, ts };
+          const seq = posts.count++;
+          if (seq >= posts.authorOf.length) posts.authorOf = grow(posts.authorOf);
+          posts.authorOf[seq] = author;
+          return { author: workload.authors[author]!, id: `${posts.prefix}${seq}`, ts };
+        });
+      });
     };
     log(`ingest-stream: HTTP warm-up, ${options.connections} connections × ${options.batch} posts`);
     await httpPhase(options.warmupSeconds, null);

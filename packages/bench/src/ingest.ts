@@ -1,7 +1,8 @@
 import type { RoleProcess } from '@bubble/test-utils';
 import type { AuthorSizes, BenchOptions } from './bench-options.js';
 import { startBenchRedis } from './bench-redis.js';
-import { RawHttpConnection, httpRequest } from './http-client.js';
+import { RawHttpConnection } from './http-client.js';
+import { postBatchesFor } from './post-batches.js';
 import { logProfiles } from './profile-summary.js';
 import {
   benchSecrets,
@@ -64,46 +65,25 @@ export async function benchIngest(partial: Partial<IngestOptions> = {}) {
       connections.push(await RawHttpConnection.connect('127.0.0.1', gateway.port));
     }
     let seq = 0;
-    const nextRequest = () => {
+    const nextPosts = () => {
       const ts = Date.now();
-      const posts = Array.from({ length: options.batch }, () => ({
+      return Array.from({ length: options.batch }, () => ({
         author: workload.authors[workload.authorRank.next()]!,
         id: `i${seq++}`,
         ts,
       }));
-      return httpRequest(
-        'POST',
-        '/v1/posts',
-        { 'X-Api-Key': secrets.apiKey },
-        JSON.stringify({ posts }),
-      );
     };
     const phase = async (seconds: number) => {
-      const endsAt = performance.now() + seconds * 1000;
-      let accepted = 0;
-      let refused = 0;
-      const statuses: Record<string, number> = {};
-      const times: number[] = [];
       const lag = new LoopLag();
       lag.start();
-      const started = performance.now();
-      await Promise.all(
-        connections.map(async (connection) => {
-          while (performance.now() < endsAt) {
-            const request = nextRequest();
-            const sent = performance.now();
-            const response = await connection.request(request);
-            times.push(performance.now() - sent);
-            statuses[response.status] = (statuses[response.status] ?? 0) + 1;
-            if (response.status === 202) {
-              accepted += (JSON.parse(response.body.toString()) as { accepted: number }).accepted;
-            } else refused += options.batch;
-          }
-        }),
+      const posted = await postBatchesFor(
+        connections,
+        seconds,
+        secrets.apiKey,
+        options.batch,
+        nextPosts,
       );
-      const elapsed = (performance.now() - started) / 1000;
-      times.sort((a, b) => a - b);
-      return { accepted, refused, statuses, elapsed, times, lag: lag.stop() };
+      return { ...posted, lag: lag.stop() };
     };
     log(`ingest: ${options.connections} connections, ${options.batch} posts per call; warm-up`);
     await phase(options.warmupSeconds);

@@ -2,6 +2,7 @@ import { ExtrasTracker, FeedCounter, StoredBeliefs } from '@bubble/core';
 import { DAY_MS, mulberry32 } from '@bubble/protocol';
 import {
   buildScenarioWorkload,
+  SCENARIO_WORKLOAD_DEFAULTS,
   followedAuthors,
   percentile,
   postsByAuthor,
@@ -23,18 +24,12 @@ export interface MassOfflineOptions extends ScenarioWorkloadOptions {
 }
 
 export const MASS_OFFLINE_DEFAULTS: MassOfflineOptions = {
-  users: 100_000,
-  authors: 50_000,
-  windowPosts: 400_000,
-  followMedian: 150,
-  followCap: 2000,
+  ...SCENARIO_WORKLOAD_DEFAULTS,
   offline: 50_000,
   smallOffline: 5_000,
   rounds: 3,
   topicsPerUser: 5,
   topicPool: 1000,
-  seed: 42,
-  log: () => {},
 };
 
 export const MASS_OFFLINE_NOW = Date.UTC(2026, 10, 30);

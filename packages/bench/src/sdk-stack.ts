@@ -2,7 +2,7 @@ import type { RedisStore } from '@bubble/store';
 import type { RoleProcess } from '@bubble/test-utils';
 import type { BenchOptions } from './bench-options.js';
 import { spawnRole } from './children.js';
-import { roleEnv, type BenchSecrets } from './live-stack.js';
+import { benchSecrets, roleEnv, type BenchSecrets } from './live-stack.js';
 import type { SdkFleet } from './sdk-fleet.js';
 
 /** What the SDK scenarios (soak, storm) size alike: clients in drivers, each following one author. */
@@ -64,6 +64,23 @@ export async function startServerAndCore(
     children.push(child);
     await child.listening(30_000);
   }
+}
+
+/**
+ * The SDK scenarios' stack below their gateways: `count` users following one of `authors` each
+ * (usersFollowingOneEach), fresh secrets, and `bubble server` + `bubble core` added to `children`.
+ */
+export async function startUsersServerAndCore(
+  redis: { store: RedisStore; url: string },
+  label: string,
+  count: number,
+  options: { authors: number; pools: number; log: (line: string) => void },
+  children: RoleProcess[],
+): Promise<{ users: string[]; authors: string[]; authorOf: Int32Array; secrets: BenchSecrets }> {
+  const following = await usersFollowingOneEach(redis.store, label, count, options.authors);
+  const secrets = benchSecrets();
+  await startServerAndCore(redis.url, options.pools, secrets, options.log, children);
+  return { ...following, secrets };
 }
 
 export type PlatformCall = (

@@ -1,13 +1,12 @@
 import type { RoleProcess } from '@bubble/test-utils';
 import { startBenchRedis } from './bench-redis.js';
 import { processRssBytes, stopAll } from './children.js';
-import { benchSecrets, machineFacts, round2, sleep, startGateway } from './live-stack.js';
+import { machineFacts, round2, sleep, startGateway } from './live-stack.js';
 import { histogramQuantile, SdkFleet } from './sdk-fleet.js';
 import {
   platformCall,
   SDK_STACK_DEFAULTS,
-  startServerAndCore,
-  usersFollowingOneEach,
+  startUsersServerAndCore,
   wrongBadges,
   type SdkStackOptions,
 } from './sdk-stack.js';
@@ -60,15 +59,14 @@ export async function benchSoak(partial: Partial<SoakOptions> = {}) {
   const children: RoleProcess[] = [];
   let fleet: SdkFleet | undefined;
   try {
-    const { users, authors, authorOf } = await usersFollowingOneEach(
-      redis.store,
+    const { users, authors, authorOf, secrets } = await startUsersServerAndCore(
+      redis,
       'soak',
       options.sockets,
-      options.authors,
+      options,
+      children,
     );
     log(`soak: ${users.length} users follow one of ${authors.length} authors`);
-    const secrets = benchSecrets();
-    await startServerAndCore(redis.url, options.pools, secrets, log, children);
     const gateway = await startGateway({
       redisUrl: redis.url,
       pools: options.pools,

@@ -1,13 +1,12 @@
 import type { RoleProcess } from '@bubble/test-utils';
 import { startBenchRedis } from './bench-redis.js';
 import { processRssBytes, stopAll } from './children.js';
-import { benchSecrets, machineFacts, sleep, startGateway } from './live-stack.js';
+import { machineFacts, sleep, startGateway } from './live-stack.js';
 import { perSecond, SdkFleet } from './sdk-fleet.js';
 import {
   platformCall,
   SDK_STACK_DEFAULTS,
-  startServerAndCore,
-  usersFollowingOneEach,
+  startUsersServerAndCore,
   wrongBadges,
   type SdkStackOptions,
 } from './sdk-stack.js';
@@ -66,14 +65,13 @@ export async function benchStorm(partial: Partial<StormOptions> = {}) {
   const children: RoleProcess[] = [];
   let fleet: SdkFleet | undefined;
   try {
-    const { users, authors, authorOf } = await usersFollowingOneEach(
-      redis.store,
+    const { users, authors, authorOf, secrets } = await startUsersServerAndCore(
+      redis,
       'storm',
       options.clients,
-      options.authors,
+      options,
+      children,
     );
-    const secrets = benchSecrets();
-    await startServerAndCore(redis.url, options.pools, secrets, log, children);
     const gateway = (port?: number) =>
       startGateway({ redisUrl: redis.url, pools: options.pools, secrets, log, port }).then(
         (child) => (children.push(child), child),

@@ -14,6 +14,7 @@ import { spawnProbedCore, type ProbeReader, type ProbeRecord } from './probe-rea
 import { callsBetween, commandCalls, redisCpuSeconds } from './redis-probe.js';
 import {
   buildScenarioWorkload,
+  SCENARIO_WORKLOAD_DEFAULTS,
   percentile,
   ZipfSampler,
   type Workload,
@@ -41,12 +42,8 @@ export interface SweepOptions extends ScenarioWorkloadOptions {
 }
 
 export const SWEEP_DEFAULTS: SweepOptions = {
-  users: 100_000,
-  authors: 50_000,
+  ...SCENARIO_WORKLOAD_DEFAULTS,
   pools: 100,
-  windowPosts: 400_000,
-  followMedian: 150,
-  followCap: 2000,
   postsPerSec: 1000,
   // A p99 of 60 sweeps is their maximum; of 200, the second largest.
   sweeps: 200,
@@ -56,10 +53,8 @@ export const SWEEP_DEFAULTS: SweepOptions = {
   warmupSweeps: 3,
   onlineBatch: 2000,
   loadSeconds: 600,
-  seed: 42,
   coreNodeArgs: [],
   coreEnv: {},
-  log: () => {},
 };
 
 const TICK_MS = 1000;

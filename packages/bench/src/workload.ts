@@ -110,6 +110,17 @@ export interface ScenarioWorkloadOptions extends AuthorSizes, BenchOptions {
   followCap: number;
 }
 
+/** The population the hot-path scenarios (fanout, sweep, mass-offline) run on by default. */
+export const SCENARIO_WORKLOAD_DEFAULTS: ScenarioWorkloadOptions = {
+  users: 100_000,
+  authors: 50_000,
+  windowPosts: 400_000,
+  followMedian: 150,
+  followCap: 2000,
+  seed: 42,
+  log: () => {},
+};
+
 /** A scenario's workload: power-law follows, a lookback window ending now unless overridden. */
 export function buildScenarioWorkload(
   label: string,
