@@ -42,6 +42,7 @@ import {
   LATENCY_MODERATE_DEFAULTS,
   type LatencyOptions,
 } from './latency-options.js';
+import { PostingPace } from './posting-pace.js';
 import { clockOffset, mergeReports } from './ws-report.js';
 
 export function benchLatencyModerate(partial: Partial<LatencyOptions> = {}) {
@@ -300,12 +301,8 @@ async function postAndMeasure(
   probes: { probe: ProbeReader; pids: Record<string, number>; admin: Redis; gatewayUrl: string },
 ): Promise<RunFigures> {
   const { log } = options;
-  const period = 1000 / options.callsPerSec;
-  const started = performance.now();
-  const measureFrom = started + options.warmupSeconds * 1000;
-  const measureTo = measureFrom + options.seconds * 1000;
+  const pace = new PostingPace(options);
   let measuring = false;
-  let sent = 0;
   let calls = 0;
   let measuredCalls = 0;
   let measuredPosts = 0;
@@ -318,14 +315,14 @@ async function postAndMeasure(
   let switchesBefore: Awaited<ReturnType<typeof processContextSwitches>> = null;
   let redisBefore = 0;
   let pushBefore: PushSnapshot | undefined;
-  let lastLog = started;
+  let lastLog = pace.started;
   log(
     `latency: posting ${options.postsPerSec}/s in ${options.callsPerSec} calls/s; ` +
       `${options.warmupSeconds} s warm-up, then ${options.seconds} s measured`,
   );
-  while (performance.now() < measureTo) {
+  while (pace.running()) {
     const callAt = performance.now();
-    if (!measuring && callAt >= measureFrom) {
+    if (!measuring && callAt >= pace.measureFrom) {
       measuring = true;
       await Promise.all(drivers.map((d) => d.call('measure', { on: true })));
       await probes.probe.drain();
@@ -336,8 +333,7 @@ async function postAndMeasure(
       pushBefore = await readPushMetrics(probes.gatewayUrl);
       lag.start();
     }
-    const due = Math.floor(((callAt - started) / 1000) * options.postsPerSec);
-    const n = Math.min(Math.max(0, due - sent), options.postsPerSec);
+    const n = pace.owed(callAt);
     if (n > 0) {
       const ts = Date.now();
       const authors = new Int32Array(n);
@@ -353,7 +349,6 @@ async function postAndMeasure(
       );
       const answerAt = wallNow();
       calls++;
-      sent += n;
       const accepted = response.status === 202 ? acceptedOf(response.body) : -1;
       if (accepted !== n && ++failures <= 3) {
         log(
@@ -377,13 +372,13 @@ async function postAndMeasure(
       lastLog = performance.now();
       const pending = await Promise.all(drivers.map((d) => d.call<number>('pending')));
       log(
-        `latency: ${sent} posts in ${calls} calls; ${measuring ? 'measuring' : 'warming up'}; ` +
+        `latency: ${pace.sent} posts in ${calls} calls; ${measuring ? 'measuring' : 'warming up'}; ` +
           `pushes awaited ${pending.reduce((a, b) => a + b, 0)}`,
       );
     }
-    await sleep(Math.max(0, callAt + period - performance.now()));
+    await pace.untilNextCall(callAt);
   }
-  const measuredSeconds = (performance.now() - measureFrom) / 1000;
+  const measuredSeconds = (performance.now() - pace.measureFrom) / 1000;
   const benchLag = lag.stop();
   const cpuAfter = await cpuSnapshot(probes.pids);
   const kernelAfter = (await processCpuTimes(probes.pids.gateway!))?.system ?? null;

@@ -15,6 +15,7 @@ import { forkDriver, type DriverHandle } from './driver-process.js';
 import { wallNow } from './identity.js';
 import { benchLatency } from './latency.js';
 import { LATENCY_DEFAULTS, type LatencyOptions } from './latency-options.js';
+import { PostingPace } from './posting-pace.js';
 import { machineFacts, round2, sleep } from './live-stack.js';
 import { PEER_CHANGES_CHANNEL, peerBadge, type PeerKind } from './push-peer-server.js';
 import { buildScenarioWorkload, type Workload } from './workload.js';
@@ -197,23 +198,18 @@ async function feedAndMeasure(
   };
   const tick = setInterval(publishChanged, options.tickMs);
 
-  const period = 1000 / options.callsPerSec;
-  const started = performance.now();
-  const measureFrom = started + options.warmupSeconds * 1000;
-  const measureTo = measureFrom + options.seconds * 1000;
+  const pace = new PostingPace(options);
   let measuring = false;
-  let sent = 0;
   let cpuBefore: number | null = null;
   try {
-    while (performance.now() < measureTo) {
+    while (pace.running()) {
       const callAt = performance.now();
-      if (!measuring && callAt >= measureFrom) {
+      if (!measuring && callAt >= pace.measureFrom) {
         measuring = true;
         await Promise.all(drivers.map((d) => d.call('measure', { on: true })));
         cpuBefore = await processCpuSeconds(serverPid);
       }
-      const due = Math.floor(((callAt - started) / 1000) * options.postsPerSec);
-      const n = Math.min(Math.max(0, due - sent), options.postsPerSec);
+      const n = pace.owed(callAt);
       if (n > 0) {
         const posted = new Int32Array(n);
         for (let i = 0; i < n; i++) {
@@ -228,7 +224,6 @@ async function feedAndMeasure(
             }
           }
         }
-        sent += n;
         const answerAt = wallNow();
         drivers.forEach((d, i) =>
           d.post('batch', {
@@ -238,13 +233,13 @@ async function feedAndMeasure(
           } satisfies WsBatch),
         );
       }
-      await sleep(Math.max(0, callAt + period - performance.now()));
+      await pace.untilNextCall(callAt);
     }
   } finally {
     clearInterval(tick);
     publishChanged();
   }
-  const measuredSeconds = (performance.now() - measureFrom) / 1000;
+  const measuredSeconds = (performance.now() - pace.measureFrom) / 1000;
   const cpuAfter = await processCpuSeconds(serverPid);
   await Promise.all(drivers.map((d) => d.call('measure', { on: false })));
   const drainUntil = performance.now() + options.drainSeconds * 1000;
