@@ -8,57 +8,46 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { INGEST_GROUP, IngestReadConnection } from '@bubble/store';
-import {
-  TcpProxy,
-  findExecutable,
-  freePort,
-  startRedisServer,
-  waitFor,
-  type RedisServerHandle,
-} from '@bubble/test-utils';
+import { TcpProxy, findExecutable, freePort, startRedisServer, waitFor } from '@bubble/test-utils';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { skippedWithout } from '../support/missing-tools.js';
+import { useRedisServer } from '../support/redis-server.js';
 
 describe('IngestReadConnection', () => {
-  let server: RedisServerHandle;
-  let admin: Redis;
+  const redis = useRedisServer();
   let key = 0;
   const stream = () => `read-connection:${++key}`;
 
-  beforeAll(async () => {
-    server = await startRedisServer();
-    admin = new Redis(server.url);
-  });
-  afterAll(async () => {
-    admin.disconnect();
-    await server.stop();
-  });
-
   it('reads what ioredis reads: fields in order, UTF-8 text, an entry deleted while pending', async () => {
     const name = stream();
-    await admin.xgroup('CREATE', name, INGEST_GROUP, '0', 'MKSTREAM');
+    await redis.admin.xgroup('CREATE', name, INGEST_GROUP, '0', 'MKSTREAM');
     const bodies = [
       JSON.stringify({ author: 'a1', id: 'p1', ts: 1 }),
       JSON.stringify({ user: 'ü✓😀', text: 'x'.repeat(70_000) }),
       '',
     ];
-    for (const body of bodies) await admin.xadd(name, '*', 'v', '1', 'op', 'post', 'body', body);
-    await admin.xadd(name, '*', 'op', 'counter', 'extra', 'field', 'v', '2');
-    const reader = new IngestReadConnection(new Redis(server.url, { lazyConnect: true }));
+    for (const body of bodies)
+      await redis.admin.xadd(name, '*', 'v', '1', 'op', 'post', 'body', body);
+    await redis.admin.xadd(name, '*', 'op', 'counter', 'extra', 'field', 'v', '2');
+    const reader = new IngestReadConnection(new Redis(redis.server.url, { lazyConnect: true }));
     try {
       const first = await reader.read(name, INGEST_GROUP, 'c1', 2, undefined, 5_000);
       const rest = await reader.read(name, INGEST_GROUP, 'c1', 10, undefined, 5_000);
-      const all = await admin.xrange(name, '-', '+');
+      const all = await redis.admin.xrange(name, '-', '+');
       expect([...first, ...rest]).toEqual(
         all.map(([id, fields]) => ({ id, fields, deliveries: 1 })),
       );
       // Deleted while pending: XAUTOCLAIM drops it, a read of the pending list gives no fields.
-      await admin.xdel(name, all[0]![0]);
-      const again = (await admin.xreadgroup('GROUP', INGEST_GROUP, 'c1', 'STREAMS', name, '0')) as [
-        string,
-        [string, string[] | null][],
-      ][];
+      await redis.admin.xdel(name, all[0]![0]);
+      const again = (await redis.admin.xreadgroup(
+        'GROUP',
+        INGEST_GROUP,
+        'c1',
+        'STREAMS',
+        name,
+        '0',
+      )) as [string, [string, string[] | null][]][];
       expect(again[0]![1][0]).toEqual([all[0]![0], null]);
       expect(await reader.read(name, INGEST_GROUP, 'c1', 10, undefined, 5_000)).toEqual([]);
     } finally {
@@ -68,8 +57,8 @@ describe('IngestReadConnection', () => {
 
   it('waits up to the block time for entries, and answers as soon as one comes', async () => {
     const name = stream();
-    await admin.xgroup('CREATE', name, INGEST_GROUP, '$', 'MKSTREAM');
-    const reader = new IngestReadConnection(new Redis(server.url, { lazyConnect: true }));
+    await redis.admin.xgroup('CREATE', name, INGEST_GROUP, '$', 'MKSTREAM');
+    const reader = new IngestReadConnection(new Redis(redis.server.url, { lazyConnect: true }));
     try {
       const started = Date.now();
       expect(await reader.read(name, INGEST_GROUP, 'c1', 10, 200, 5_000)).toEqual([]);
@@ -79,7 +68,7 @@ describe('IngestReadConnection', () => {
         /one XREADGROUP at a time/,
       );
       await new Promise((resolve) => setTimeout(resolve, 50));
-      const id = await admin.xadd(name, '*', 'v', '1', 'op', 'post', 'body', '{}');
+      const id = await redis.admin.xadd(name, '*', 'v', '1', 'op', 'post', 'body', '{}');
       expect(await reading).toEqual([
         { id, fields: ['v', '1', 'op', 'post', 'body', '{}'], deliveries: 1 },
       ]);
@@ -90,13 +79,13 @@ describe('IngestReadConnection', () => {
 
   it('rejects with NOGROUP when the group is gone, as ioredis does, and reads again after', async () => {
     const name = stream();
-    const reader = new IngestReadConnection(new Redis(server.url, { lazyConnect: true }));
+    const reader = new IngestReadConnection(new Redis(redis.server.url, { lazyConnect: true }));
     try {
       await expect(reader.read(name, INGEST_GROUP, 'c1', 10, undefined, 5_000)).rejects.toThrow(
         /^NOGROUP/,
       );
-      await admin.xgroup('CREATE', name, INGEST_GROUP, '0', 'MKSTREAM');
-      const id = await admin.xadd(name, '*', 'v', '1');
+      await redis.admin.xgroup('CREATE', name, INGEST_GROUP, '0', 'MKSTREAM');
+      const id = await redis.admin.xadd(name, '*', 'v', '1');
       expect(await reader.read(name, INGEST_GROUP, 'c1', 10, undefined, 5_000)).toEqual([
         { id, fields: ['v', '1'], deliveries: 1 },
       ]);
@@ -145,12 +134,12 @@ describe('IngestReadConnection', () => {
 
   it('drops a connection that reached a replica (READONLY), so the next read reconnects', async () => {
     const replica = await startRedisServer({
-      args: ['--replicaof', '127.0.0.1', String(server.port)],
+      args: ['--replicaof', '127.0.0.1', String(redis.server.port)],
     });
     const onReplica = new Redis(replica.url);
     try {
       const name = stream();
-      await admin.xgroup('CREATE', name, INGEST_GROUP, '0', 'MKSTREAM');
+      await redis.admin.xgroup('CREATE', name, INGEST_GROUP, '0', 'MKSTREAM');
       await waitFor(async () => (await onReplica.exists(name)) === 1);
       const reader = new IngestReadConnection(
         new Redis(replica.url, { connectionName: 'test', lazyConnect: true }),
@@ -236,13 +225,15 @@ describe('IngestReadConnection', () => {
 
   it('fails a read on a connection the server killed or that fell silent, and connects again', async () => {
     const name = stream();
-    await admin.xgroup('CREATE', name, INGEST_GROUP, '$', 'MKSTREAM');
-    const proxy = await TcpProxy.start({ port: server.port });
+    await redis.admin.xgroup('CREATE', name, INGEST_GROUP, '$', 'MKSTREAM');
+    const proxy = await TcpProxy.start({ port: redis.server.port });
     const reader = new IngestReadConnection(new Redis(proxy.url, { lazyConnect: true }));
     try {
       const blocked = reader.read(name, INGEST_GROUP, 'killed', 10, 10_000, 15_000);
-      await waitFor(async () => String(await admin.client('LIST')).includes('cmd=xreadgroup'));
-      await admin.call('CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
+      await waitFor(async () =>
+        String(await redis.admin.client('LIST')).includes('cmd=xreadgroup'),
+      );
+      await redis.admin.call('CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
       await expect(blocked).rejects.toThrow(/Connection is closed/);
 
       proxy.silence();
@@ -250,7 +241,7 @@ describe('IngestReadConnection', () => {
       await expect(silent).rejects.toThrow(/Command timed out/);
       proxy.heal();
 
-      const id = await admin.xadd(name, '*', 'v', '1');
+      const id = await redis.admin.xadd(name, '*', 'v', '1');
       expect(await reader.read(name, INGEST_GROUP, 'after', 10, undefined, 5_000)).toEqual([
         { id, fields: ['v', '1'], deliveries: 1 },
       ]);

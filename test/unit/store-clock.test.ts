@@ -4,9 +4,9 @@
  * than a second, and follows a larger step of the store's clock at once.
  */
 import { RedisStore, StoreClock } from '@bubble/store';
-import { startRedisServer, uniquePrefix, type RedisServerHandle } from '@bubble/test-utils';
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { uniquePrefix } from '@bubble/test-utils';
+import { describe, expect, it } from 'vitest';
+import { useRedisServer } from '../support/redis-server.js';
 
 /** A store clock whose store time is `storeTime()` (the test moves it), answered at once. */
 function clockOver(storeTime: () => number): StoreClock {
@@ -61,26 +61,16 @@ describe('StoreClock', () => {
 });
 
 describe("RedisStore's clock", () => {
-  let server: RedisServerHandle;
-  let admin: Redis;
-
-  beforeAll(async () => {
-    server = await startRedisServer();
-    admin = new Redis(server.url);
-  });
-  afterAll(async () => {
-    admin.disconnect();
-    await server.stop();
-  });
+  const redis = useRedisServer();
 
   it("follows the server's TIME once synced, within the read's round trip", async () => {
-    const store = new RedisStore({ url: server.url, keyPrefix: uniquePrefix(), pools: 4 });
+    const store = new RedisStore({ url: redis.server.url, keyPrefix: uniquePrefix(), pools: 4 });
     try {
       const samples: number[] = [];
       await store.syncClock({ onSample: (s) => samples.push(s.roundTripMs) });
       expect(samples).toHaveLength(1);
       const sentAt = performance.now();
-      const [seconds, micros] = await admin.time();
+      const [seconds, micros] = await redis.admin.time();
       const roundTrip = performance.now() - sentAt;
       const serverMs = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
       expect(Math.abs(store.clock.now() - serverMs)).toBeLessThanOrEqual(

@@ -1,7 +1,8 @@
 import type { RedisStore } from '@bubble/store';
 import type { RoleProcess } from '@bubble/test-utils';
 import type { BenchOptions } from './bench-options.js';
-import { spawnRole } from './children.js';
+import { startBenchRedis, type BenchRedis } from './bench-redis.js';
+import { spawnRole, stopAll } from './children.js';
 import { benchSecrets, roleEnv, type BenchSecrets } from './live-stack.js';
 import type { SdkFleet } from './sdk-fleet.js';
 
@@ -66,21 +67,43 @@ export async function startServerAndCore(
   }
 }
 
+/** What the SDK scenarios (soak, storm) run their gateways and clients on. */
+export interface SdkStack {
+  redis: BenchRedis;
+  /** `bubble server` and `bubble core`; a scenario adds its gateways. */
+  children: RoleProcess[];
+  users: string[];
+  authors: string[];
+  authorOf: Int32Array;
+  secrets: BenchSecrets;
+  /** Stops every child and the redis-server. */
+  stop(): Promise<void>;
+}
+
 /**
- * The SDK scenarios' stack below their gateways: `count` users following one of `authors` each
- * (usersFollowingOneEach), fresh secrets, and `bubble server` + `bubble core` added to `children`.
+ * The SDK scenarios' stack below their gateways: a redis-server, `count` users following one of
+ * `authors` each (usersFollowingOneEach), fresh secrets, `bubble server` and `bubble core`.
  */
-export async function startUsersServerAndCore(
-  redis: { store: RedisStore; url: string },
+export async function startSdkStack(
   label: string,
   count: number,
   options: { authors: number; pools: number; log: (line: string) => void },
-  children: RoleProcess[],
-): Promise<{ users: string[]; authors: string[]; authorOf: Int32Array; secrets: BenchSecrets }> {
-  const following = await usersFollowingOneEach(redis.store, label, count, options.authors);
-  const secrets = benchSecrets();
-  await startServerAndCore(redis.url, options.pools, secrets, options.log, children);
-  return { ...following, secrets };
+): Promise<SdkStack> {
+  const redis = await startBenchRedis({ pools: options.pools, followCap: 2000 });
+  const children: RoleProcess[] = [];
+  const stop = async () => {
+    await stopAll(children);
+    await redis.stop();
+  };
+  try {
+    const following = await usersFollowingOneEach(redis.store, label, count, options.authors);
+    const secrets = benchSecrets();
+    await startServerAndCore(redis.url, options.pools, secrets, options.log, children);
+    return { redis, children, ...following, secrets, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
 }
 
 export type PlatformCall = (

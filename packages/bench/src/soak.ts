@@ -1,12 +1,10 @@
-import type { RoleProcess } from '@bubble/test-utils';
-import { startBenchRedis } from './bench-redis.js';
-import { processRssBytes, stopAll } from './children.js';
+import { processRssBytes } from './children.js';
 import { machineFacts, round2, sleep, startGateway } from './live-stack.js';
 import { histogramQuantile, SdkFleet } from './sdk-fleet.js';
 import {
   platformCall,
   SDK_STACK_DEFAULTS,
-  startUsersServerAndCore,
+  startSdkStack,
   wrongBadges,
   type SdkStackOptions,
 } from './sdk-stack.js';
@@ -55,17 +53,10 @@ interface Minute {
 export async function benchSoak(partial: Partial<SoakOptions> = {}) {
   const options = { ...SOAK_DEFAULTS, ...partial };
   const { log } = options;
-  const redis = await startBenchRedis({ pools: options.pools, followCap: 2000 });
-  const children: RoleProcess[] = [];
+  const stack = await startSdkStack('soak', options.sockets, options);
+  const { redis, children, users, authors, authorOf, secrets } = stack;
   let fleet: SdkFleet | undefined;
   try {
-    const { users, authors, authorOf, secrets } = await startUsersServerAndCore(
-      redis,
-      'soak',
-      options.sockets,
-      options,
-      children,
-    );
     log(`soak: ${users.length} users follow one of ${authors.length} authors`);
     const gateway = await startGateway({
       redisUrl: redis.url,
@@ -228,8 +219,7 @@ export async function benchSoak(partial: Partial<SoakOptions> = {}) {
     };
   } finally {
     await fleet?.close();
-    await stopAll(children);
-    await redis.stop();
+    await stack.stop();
   }
 }
 

@@ -1,12 +1,11 @@
 import type { RoleProcess } from '@bubble/test-utils';
-import { startBenchRedis } from './bench-redis.js';
-import { processRssBytes, stopAll } from './children.js';
+import { processRssBytes } from './children.js';
 import { machineFacts, sleep, startGateway } from './live-stack.js';
 import { perSecond, SdkFleet } from './sdk-fleet.js';
 import {
   platformCall,
   SDK_STACK_DEFAULTS,
-  startUsersServerAndCore,
+  startSdkStack,
   wrongBadges,
   type SdkStackOptions,
 } from './sdk-stack.js';
@@ -61,17 +60,10 @@ export interface StormFigures {
 export async function benchStorm(partial: Partial<StormOptions> = {}) {
   const options = { ...STORM_DEFAULTS, ...partial };
   const { log } = options;
-  const redis = await startBenchRedis({ pools: options.pools, followCap: 2000 });
-  const children: RoleProcess[] = [];
+  const stack = await startSdkStack('storm', options.clients, options);
+  const { redis, children, users, authors, authorOf, secrets } = stack;
   let fleet: SdkFleet | undefined;
   try {
-    const { users, authors, authorOf, secrets } = await startUsersServerAndCore(
-      redis,
-      'storm',
-      options.clients,
-      options,
-      children,
-    );
     const gateway = (port?: number) =>
       startGateway({ redisUrl: redis.url, pools: options.pools, secrets, log, port }).then(
         (child) => (children.push(child), child),
@@ -243,8 +235,7 @@ export async function benchStorm(partial: Partial<StormOptions> = {}) {
     };
   } finally {
     await fleet?.close();
-    await stopAll(children);
-    await redis.stop();
+    await stack.stop();
   }
 }
 
