@@ -270,13 +270,19 @@ for (const engine of ENGINES) {
     // ------------------------------------------------------------------ authentication
 
     describe('authentication', () => {
-      it('every new platform route refuses a missing or wrong X-Api-Key with 401 and changes nothing', async () => {
+      /** u1's token, after a notice, a red dot and a conversation message that count for u1. */
+      const oneChangeOfEachKind = async (): Promise<string> => {
         const t1 = await tokenFor('u1');
         await myBadge(t1);
         await publish(1);
         await mark('r1');
         await setMembers('c1', ['u1', 'u2']);
         await send('c1', { seq: 1, from: 'u2' });
+        return t1;
+      };
+
+      it('every new platform route refuses a missing or wrong X-Api-Key with 401 and changes nothing', async () => {
+        const t1 = await oneChangeOfEachKind();
         const before = await snapshot(['u1', 'u2'], [t1]);
 
         const routes: [string, string, unknown?][] = [
@@ -313,12 +319,7 @@ for (const engine of ENGINES) {
       });
 
       it('the client routes refuse a call without a valid JWT with 401 and change nothing', async () => {
-        const t1 = await tokenFor('u1');
-        await myBadge(t1);
-        await publish(1);
-        await mark('r1');
-        await setMembers('c1', ['u1', 'u2']);
-        await send('c1', { seq: 1, from: 'u2' });
+        const t1 = await oneChangeOfEachKind();
         const before = await snapshot(['u1'], [t1]);
         const wrongSecret = t1.slice(0, -3) + (t1.endsWith('AAA') ? 'BBB' : 'AAA');
 
