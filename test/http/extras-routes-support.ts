@@ -12,8 +12,6 @@ import {
   type Reply,
 } from './support.js';
 
-export const ENGINES = ['memory', 'redis'] as const;
-
 /** What the HTTP routes answer: the service's own types, as JSON. */
 export type ListItem = ConversationListItem;
 export type Explanation = BadgeExplanation;

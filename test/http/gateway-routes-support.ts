@@ -2,8 +2,6 @@
 import { expect } from 'vitest';
 import { JWT_SECRET, client, parseJson, platform, type App, type Badge } from './support.js';
 
-export const ENGINES = ['memory', 'redis'] as const;
-
 /** The fields of a badge, sorted. */
 export const BADGE_FIELDS = [
   'user',

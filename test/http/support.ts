@@ -15,7 +15,7 @@ import {
   type RedisServerHandle,
 } from '@bubble/test-utils';
 import { pino } from 'pino';
-import { afterAll, afterEach, beforeAll, beforeEach, expect } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect } from 'vitest';
 import { httpCall, type CallOptions, type Reply } from '../support/http.js';
 
 export type { Badge } from '@bubble/protocol';
@@ -127,6 +127,20 @@ export function useFreshApp(
     app = await apps.start(options);
   });
   return apps;
+}
+
+/**
+ * One describe block per engine, titled `${title} [engine]`, each of its tests on a fresh app
+ * labelled `label` (useFreshApp); `body` declares the tests and gets the block's apps.
+ */
+export function describeOnEachEngine(
+  title: string,
+  label: string,
+  body: (apps: ReturnType<typeof useApps>, engine: 'memory' | 'redis') => void,
+): void {
+  for (const engine of ['memory', 'redis'] as const) {
+    describe(`${title} [${engine}]`, () => body(useFreshApp(engine, label), engine));
+  }
 }
 
 /** A platform call (X-Api-Key). */
