@@ -9,7 +9,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { ENGINES, platform, useEngine, type Badge } from './support.js';
-import { connect, expectVersionsIncrease, ids, type Client } from './live-client.js';
+import { connect, expectPushed, expectVersionsIncrease, ids, type Client } from './live-client.js';
 
 const PUSH_DEADLINE_MS = 20_000;
 
@@ -33,19 +33,7 @@ for (const engine of ENGINES) {
         change: () => Promise<unknown>,
         want: { counters: Record<string, number>; total: number },
       ) => {
-        const from = sockets.map((s) => s.badges.length);
-        await change();
-        await Promise.all(
-          sockets.map((s, i) =>
-            s.waitBadge((badge) => isDeepStrictEqual(countsOf(badge), want), {
-              from: from[i],
-              timeoutMs: PUSH_DEADLINE_MS,
-              message: `no push after ${what} (want ${JSON.stringify(want)}; last ${JSON.stringify(
-                s.lastBadge && countsOf(s.lastBadge),
-              )})`,
-            }),
-          ),
-        );
+        await expectPushed(sockets, what, change, countsOf, want, PUSH_DEADLINE_MS);
       };
       const post = async (body: unknown, accepted: number, ignored: number) => {
         const reply = await platform(app, 'POST', '/v1/counters', body);

@@ -7,7 +7,6 @@
  * connection. Real servers: an in-process gateway with a core and a scheduler, on memory and on
  * a real redis-server. No sleeps: every wait has a deadline.
  */
-import { isDeepStrictEqual } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { badgeState } from '../support/badges.js';
 import {
@@ -20,7 +19,7 @@ import {
   type Badge,
   type LiveApp,
 } from './support.js';
-import { connect, expectVersionsIncrease, ids, type Client } from './live-client.js';
+import { connect, expectPushed, expectVersionsIncrease, ids, type Client } from './live-client.js';
 
 const PUSH_DEADLINE_MS = 20_000;
 
@@ -62,24 +61,8 @@ for (const engine of ENGINES) {
       change: () => Promise<unknown>,
       expected: State,
     ): Promise<Badge> {
-      const from = sockets.map((s) => s.badges.length);
-      await change();
-      const want = {
-        feed: 0,
-        ...expected,
-        display: String(expected.total),
-      };
-      const got = await Promise.all(
-        sockets.map((s, i) =>
-          s.waitBadge((b) => isDeepStrictEqual(badgeState(b), want), {
-            from: from[i],
-            timeoutMs: PUSH_DEADLINE_MS,
-            message: `no push after ${what} (want ${JSON.stringify(want)}; last ${JSON.stringify(
-              s.lastBadge && badgeState(s.lastBadge),
-            )})`,
-          }),
-        ),
-      );
+      const want = { feed: 0, ...expected, display: String(expected.total) };
+      const got = await expectPushed(sockets, what, change, badgeState, want, PUSH_DEADLINE_MS);
       // Both devices hold the same badge (the same stamp for the same state).
       for (const badge of got.slice(1)) {
         expect({ ...badge, computedAt: 0 }).toEqual({ ...got[0]!, computedAt: 0 });

@@ -3,6 +3,7 @@
  * receive, checks on their badges and on refused upgrades, and small helpers of those tests.
  */
 import { randomBytes } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
 import { type Badge } from '@bubble/protocol';
 import { waitFor } from '@bubble/test-utils';
 import { expect } from 'vitest';
@@ -206,6 +207,33 @@ export async function connect(
   await client.opened;
   await client.waitBadge((b) => b.user === user, { message: 'no badge after authenticating' });
   return client;
+}
+
+/**
+ * Runs `change`, then waits (up to `timeoutMs`) until every socket got a badge, after the ones
+ * it had, whose `view` deep-equals `want`; the badge each socket got.
+ */
+export async function expectPushed<T>(
+  sockets: Client[],
+  what: string,
+  change: () => Promise<unknown>,
+  view: (badge: Badge) => T,
+  want: T,
+  timeoutMs: number,
+): Promise<Badge[]> {
+  const from = sockets.map((s) => s.badges.length);
+  await change();
+  return Promise.all(
+    sockets.map((s, i) =>
+      s.waitBadge((badge) => isDeepStrictEqual(view(badge), want), {
+        from: from[i],
+        timeoutMs,
+        message: `no push after ${what} (want ${JSON.stringify(want)}; last ${JSON.stringify(
+          s.lastBadge && view(s.lastBadge),
+        )})`,
+      }),
+    ),
+  );
 }
 
 /**
