@@ -8,29 +8,14 @@
 import { WEBHOOK_GROUP } from '@bubble/store';
 import { waitFor } from '@bubble/test-utils';
 import { describe, expect, it } from 'vitest';
-import {
-  TestReceiver,
-  membersNamed,
-  startWorkers,
-  type Stack,
-  webhookTestFile,
-} from './webhook-support.js';
+import { TestReceiver, startWorkers, webhookTestFile } from './webhook-support.js';
 
 const LARGE = 10_000;
 const ONLINE = 50;
 const file = webhookTestFile();
 
-async function largeGroup(): Promise<{ stack: Stack; receiver: TestReceiver; offline: string[] }> {
-  const stack = await file.stack();
-  const receiver = await file.receiver();
-  const members = membersNamed('g', LARGE);
-  await stack.service.replaceMembers('large', members);
-  await Promise.all(
-    members.slice(0, 1 + ONLINE).map((user) => stack.service.setPresence(user, true, 60_000)),
-  );
-  // g0 sends from the app; g0..g50 are online.
-  return { stack, receiver, offline: members.slice(1 + ONLINE) };
-}
+// g0 sends from the app; g0..g50 are online.
+const largeGroup = () => file.group('large', 'g', LARGE, 1 + ONLINE);
 
 function expectEachOnce(receiver: TestReceiver, offline: readonly string[]): void {
   const byUser = receiver.deliveriesByUser();

@@ -206,6 +206,17 @@ export interface WebhookTestFile {
   receiver(options?: { started?: boolean }): Promise<TestReceiver>;
   /** Delivery workers of `stack` to `url`, closed after the test. */
   workers(stack: Stack, url: string, options?: Partial<DeliveryWorkersOptions>): Promise<Workers>;
+  /**
+   * A stack and a receiver, with conversation `id` of `size` members named `${prefix}0`,
+   * `${prefix}1`…; the first `online` of them online, the others (`offline`) not.
+   */
+  group(id: string, prefix: string, size: number, online: number): Promise<GroupOnStack>;
+}
+
+export interface GroupOnStack {
+  stack: Stack;
+  receiver: TestReceiver;
+  offline: string[];
 }
 
 /** Starts one redis-server for the calling test file and runs each test's cleanups after it. */
@@ -241,6 +252,16 @@ export function webhookTestFile(): WebhookTestFile {
       const workers = await startWorkers(stack, url, options);
       cleanups.push(() => workers.close());
       return workers;
+    },
+    async group(id, prefix, size, online) {
+      const stack = await file.stack();
+      const receiver = await file.receiver();
+      const members = membersNamed(prefix, size);
+      await stack.service.replaceMembers(id, members);
+      await Promise.all(
+        members.slice(0, online).map((user) => stack.service.setPresence(user, true, 60_000)),
+      );
+      return { stack, receiver, offline: members.slice(online) };
     },
   };
   return file;

@@ -8,10 +8,8 @@ import { waitFor } from '@bubble/test-utils';
 import { describe, expect, it } from 'vitest';
 import {
   TestReceiver,
-  membersNamed,
   metricValue,
   startWorkers,
-  type Stack,
   type Workers,
   webhookTestFile,
 } from './webhook-support.js';
@@ -20,17 +18,8 @@ const MEMBERS = 3_000;
 const ONLINE = 20;
 const file = webhookTestFile();
 
-async function group(): Promise<{ stack: Stack; receiver: TestReceiver; offline: string[] }> {
-  const stack = await file.stack();
-  const receiver = await file.receiver();
-  const members = membersNamed('t', MEMBERS);
-  await stack.service.replaceMembers('big', members);
-  // t0..t19 are online and send; the others are offline.
-  await Promise.all(
-    members.slice(0, ONLINE).map((user) => stack.service.setPresence(user, true, 60_000)),
-  );
-  return { stack, receiver, offline: members.slice(ONLINE) };
-}
+// t0..t19 are online and send; the others are offline.
+const group = () => file.group('big', 't', MEMBERS, ONLINE);
 
 /** Waits until every offline member's last delivery shows `unread` messages of the group. */
 async function untilLatest(receiver: TestReceiver, offline: readonly string[], unread: number) {
