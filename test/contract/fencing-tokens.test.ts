@@ -143,6 +143,18 @@ async function ownRedis() {
   };
 }
 
+/** Runs `body` on a redis-server and store of its own (ownRedis), closed after it. */
+async function withOwnRedis(
+  body: (redis: Awaited<ReturnType<typeof ownRedis>>) => Promise<void>,
+): Promise<void> {
+  const redis = await ownRedis();
+  try {
+    await body(redis);
+  } finally {
+    await redis.close();
+  }
+}
+
 /** Tokens as an owner would take them, with a write accepted under each (it was current). */
 async function acquisitions(store: BubbleStore, n: number): Promise<number[]> {
   const tokens: number[] = [];
@@ -154,54 +166,49 @@ async function acquisitions(store: BubbleStore, n: number): Promise<number[]> {
   return tokens;
 }
 
+/**
+ * After the store lost data: the tokens taken `before` are refused and the next token exceeds
+ * them all and writes.
+ */
+async function expectOnlyNewerTokensWrite(store: BubbleStore, before: number[]): Promise<void> {
+  // The old owner (its token, say, 7) is refused before anyone took the pool again ...
+  expect(await write(store, before.at(-1)!, 10)).toEqual({ accepted: false, changed: 0 });
+  const after = await store.coordination.nextFence(POOL);
+  expect(after).toBeGreaterThan(Math.max(...before));
+  // ... and after: a reissued 1 (or 7) would have let both owners write.
+  for (const old of before) {
+    expect(await write(store, old, 11)).toEqual({ accepted: false, changed: 0 });
+  }
+  expect(await write(store, after, 12)).toMatchObject({ accepted: true, changed: 1 });
+}
+
 describe('fencing tokens after Redis lost data [redis]', () => {
   it('after FLUSHALL: old tokens are refused, and the next token exceeds every one before', async () => {
-    const redis = await ownRedis();
-    try {
+    await withOwnRedis(async (redis) => {
       const { store, admin } = redis;
       const before = await acquisitions(store, 3);
       await admin.flushall();
-      // The old owner (its token, say, 7) is refused before anyone took the pool again ...
-      expect(await write(store, before.at(-1)!, 10)).toEqual({ accepted: false, changed: 0 });
-      const after = await store.coordination.nextFence(POOL);
-      expect(after).toBeGreaterThan(Math.max(...before));
-      // ... and after: a reissued 1 (or 7) would have let both owners write.
-      for (const old of before) {
-        expect(await write(store, old, 11)).toEqual({ accepted: false, changed: 0 });
-      }
-      expect(await write(store, after, 12)).toMatchObject({ accepted: true, changed: 1 });
+      await expectOnlyNewerTokensWrite(store, before);
       expect(await store.fencedBadges.staleWritesRejected(POOL)).toBe(before.length + 1);
       expect((await store.badges.load(USER))?.fields).toEqual({ feed: 12 });
-    } finally {
-      await redis.close();
-    }
+    });
   });
 
   it('after a restart empty on the same port: the same, through the reconnected store', async () => {
-    const redis = await ownRedis();
-    try {
+    await withOwnRedis(async (redis) => {
       const { store } = redis;
       const before = await acquisitions(store, 3);
       await redis.restartEmpty();
       await waitFor(async () => (await store.redis.ping()) === 'PONG', {
         message: 'the store reconnects to the restarted redis-server',
       });
-      expect(await write(store, before.at(-1)!, 10)).toEqual({ accepted: false, changed: 0 });
-      const after = await store.coordination.nextFence(POOL);
-      expect(after).toBeGreaterThan(Math.max(...before));
-      for (const old of before) {
-        expect(await write(store, old, 11)).toEqual({ accepted: false, changed: 0 });
-      }
-      expect(await write(store, after, 12)).toMatchObject({ accepted: true, changed: 1 });
+      await expectOnlyNewerTokensWrite(store, before);
       expect((await store.badges.load(USER))?.fields).toEqual({ feed: 12 });
-    } finally {
-      await redis.close();
-    }
+    });
   });
 
   it('after a rollback of the fence key: a newer token refused retires the stored one', async () => {
-    const redis = await ownRedis();
-    try {
+    await withOwnRedis(async (redis) => {
       const { store, admin, fenceKey } = redis;
       const [paused] = await acquisitions(store, 1);
       const [lost] = await acquisitions(store, 1);
@@ -215,8 +222,6 @@ describe('fencing tokens after Redis lost data [redis]', () => {
       expect(await write(store, lost!, 23)).toEqual({ accepted: false, changed: 0 });
       expect(await write(store, paused!, 24)).toEqual({ accepted: false, changed: 0 });
       expect(await store.fencedBadges.staleWritesRejected(POOL)).toBe(4);
-    } finally {
-      await redis.close();
-    }
+    });
   });
 });

@@ -125,6 +125,20 @@ async function expectServes(proc: RoleProcess): Promise<void> {
   );
 }
 
+/**
+ * Starts the redis-server `proc` waits for on `port`, then expects `proc` ready within the
+ * deadline, one log line per backoff step, and serving.
+ */
+async function startRedisThenExpectServing(proc: RoleProcess, port: number, name: string) {
+  servers.push(await startRedisServer({ port }));
+  const readyAfterMs = await expectReady(proc);
+  const steps = expectOneLinePerStep(proc);
+  await expectServes(proc);
+  console.log(
+    `[redis at boot] ${name}: ${steps} backoff lines; ready ${readyAfterMs} ms after Redis`,
+  );
+}
+
 describe('a role started before Redis is reachable', () => {
   beforeAll(() => buildOnce(), 300_000);
   afterEach(async () => {
@@ -141,13 +155,7 @@ describe('a role started before Redis is reachable', () => {
     expect(early.status).toBe(503);
     expect(jsonBody(early)).toMatchObject({ error: { code: 'UB_ERR_UNAVAILABLE' } });
 
-    servers.push(await startRedisServer({ port: redisPort }));
-    const readyAfterMs = await expectReady(gateway);
-    const steps = expectOneLinePerStep(gateway);
-    await expectServes(gateway);
-    console.log(
-      `[redis at boot] gateway: ${steps} backoff lines; ready ${readyAfterMs} ms after Redis`,
-    );
+    await startRedisThenExpectServing(gateway, redisPort, 'gateway');
   }, 60_000);
 
   it('a core waits for the store, then for a majority of its lock quorum, then is ready', async () => {
@@ -173,12 +181,6 @@ describe('a role started before Redis is reachable', () => {
   it('bubble all waits, then serves', async () => {
     const { role: all, redisPort } = await bootWithoutRedis('all');
     await expectWaiting(all);
-    servers.push(await startRedisServer({ port: redisPort }));
-    const readyAfterMs = await expectReady(all);
-    const steps = expectOneLinePerStep(all);
-    await expectServes(all);
-    console.log(
-      `[redis at boot] all: ${steps} backoff lines; ready ${readyAfterMs} ms after Redis`,
-    );
+    await startRedisThenExpectServing(all, redisPort, 'all');
   }, 60_000);
 });
