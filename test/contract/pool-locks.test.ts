@@ -167,6 +167,14 @@ describe('RedlockPoolLocks over a quorum of three servers', () => {
     return new RedlockPoolLocks({ clients: own, keys, ...(logger ? { logger } : {}) });
   }
 
+  /** Pool 1 held for `ttlMs` through a quorum view whose warnings are recorded. */
+  async function heldOnQuorum(ttlMs: number) {
+    const logger = recordingLogger();
+    const held = await (await quorumLocks(logger)).tryAcquire(1, ttlMs);
+    expectHeld(held, ttlMs);
+    return { logger, held };
+  }
+
   it('grants a lock with 2 of 3 servers up, still to one holder only', async () => {
     const [p1, p2] = [await quorumLocks(), await quorumLocks()];
     await servers[2]!.stop();
@@ -188,10 +196,7 @@ describe('RedlockPoolLocks over a quorum of three servers', () => {
 
   it('aborts the signal within the validity once 2 of 3 servers are gone', async () => {
     const ttl = 300;
-    const logger = recordingLogger();
-    const locks = await quorumLocks(logger);
-    const held = await locks.tryAcquire(1, ttl);
-    expectHeld(held, ttl);
+    const { logger, held } = await heldOnQuorum(ttl);
     servers[0]!.kill('SIGKILL');
     servers[1]!.kill('SIGKILL');
     const validUntil = held.validUntil();
@@ -205,10 +210,7 @@ describe('RedlockPoolLocks over a quorum of three servers', () => {
 
   it('aborts the signal by the lock expiry when 2 of 3 servers stop answering', async () => {
     const ttl = 300;
-    const logger = recordingLogger();
-    const locks = await quorumLocks(logger);
-    const held = await locks.tryAcquire(1, ttl);
-    expectHeld(held, ttl);
+    const { logger, held } = await heldOnQuorum(ttl);
     // Frozen servers keep their connections open: the extension neither wins nor fails.
     for (const server of servers.slice(0, 2)) {
       server.kill('SIGSTOP');
