@@ -17,6 +17,13 @@ import { scriptSource } from '../../packages/store/src/redis/scripts.js';
 import { twoCoresUnderLoad, useClusterTests } from './cluster-test.js';
 import { heldFences, heldPools, tenures } from './pool-tenures.js';
 import { type Cluster } from './harness.js';
+import { InFlightHold, listenLocally } from './redis-proxy-parts.js';
+
+/** One client connection and its current connection to the server, if it has one. */
+interface Link {
+  client: net.Socket;
+  upstream: net.Socket | null;
+}
 
 /**
  * A TCP proxy in front of the main Redis for one process. Armed, it holds the first chunk a
@@ -25,40 +32,32 @@ import { type Cluster } from './harness.js';
  * its commands go to the new server on a new upstream connection.
  */
 class RedialingProxy {
-  private readonly links = new Set<{ client: net.Socket; upstream: net.Socket | null }>();
-  private armed: { pattern: RegExp; onHold: (match: RegExpExecArray) => void } | undefined;
-  private holding: { client: net.Socket; upstream: net.Socket | null } | undefined;
-  private held: Buffer[] = [];
+  private readonly links = new Set<Link>();
+  private readonly hold = new InFlightHold<Link>();
 
   private constructor(
     private readonly server: net.Server,
     private readonly upstreamPort: number,
-  ) {
-    server.on('connection', (client: net.Socket) => this.accept(client));
-  }
+    readonly url: string,
+  ) {}
 
   static async start(upstreamPort: number): Promise<RedialingProxy> {
-    const server = net.createServer();
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    return new RedialingProxy(server, upstreamPort);
-  }
-
-  get url(): string {
-    return `redis://127.0.0.1:${(this.server.address() as net.AddressInfo).port}`;
+    let proxy: RedialingProxy | undefined;
+    const { server, url } = await listenLocally((client) => proxy!.accept(client));
+    proxy = new RedialingProxy(server, upstreamPort, url);
+    return proxy;
   }
 
   arm(pattern: RegExp): Promise<RegExpExecArray> {
-    return new Promise((resolve) => {
-      this.armed = { pattern, onHold: resolve };
-    });
+    return this.hold.arm(pattern);
   }
 
   release(): void {
-    const link = this.holding;
-    if (!link) return;
-    this.holding = undefined;
+    const released = this.hold.release();
+    if (!released) return;
+    const link = released.owner;
     if (!link.upstream) this.dial(link);
-    for (const chunk of this.held.splice(0)) link.upstream!.write(chunk);
+    for (const chunk of released.chunks) link.upstream!.write(chunk);
   }
 
   async close(): Promise<void> {
@@ -70,24 +69,11 @@ class RedialingProxy {
   }
 
   private accept(client: net.Socket): void {
-    const link: { client: net.Socket; upstream: net.Socket | null } = { client, upstream: null };
+    const link: Link = { client, upstream: null };
     this.links.add(link);
     this.dial(link);
     client.on('data', (chunk: Buffer) => {
-      if (this.holding === link) {
-        this.held.push(chunk);
-        return;
-      }
-      const match = this.armed?.pattern.exec(chunk.toString('latin1'));
-      if (match && this.armed && !this.holding) {
-        const { onHold } = this.armed;
-        this.armed = undefined;
-        this.holding = link;
-        this.held.push(chunk);
-        onHold(match);
-        return;
-      }
-      link.upstream?.write(chunk);
+      if (!this.hold.takes(link, chunk)) link.upstream?.write(chunk);
     });
     const end = () => {
       client.destroy();
@@ -98,7 +84,7 @@ class RedialingProxy {
     client.on('error', end);
   }
 
-  private dial(link: { client: net.Socket; upstream: net.Socket | null }): void {
+  private dial(link: Link): void {
     const upstream = net.connect({ host: '127.0.0.1', port: this.upstreamPort });
     link.upstream = upstream;
     upstream.on('data', (chunk: Buffer) => link.client.write(chunk));
@@ -107,7 +93,7 @@ class RedialingProxy {
       if (link.upstream !== upstream) return;
       link.upstream = null;
       // The held connection waits for release(); any other one ends, as the server did.
-      if (this.holding !== link) link.client.destroy();
+      if (this.hold.holder !== link) link.client.destroy();
     };
     upstream.on('close', lost);
     upstream.on('error', lost);

@@ -1,5 +1,6 @@
 /** A TCP proxy that holds a chosen Redis command in flight, for the crash tests. */
 import net from 'node:net';
+import { InFlightHold, listenLocally } from './redis-proxy-parts.js';
 
 /**
  * A TCP proxy in front of the main Redis for one process. Armed, it holds the first chunk a
@@ -8,45 +9,34 @@ import net from 'node:net';
  * moment that matters.
  */
 export class HoldingProxy {
-  private readonly server: net.Server;
   private readonly sockets = new Set<net.Socket>();
-  private armed: { pattern: RegExp; onHold: (match: RegExpExecArray) => void } | undefined;
-  private held: Array<() => void> = [];
-  /** The connection whose data is being held. */
-  private holding: net.Socket | undefined;
+  /** Held chunks, owned by the upstream connection they are for. */
+  private readonly hold = new InFlightHold<net.Socket>();
 
   private constructor(
-    server: net.Server,
+    private readonly server: net.Server,
     readonly port: number,
-  ) {
-    this.server = server;
-  }
+    readonly url: string,
+  ) {}
 
   static async start(upstreamPort: number): Promise<HoldingProxy> {
-    const server = net.createServer();
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const proxy = new HoldingProxy(server, (server.address() as net.AddressInfo).port);
-    server.on('connection', (client: net.Socket) => proxy.connect(client, upstreamPort));
+    let proxy: HoldingProxy | undefined;
+    const { server, port, url } = await listenLocally((client) =>
+      proxy!.connect(client, upstreamPort),
+    );
+    proxy = new HoldingProxy(server, port, url);
     return proxy;
-  }
-
-  get url(): string {
-    return `redis://127.0.0.1:${this.port}`;
   }
 
   /** Resolves with the match once a client chunk matching `pattern` is being held. */
   arm(pattern: RegExp): Promise<RegExpExecArray> {
-    return new Promise((resolve) => {
-      this.armed = { pattern, onHold: resolve };
-    });
+    return this.hold.arm(pattern);
   }
 
   /** Forwards what was held, in order, and stops holding. */
   release(): void {
-    this.holding = undefined;
-    const held = this.held;
-    this.held = [];
-    for (const send of held) send();
+    const released = this.hold.release();
+    for (const chunk of released?.chunks ?? []) released!.owner.write(chunk);
   }
 
   async close(): Promise<void> {
@@ -59,21 +49,7 @@ export class HoldingProxy {
     this.sockets.add(client);
     this.sockets.add(upstream);
     client.on('data', (chunk: Buffer) => {
-      const send = () => upstream.write(chunk);
-      if (this.holding === client) {
-        this.held.push(send);
-        return;
-      }
-      const match = this.armed?.pattern.exec(chunk.toString('latin1'));
-      if (match && this.armed && !this.holding) {
-        const { onHold } = this.armed;
-        this.armed = undefined;
-        this.holding = client;
-        this.held.push(send);
-        onHold(match);
-        return;
-      }
-      send();
+      if (!this.hold.takes(upstream, chunk)) upstream.write(chunk);
     });
     upstream.on('data', (chunk: Buffer) => client.write(chunk));
     const end = () => {

@@ -7,6 +7,7 @@
  * of its connections to the server (CLIENT LIST names them by `addr`).
  */
 import net from 'node:net';
+import { listenLocally } from './redis-proxy-parts.js';
 
 export class MessageDroppingProxy {
   private readonly sockets = new Set<net.Socket>();
@@ -16,18 +17,16 @@ export class MessageDroppingProxy {
   private constructor(
     private readonly server: net.Server,
     readonly port: number,
+    readonly url: string,
   ) {}
 
   static async start(upstreamPort: number): Promise<MessageDroppingProxy> {
-    const server = net.createServer();
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const proxy = new MessageDroppingProxy(server, (server.address() as net.AddressInfo).port);
-    server.on('connection', (client: net.Socket) => proxy.connect(client, upstreamPort));
+    let proxy: MessageDroppingProxy | undefined;
+    const { server, port, url } = await listenLocally((client) =>
+      proxy!.connect(client, upstreamPort),
+    );
+    proxy = new MessageDroppingProxy(server, port, url);
     return proxy;
-  }
-
-  get url(): string {
-    return `redis://127.0.0.1:${this.port}`;
   }
 
   /** The local ports of the proxy's live connections to the server. */

@@ -184,32 +184,21 @@ describeEachEngine('cluster store contract: fenced badges', (ctx) => {
     const { epoch } = first.stamps![0]!;
     // The belief follows the save.
     expect(belief).toEqual({ epoch, version: 1 });
-    expect(await save({ f: 2 }, T0 + 1)).toMatchObject({
-      changed: 1,
-      stamps: [{ version: 2, changed: true }],
-    });
-    expect(belief).toEqual({ epoch, version: 2 });
-    expect(await storedBadge(a!)).toEqual({
-      epoch,
-      version: 2,
-      computedAt: T0 + 1,
-      fields: { f: 2 },
-    });
+    /** A save that changes the badge: the next version is stored and believed. */
+    const expectSavedAs = async (fields: Record<string, number>, at: number, version: number) => {
+      expect(await save(fields, at)).toMatchObject({
+        changed: 1,
+        stamps: [{ version, changed: true }],
+      });
+      expect(belief).toEqual({ epoch, version });
+      expect(await storedBadge(a!)).toEqual({ epoch, version, computedAt: at, fields });
+    };
+    await expectSavedAs({ f: 2 }, T0 + 1, 2);
 
     // A gateway's read between two of ours: our belief is behind, the stored state decides.
     await badges.saveUnfenced(a!, { f: 0 }, T0 + 2);
     expect((await storedBadge(a!))?.version).toBe(3);
-    expect(await save({ f: 7 }, T0 + 3)).toMatchObject({
-      changed: 1,
-      stamps: [{ version: 4, changed: true }],
-    });
-    expect(belief).toEqual({ epoch, version: 4 });
-    expect(await storedBadge(a!)).toEqual({
-      epoch,
-      version: 4,
-      computedAt: T0 + 3,
-      fields: { f: 7 },
-    });
+    await expectSavedAs({ f: 7 }, T0 + 3, 4);
     // Once decided, the belief is trusted again.
     expect(await save({ f: 8 }, T0 + 4)).toMatchObject({ stamps: [{ version: 5 }] });
 
