@@ -63,6 +63,8 @@ async function scenarios(rig: Rig, tag: string, largeMembers: number): Promise<v
     ws.send({ type: 'watch', what: 'conversations' });
     return ws;
   };
+  const send = (conversation: string, message: Record<string, unknown>) =>
+    send(conversation, message);
   const [me, peer, other] = [`w1${tag}`, `w2${tag}`, `w3${tag}`];
   const [small, joined, large] = [`s${tag}`, `j${tag}`, `g${tag}`];
   const members = Array.from({ length: largeMembers }, (_, i) => `m${i}${tag}`);
@@ -92,14 +94,7 @@ async function scenarios(rig: Rig, tag: string, largeMembers: number): Promise<v
 
   // My own message: my badge stays as it was, the entry moves.
   const ts = Date.now() - 1000;
-  expect(
-    await rig.platform('POST', `/v1/conversations/${small}/messages`, {
-      seq: 1,
-      from: me,
-      ts,
-      preview: { text: 'mine' },
-    }),
-  ).toBe(202);
+  expect(await send(small, { seq: 1, from: me, ts, preview: { text: 'mine' } })).toBe(202);
   expect(
     await waitEntry(ws, (e) => e.id === small && e.maxSeq === 1, 'my own message'),
   ).toMatchObject({ unread: 0, lastTs: ts, preview: { text: 'mine' } });
@@ -117,21 +112,9 @@ async function scenarios(rig: Rig, tag: string, largeMembers: number): Promise<v
   await waitEntry(ws, (e) => e.id === joined && e.removed === true, 'a leave');
 
   // A large group: another member's message, then mine.
-  expect(
-    await rig.platform('POST', `/v1/conversations/${large}/messages`, {
-      seq: 1,
-      from: peer,
-      preview: { text: 'all' },
-    }),
-  ).toBe(202);
+  expect(await send(large, { seq: 1, from: peer, preview: { text: 'all' } })).toBe(202);
   await waitEntry(ws, (e) => e.id === large && e.unread === 1, 'a large group message');
-  expect(
-    await rig.platform('POST', `/v1/conversations/${large}/messages`, {
-      seq: 2,
-      from: me,
-      preview: { text: 'me too' },
-    }),
-  ).toBe(202);
+  expect(await send(large, { seq: 2, from: me, preview: { text: 'me too' } })).toBe(202);
   await waitEntry(ws, (e) => e.id === large && e.maxSeq === 2 && e.unread === 0, 'mine there');
 
   // The core's badge for my message there (its count gone) reads the list once more.
@@ -162,9 +145,7 @@ async function scenarios(rig: Rig, tag: string, largeMembers: number): Promise<v
   expect(
     await rig.platform('PUT', `/v1/conversations/${unreadIn}/members`, { members: [late, peer] }),
   ).toBe(204);
-  expect(
-    await rig.platform('POST', `/v1/conversations/${unreadIn}/messages`, { seq: 1, from: peer }),
-  ).toBe(202);
+  expect(await send(unreadIn, { seq: 1, from: peer })).toBe(202);
   expect(await rig.platform('PUT', `/v1/users/${late}/follows/b${tag}`)).toBe(204);
   const lateWs = await rig.connect(late);
   await waitFor(() => lateWs.lastBadge?.conversations[unreadIn] === 1, {

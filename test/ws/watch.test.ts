@@ -56,73 +56,57 @@ for (const engine of ENGINES) {
       const first = await waitItems(client, 0, () => true, 'the first list');
       expect(first.map((i) => i.id)).toEqual(['c2']);
 
-      let seen = listFrames(client).length;
-      await ok(
+      /** The entries of the first list frame after `change` with an entry that has `fields`. */
+      const itemsAfter = async (
+        what: string,
+        fields: Record<string, unknown>,
+        status: number,
+        change: () => Promise<{ status: number; text: string }>,
+      ) => {
+        const seen = listFrames(client).length;
+        await ok(change(), status);
+        const changed = (entry: Item) =>
+          Object.entries(fields).every(([key, value]) => entry[key] === value);
+        return waitItems(client, seen, (i) => i.some(changed), what);
+      };
+
+      let items = await itemsAfter('join', { id: 'c1' }, 204, () =>
         platform(app, 'PUT', '/v1/conversations/c1/members', { members: ['u1', 'u2'] }),
-        204,
       );
-      let items = await waitItems(client, seen, (i) => i.some((e) => e.id === 'c1'), 'join');
       expect(items).toEqual([
         { id: 'c1', unread: 0, maxSeq: 0, lastTs: 0, preview: null, muted: false },
       ]);
 
-      seen = listFrames(client).length;
-      await ok(
+      items = await itemsAfter('message', { id: 'c1', unread: 1 }, 202, () =>
         platform(app, 'POST', '/v1/conversations/c1/messages', {
           seq: 1,
           from: 'u2',
           ts: Date.now() - 1000,
           preview: { text: 'hi' },
         }),
-        202,
-      );
-      items = await waitItems(
-        client,
-        seen,
-        (i) => i.some((e) => e.id === 'c1' && e.unread === 1),
-        'message',
       );
       expect(items.map((e) => e.id)).toEqual(['c1']);
       expect(items[0]).toMatchObject({ maxSeq: 1, preview: { text: 'hi' }, muted: false });
 
-      seen = listFrames(client).length;
       const token = await tokenFor('u1');
-      await ok(
-        call(app, 'POST', '/v1/badge/read', {
-          token,
-          body: { scope: 'conversation', id: 'c1' },
-        }),
-        200,
-      );
-      items = await waitItems(
-        client,
-        seen,
-        (i) => i.some((e) => e.id === 'c1' && e.unread === 0),
-        'read',
+      items = await itemsAfter('read', { id: 'c1', unread: 0 }, 200, () =>
+        call(app, 'POST', '/v1/badge/read', { token, body: { scope: 'conversation', id: 'c1' } }),
       );
       expect(items.map((e) => e.id)).toEqual(['c1']);
 
-      seen = listFrames(client).length;
-      await ok(
+      items = await itemsAfter('mute', { id: 'c2', muted: true }, 204, () =>
         call(app, 'PUT', '/v1/conversations/c2/mute', { token, body: { muted: true } }),
-        204,
-      );
-      items = await waitItems(
-        client,
-        seen,
-        (i) => i.some((e) => e.id === 'c2' && e.muted === true),
-        'mute',
       );
       expect(items.map((e) => e.id)).toEqual(['c2']);
 
-      seen = listFrames(client).length;
-      await ok(platform(app, 'DELETE', '/v1/conversations/c1/members/u1'), 204);
-      items = await waitItems(client, seen, (i) => i.some((e) => e.id === 'c1'), 'leave');
+      items = await itemsAfter('leave', { id: 'c1' }, 204, () =>
+        platform(app, 'DELETE', '/v1/conversations/c1/members/u1'),
+      );
       expect(items).toEqual([{ id: 'c1', removed: true }]);
 
-      seen = listFrames(client).length;
-      await ok(platform(app, 'DELETE', '/v1/conversations/c2'), 204);
-      items = await waitItems(client, seen, (i) => i.some((e) => e.id === 'c2'), 'dissolve');
+      items = await itemsAfter('dissolve', { id: 'c2' }, 204, () =>
+        platform(app, 'DELETE', '/v1/conversations/c2'),
+      );
       expect(items).toEqual([{ id: 'c2', removed: true }]);
       // A connection that did not watch gets badges only.
       const other = await connect(app, 'u1', 'not watching');
