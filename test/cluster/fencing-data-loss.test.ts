@@ -42,9 +42,9 @@ class RedialingProxy {
   ) {}
 
   static async start(upstreamPort: number): Promise<RedialingProxy> {
-    let proxy: RedialingProxy | undefined;
-    const { server, url } = await listenLocally((client) => proxy!.accept(client));
-    proxy = new RedialingProxy(server, upstreamPort, url);
+    const { server, url } = await listenLocally();
+    const proxy = new RedialingProxy(server, upstreamPort, url);
+    server.on('connection', (client: net.Socket) => proxy.accept(client));
     return proxy;
   }
 

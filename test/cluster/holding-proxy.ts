@@ -20,11 +20,9 @@ export class HoldingProxy {
   ) {}
 
   static async start(upstreamPort: number): Promise<HoldingProxy> {
-    let proxy: HoldingProxy | undefined;
-    const { server, port, url } = await listenLocally((client) =>
-      proxy!.connect(client, upstreamPort),
-    );
-    proxy = new HoldingProxy(server, port, url);
+    const { server, port, url } = await listenLocally();
+    const proxy = new HoldingProxy(server, port, url);
+    server.on('connection', (client: net.Socket) => proxy.connect(client, upstreamPort));
     return proxy;
   }
 

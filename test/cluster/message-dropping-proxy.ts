@@ -21,11 +21,9 @@ export class MessageDroppingProxy {
   ) {}
 
   static async start(upstreamPort: number): Promise<MessageDroppingProxy> {
-    let proxy: MessageDroppingProxy | undefined;
-    const { server, port, url } = await listenLocally((client) =>
-      proxy!.connect(client, upstreamPort),
-    );
-    proxy = new MessageDroppingProxy(server, port, url);
+    const { server, port, url } = await listenLocally();
+    const proxy = new MessageDroppingProxy(server, port, url);
+    server.on('connection', (client: net.Socket) => proxy.connect(client, upstreamPort));
     return proxy;
   }
 

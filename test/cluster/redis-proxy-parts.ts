@@ -1,13 +1,10 @@
 /** What the test proxies in front of a Redis share: their local listener and a held command. */
 import net from 'node:net';
 
-/** A server listening on a free local port, each connection handed to `accept`. */
-export async function listenLocally(
-  accept: (client: net.Socket) => void,
-): Promise<{ server: net.Server; port: number; url: string }> {
+/** A server listening on a free local port, and the redis:// URL that reaches it. */
+export async function listenLocally(): Promise<{ server: net.Server; port: number; url: string }> {
   const server = net.createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  server.on('connection', accept);
   const { port } = server.address() as net.AddressInfo;
   return { server, port, url: `redis://127.0.0.1:${port}` };
 }

@@ -64,7 +64,7 @@ async function scenarios(rig: Rig, tag: string, largeMembers: number): Promise<v
     return ws;
   };
   const send = (conversation: string, message: Record<string, unknown>) =>
-    send(conversation, message);
+    rig.platform('POST', `/v1/conversations/${conversation}/messages`, message);
   const [me, peer, other] = [`w1${tag}`, `w2${tag}`, `w3${tag}`];
   const [small, joined, large] = [`s${tag}`, `j${tag}`, `g${tag}`];
   const members = Array.from({ length: largeMembers }, (_, i) => `m${i}${tag}`);
