@@ -254,32 +254,29 @@ describeEachEngine('extras contract', (ctx) => {
     await c.ingest('c1', [msg(1, 'b', 10, { text: 'hi' })]);
     await c.ingest('c2', [msg(4, 'x', 40)]);
     await c.setMuted('c2', 'a', true);
-    expect(byConversation(await c.memberships('a'))).toEqual([
-      {
-        conversation: 'c1',
-        maxSeq: 1,
-        readSeq: 0,
-        muted: false,
-        lastTs: 10,
-        preview: { text: 'hi' },
-      },
-      { conversation: 'c2', maxSeq: 4, readSeq: 0, muted: true, lastTs: 40, preview: null },
-    ]);
+    const inC1 = (readSeq: number) => ({
+      conversation: 'c1',
+      maxSeq: 1,
+      readSeq,
+      muted: false,
+      lastTs: 10,
+      preview: { text: 'hi' },
+    });
+    const inC2 = {
+      conversation: 'c2',
+      maxSeq: 4,
+      readSeq: 0,
+      muted: true,
+      lastTs: 40,
+      preview: null,
+    };
+    expect(byConversation(await c.memberships('a'))).toEqual([inC1(0), inC2]);
     expect(byConversation(await c.memberships('b'))).toEqual([
-      {
-        conversation: 'c1',
-        maxSeq: 1,
-        readSeq: 1,
-        muted: false,
-        lastTs: 10,
-        preview: { text: 'hi' },
-      },
+      inC1(1),
       { conversation: 'c3', maxSeq: 0, readSeq: 0, muted: false, lastTs: 0, preview: null },
     ]);
     await c.dissolve('c1');
-    expect(await c.memberships('a')).toEqual([
-      { conversation: 'c2', maxSeq: 4, readSeq: 0, muted: true, lastTs: 40, preview: null },
-    ]);
+    expect(await c.memberships('a')).toEqual([inC2]);
     // The preview handed out is a copy: changing it changes nothing stored.
     await c.ingest('c3', [msg(1, 'x', 5, { nested: { k: 1 } })]);
     const [got] = await c.memberships('b');
