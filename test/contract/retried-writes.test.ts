@@ -201,6 +201,16 @@ for (const mode of ['one redis-server', 'redis cluster'] as const) {
       expect(await feedAfterSweeps('dan')).toBe(1);
     });
 
+    /** `user` follows (PUT) or unfollows (DELETE) gus, the first reply cut, then retried. */
+    const failThenRetryFollow = (method: 'PUT' | 'DELETE', user: string) =>
+      failThenRetry(
+        new RegExp(`\\{u:${user}\\}:follows`),
+        method,
+        `/v1/users/${user}/follows/gus`,
+        undefined,
+        204,
+      );
+
     it('a follow whose reply was cut, retried, reloads the user', async () => {
       const posts = [
         { author: 'gus', id: 'g1', ts: now - 40_000 },
@@ -210,13 +220,7 @@ for (const mode of ['one redis-server', 'redis cluster'] as const) {
       await online('carol');
       expect(await feedAfterSweeps('carol')).toBe(0);
 
-      await failThenRetry(
-        /\{u:carol\}:follows/,
-        'PUT',
-        '/v1/users/carol/follows/gus',
-        undefined,
-        204,
-      );
+      await failThenRetryFollow('PUT', 'carol');
       expect(await feedAfterSweeps('carol')).toBe(2);
     });
 
@@ -225,13 +229,7 @@ for (const mode of ['one redis-server', 'redis cluster'] as const) {
       await online('hal');
       expect(await feedAfterSweeps('hal')).toBe(2);
 
-      await failThenRetry(
-        /\{u:hal\}:follows/,
-        'DELETE',
-        '/v1/users/hal/follows/gus',
-        undefined,
-        204,
-      );
+      await failThenRetryFollow('DELETE', 'hal');
       expect(await feedAfterSweeps('hal')).toBe(0);
     });
 
