@@ -4,7 +4,14 @@
  */
 import { expect, it } from 'vitest';
 import { describeEachEngine } from '../support/engines.js';
-import { byConversation, change, membershipOf, msg, sorted } from './extras-contract-support.js';
+import {
+  byConversation,
+  change,
+  membershipOf,
+  msg,
+  sorted,
+  threeConversations,
+} from './extras-contract-support.js';
 
 describeEachEngine('extras contract', (ctx) => {
   // ------------------------------------------------------------------------- conversations
@@ -248,12 +255,7 @@ describeEachEngine('extras contract', (ctx) => {
   it('conversations: memberships lists every conversation of the user, and only theirs', async () => {
     const { store } = ctx();
     const c = store.conversations;
-    await c.replaceMembers('c1', ['a', 'b']);
-    await c.replaceMembers('c2', ['a']);
-    await c.addMembers('c3', ['b']);
-    await c.ingest('c1', [msg(1, 'b', 10, { text: 'hi' })]);
-    await c.ingest('c2', [msg(4, 'x', 40)]);
-    await c.setMuted('c2', 'a', true);
+    await threeConversations(c, [msg(1, 'b', 10, { text: 'hi' })]);
     const inC1 = (readSeq: number) => ({
       conversation: 'c1',
       maxSeq: 1,
@@ -287,12 +289,7 @@ describeEachEngine('extras contract', (ctx) => {
   it('conversations: membershipSeqs answers memberships without previews and ts, per user in order', async () => {
     const { store } = ctx();
     const c = store.conversations;
-    await c.replaceMembers('c1', ['a', 'b']);
-    await c.replaceMembers('c2', ['a']);
-    await c.addMembers('c3', ['b']);
-    await c.ingest('c1', [msg(1, 'b', 10, { text: 'hi' }), msg(2, 'x', 11)]);
-    await c.ingest('c2', [msg(4, 'x', 40)]);
-    await c.setMuted('c2', 'a', true);
+    await threeConversations(c, [msg(1, 'b', 10, { text: 'hi' }), msg(2, 'x', 11)]);
     await c.read('c3', 'b');
     await c.replaceMembers('gone', ['a', 'b']);
     await c.dissolve('gone');

@@ -244,6 +244,14 @@ for (const mode of ['one redis-server', 'redis cluster'] as const) {
     const message = (id: string, seq: number) =>
       platformOk('POST', `/v1/conversations/${id}/messages`, { seq, from: 'kim' }, 202);
 
+    /** `user` and kim in conversation `id`, online, with one message from kim unread. */
+    async function oneUnreadBy(user: string, id: string): Promise<void> {
+      await platformOk('PUT', `/v1/conversations/${id}/members`, { members: ['kim', user] }, 204);
+      await online(user);
+      await message(id, 1);
+      expect(await unreadAfterSweeps(user, id)).toBe(1);
+    }
+
     it('a join whose reply was cut, retried, counts the conversation for the new member', async () => {
       await platformOk('PUT', '/v1/conversations/cv/members', { members: ['kim'] }, 204);
       await online('jay');
@@ -261,10 +269,7 @@ for (const mode of ['one redis-server', 'redis cluster'] as const) {
     });
 
     it('a removal whose reply was cut, retried, drops the conversation', async () => {
-      await platformOk('PUT', '/v1/conversations/cw/members', { members: ['kim', 'lea'] }, 204);
-      await online('lea');
-      await message('cw', 1);
-      expect(await unreadAfterSweeps('lea', 'cw')).toBe(1);
+      await oneUnreadBy('lea', 'cw');
 
       await failThenRetry(
         /\{c:cw\}:members/,
@@ -277,10 +282,7 @@ for (const mode of ['one redis-server', 'redis cluster'] as const) {
     });
 
     it('a dissolve whose reply was cut, retried, drops the conversation', async () => {
-      await platformOk('PUT', '/v1/conversations/cx/members', { members: ['kim', 'max'] }, 204);
-      await online('max');
-      await message('cx', 1);
-      expect(await unreadAfterSweeps('max', 'cx')).toBe(1);
+      await oneUnreadBy('max', 'cx');
 
       await failThenRetry(/\{c:cx\}:members/, 'DELETE', '/v1/conversations/cx', undefined, 204);
       expect(await unreadAfterSweeps('max', 'cx')).toBe(0);
@@ -290,10 +292,7 @@ for (const mode of ['one redis-server', 'redis cluster'] as const) {
     });
 
     it("a sender's message whose reply was cut, retried, stays read for the sender", async () => {
-      await platformOk('PUT', '/v1/conversations/cy/members', { members: ['kim', 'ole'] }, 204);
-      await online('ole');
-      await message('cy', 1);
-      expect(await unreadAfterSweeps('ole', 'cy')).toBe(1);
+      await oneUnreadBy('ole', 'cy');
 
       await failThenRetry(
         /\{c:cy\}:members/,

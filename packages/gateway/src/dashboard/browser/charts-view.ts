@@ -1,4 +1,4 @@
-import type { GatewayFigures, HistorySample, LocalFigures } from '../history-wire.js';
+import type { CoreFigures, GatewayFigures, HistorySample, LocalFigures } from '../history-wire.js';
 import { byId } from './dom.js';
 import { compact, fmt, ms, msTick } from './format.js';
 import { WINDOW_MS } from './history-store.js';
@@ -54,6 +54,8 @@ export function chartSpecs(
 ): Record<string, ChartSpec> {
   const every = `${intervalMs / 1000} s`;
   const waiting = `collecting: a sample every ${every}`;
+  const perCore = (read: (core: CoreFigures) => number | null) =>
+    perNode(samples, (s) => s.cores, read);
   return {
     'chart-sweep': {
       title: 'Sweep duration, all cores',
@@ -102,21 +104,13 @@ export function chartSpecs(
       format: ms,
       tick: msTick,
       empty: 'no core has reported',
-      series: perNode(
-        samples,
-        (s) => s.cores,
-        (c) => c.sweepMs,
-      ),
+      series: perCore((c) => c.sweepMs),
     },
     'chart-core-changed': {
       title: 'Changed badges / s, per core',
       format: perSecond,
       empty: 'no core has reported',
-      series: perNode(
-        samples,
-        (s) => s.cores,
-        (c) => c.changedPerSecond,
-      ),
+      series: perCore((c) => c.changedPerSecond),
     },
   };
 }
