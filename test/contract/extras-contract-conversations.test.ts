@@ -2,16 +2,10 @@
  * The contract of conversations (packages/store/src/conversations; docs/semantics.md
  * "Conversations"): Conversations run against both engines with the very same assertions.
  */
+import type { BubbleStore, ConversationMessage } from '@bubble/store';
 import { expect, it } from 'vitest';
 import { describeEachEngine } from '../support/engines.js';
-import {
-  byConversation,
-  change,
-  membershipOf,
-  msg,
-  sorted,
-  threeConversations,
-} from './extras-contract-support.js';
+import { byConversation, change, membershipOf, msg, sorted } from './extras-contract-support.js';
 
 describeEachEngine('extras contract', (ctx) => {
   // ------------------------------------------------------------------------- conversations
@@ -335,3 +329,19 @@ describeEachEngine('extras contract', (ctx) => {
     expect(byConversation(fromIndexes[0]!).map((m) => m.conversation)).toEqual(['c3']);
   });
 });
+
+/**
+ * a and b in c1, with `inC1` ingested; a alone in c2, muted, with message 4 at ts 40; b alone
+ * in c3, nothing said.
+ */
+async function threeConversations(
+  c: BubbleStore['conversations'],
+  inC1: ConversationMessage[],
+): Promise<void> {
+  await c.replaceMembers('c1', ['a', 'b']);
+  await c.replaceMembers('c2', ['a']);
+  await c.addMembers('c3', ['b']);
+  await c.ingest('c1', inC1);
+  await c.ingest('c2', [msg(4, 'x', 40)]);
+  await c.setMuted('c2', 'a', true);
+}

@@ -1,7 +1,6 @@
 /**
  * What the contract files of the sources beside the feed (extras-contract-*.test.ts) share:
- * the inactive job's now, sorting helpers, a three-conversation setup and a counting
- * highestNoticeId callback.
+ * the inactive job's now, sorting helpers and a counting highestNoticeId callback.
  */
 import { DAY_MS } from '@bubble/protocol';
 import type { BubbleStore, ConversationMessage, Membership, MembershipChange } from '@bubble/store';
@@ -34,22 +33,6 @@ export const msg = (
   ts = T0 + seq,
   preview?: Record<string, unknown>,
 ): ConversationMessage => ({ seq, from, ts, preview });
-
-/**
- * a and b in c1, with `inC1` ingested; a alone in c2, muted, with message 4 at ts 40; b alone
- * in c3, nothing said.
- */
-export async function threeConversations(
-  c: BubbleStore['conversations'],
-  inC1: ConversationMessage[],
-): Promise<void> {
-  await c.replaceMembers('c1', ['a', 'b']);
-  await c.replaceMembers('c2', ['a']);
-  await c.addMembers('c3', ['b']);
-  await c.ingest('c1', inC1);
-  await c.ingest('c2', [msg(4, 'x', 40)]);
-  await c.setMuted('c2', 'a', true);
-}
 
 /** A highestNoticeId callback that counts its calls. */
 export function highestOf(store: BubbleStore): { calls: number; read: () => Promise<number> } {

@@ -244,6 +244,22 @@ for (const mode of ['one redis-server', 'redis cluster'] as const) {
     const message = (id: string, seq: number) =>
       platformOk('POST', `/v1/conversations/${id}/messages`, { seq, from: 'kim' }, 202);
 
+    /** A call to /v1/conversations/<id><rest> whose reply was cut (after its members key), retried. */
+    const failThenRetryIn = (
+      id: string,
+      method: string,
+      rest: string,
+      body?: unknown,
+      status = 204,
+    ) =>
+      failThenRetry(
+        new RegExp(`\\{c:${id}\\}:members`),
+        method,
+        `/v1/conversations/${id}${rest}`,
+        body,
+        status,
+      );
+
     /** `user` and kim in conversation `id`, online, with one message from kim unread. */
     async function oneUnreadBy(user: string, id: string): Promise<void> {
       await platformOk('PUT', `/v1/conversations/${id}/members`, { members: ['kim', user] }, 204);
@@ -257,13 +273,7 @@ for (const mode of ['one redis-server', 'redis cluster'] as const) {
       await online('jay');
       await rig.core.sweepNow();
 
-      await failThenRetry(
-        /\{c:cv\}:members/,
-        'POST',
-        '/v1/conversations/cv/members',
-        { members: ['jay'] },
-        204,
-      );
+      await failThenRetryIn('cv', 'POST', '/members', { members: ['jay'] });
       await message('cv', 1);
       expect(await unreadAfterSweeps('jay', 'cv')).toBe(1);
     });
@@ -271,20 +281,14 @@ for (const mode of ['one redis-server', 'redis cluster'] as const) {
     it('a removal whose reply was cut, retried, drops the conversation', async () => {
       await oneUnreadBy('lea', 'cw');
 
-      await failThenRetry(
-        /\{c:cw\}:members/,
-        'DELETE',
-        '/v1/conversations/cw/members/lea',
-        undefined,
-        204,
-      );
+      await failThenRetryIn('cw', 'DELETE', '/members/lea');
       expect(await unreadAfterSweeps('lea', 'cw')).toBe(0);
     });
 
     it('a dissolve whose reply was cut, retried, drops the conversation', async () => {
       await oneUnreadBy('max', 'cx');
 
-      await failThenRetry(/\{c:cx\}:members/, 'DELETE', '/v1/conversations/cx', undefined, 204);
+      await failThenRetryIn('cx', 'DELETE', '');
       expect(await unreadAfterSweeps('max', 'cx')).toBe(0);
       const { redis, keys } = rig.coreStore;
       expect(await redis.exists(keys.conversationUnlogged('cx'))).toBe(0);
@@ -294,13 +298,7 @@ for (const mode of ['one redis-server', 'redis cluster'] as const) {
     it("a sender's message whose reply was cut, retried, stays read for the sender", async () => {
       await oneUnreadBy('ole', 'cy');
 
-      await failThenRetry(
-        /\{c:cy\}:members/,
-        'POST',
-        '/v1/conversations/cy/messages',
-        { seq: 2, from: 'ole' },
-        202,
-      );
+      await failThenRetryIn('cy', 'POST', '/messages', { seq: 2, from: 'ole' }, 202);
       // Ole's own message moved their cursor past kim's: nothing unread.
       expect(await unreadAfterSweeps('ole', 'cy')).toBe(0);
     });
