@@ -244,7 +244,7 @@ for (const mode of ['one redis-server', 'redis cluster'] as const) {
     const message = (id: string, seq: number) =>
       platformOk('POST', `/v1/conversations/${id}/messages`, { seq, from: 'kim' }, 202);
 
-    /** A call to /v1/conversations/<id><rest> whose reply was cut (after its members key), retried. */
+    /** A call to /v1/conversations/<id><rest>, its reply cut (at its members key), retried. */
     const failThenRetryIn = (
       id: string,
       method: string,
