@@ -40,7 +40,7 @@ describeOnEachEngine('HTTP gateway routes', 'http', (apps, engine) => {
     }
 
     it('scope feed without upTo reads up to now and answers 200 with the new badge', async () => {
-      const { token, now } = await followingThreePosts();
+      const { token } = await followingThreePosts();
       const before = await myBadge(token);
       expect(before.feed).toBe(3);
 
