@@ -7,25 +7,11 @@
  * of its connections to the server (CLIENT LIST names them by `addr`).
  */
 import net from 'node:net';
-import { listenLocally } from './redis-proxy-parts.js';
+import { LocalRedisProxy } from './redis-proxy-parts.js';
 
-export class MessageDroppingProxy {
-  private readonly sockets = new Set<net.Socket>();
+export class MessageDroppingProxy extends LocalRedisProxy {
   private armed: { channel: RegExp; onDrop: (channel: string) => void } | undefined;
   private readonly upstreams = new Set<net.Socket>();
-
-  private constructor(
-    private readonly server: net.Server,
-    readonly port: number,
-    readonly url: string,
-  ) {}
-
-  static async start(upstreamPort: number): Promise<MessageDroppingProxy> {
-    const { server, port, url } = await listenLocally();
-    const proxy = new MessageDroppingProxy(server, port, url);
-    server.on('connection', (client: net.Socket) => proxy.connect(client, upstreamPort));
-    return proxy;
-  }
 
   /** The local ports of the proxy's live connections to the server. */
   get upstreamPorts(): Set<number> {
@@ -39,14 +25,8 @@ export class MessageDroppingProxy {
     });
   }
 
-  async close(): Promise<void> {
-    for (const socket of this.sockets) socket.destroy();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
-  }
-
-  private connect(client: net.Socket, upstreamPort: number): void {
-    const upstream = net.connect(upstreamPort, '127.0.0.1');
-    this.sockets.add(client).add(upstream);
+  protected connect(client: net.Socket): void {
+    const upstream = this.linkUpstream(client, () => this.upstreams.delete(upstream));
     this.upstreams.add(upstream);
     let pending: Buffer = Buffer.alloc(0);
     client.on('data', (chunk) => upstream.write(chunk));
@@ -67,17 +47,6 @@ export class MessageDroppingProxy {
         client.once('drain', () => upstream.resume());
       }
     });
-    const drop = () => {
-      this.upstreams.delete(upstream);
-      this.sockets.delete(client);
-      this.sockets.delete(upstream);
-      client.destroy();
-      upstream.destroy();
-    };
-    for (const socket of [client, upstream]) {
-      socket.on('close', drop);
-      socket.on('error', drop);
-    }
   }
 
   /** Whether the value at `at` is the message the proxy is armed to drop. */

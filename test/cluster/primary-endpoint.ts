@@ -5,59 +5,21 @@
 import net from 'node:net';
 import { waitFor, type RedisServerHandle } from '@bubble/test-utils';
 import { Redis } from 'ioredis';
+import { LocalRedisProxy } from './redis-proxy-parts.js';
 
 /**
  * One address in front of whichever server is master now, as a managed Redis's primary
  * endpoint: moving it sends new connections to another server; those open stay where they are.
  */
-export class PrimaryEndpoint {
-  private readonly sockets = new Set<net.Socket>();
-  private constructor(
-    private readonly server: net.Server,
-    readonly port: number,
-    private target: number,
-  ) {}
-
-  static async start(target: number): Promise<PrimaryEndpoint> {
-    const server = net.createServer();
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const endpoint = new PrimaryEndpoint(
-      server,
-      (server.address() as net.AddressInfo).port,
-      target,
-    );
-    server.on('connection', (client) => endpoint.forward(client));
-    return endpoint;
-  }
-
-  get url(): string {
-    return `redis://127.0.0.1:${this.port}`;
-  }
-
+export class PrimaryEndpoint extends LocalRedisProxy {
   moveTo(port: number): void {
-    this.target = port;
+    this.upstreamPort = port;
   }
 
-  async close(): Promise<void> {
-    for (const socket of this.sockets) socket.destroy();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
-  }
-
-  private forward(client: net.Socket): void {
-    const upstream = net.connect({ host: '127.0.0.1', port: this.target });
-    for (const socket of [client, upstream]) this.sockets.add(socket);
+  protected connect(client: net.Socket): void {
+    const upstream = this.linkUpstream(client);
     client.pipe(upstream);
     upstream.pipe(client);
-    const end = () => {
-      client.destroy();
-      upstream.destroy();
-      this.sockets.delete(client);
-      this.sockets.delete(upstream);
-    };
-    for (const socket of [client, upstream]) {
-      socket.on('close', end);
-      socket.on('error', end);
-    }
   }
 }
 

@@ -2,11 +2,70 @@
 import net from 'node:net';
 
 /** A server listening on a free local port, and the redis:// URL that reaches it. */
-export async function listenLocally(): Promise<{ server: net.Server; port: number; url: string }> {
+export interface LocalListener {
+  server: net.Server;
+  port: number;
+  url: string;
+}
+
+export async function listenLocally(): Promise<LocalListener> {
   const server = net.createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as net.AddressInfo;
   return { server, port, url: `redis://127.0.0.1:${port}` };
+}
+
+/**
+ * A local address in front of the Redis at `upstreamPort`: each client gets its own upstream
+ * connection, the two closing together; a subclass says what passes between them.
+ */
+export abstract class LocalRedisProxy {
+  readonly port: number;
+  readonly url: string;
+  private readonly server: net.Server;
+  private readonly sockets = new Set<net.Socket>();
+
+  constructor(
+    local: LocalListener,
+    protected upstreamPort: number,
+  ) {
+    ({ server: this.server, port: this.port, url: this.url } = local);
+  }
+
+  static async start<P extends LocalRedisProxy>(
+    this: new (local: LocalListener, upstreamPort: number) => P,
+    upstreamPort: number,
+  ): Promise<P> {
+    const proxy = new this(await listenLocally(), upstreamPort);
+    proxy.server.on('connection', (client: net.Socket) => proxy.connect(client));
+    return proxy;
+  }
+
+  async close(): Promise<void> {
+    for (const socket of this.sockets) socket.destroy();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  /** Opens `client`'s upstream connection; either closing (or failing) ends both, then `onEnd`. */
+  protected linkUpstream(client: net.Socket, onEnd?: () => void): net.Socket {
+    const upstream = net.connect({ host: '127.0.0.1', port: this.upstreamPort });
+    this.sockets.add(client).add(upstream);
+    const end = () => {
+      client.destroy();
+      upstream.destroy();
+      this.sockets.delete(client);
+      this.sockets.delete(upstream);
+      onEnd?.();
+    };
+    for (const socket of [client, upstream]) {
+      socket.on('close', end);
+      socket.on('error', end);
+    }
+    return upstream;
+  }
+
+  /** Wires a newly accepted client to its upstream. */
+  protected abstract connect(client: net.Socket): void;
 }
 
 /**

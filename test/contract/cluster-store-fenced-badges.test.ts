@@ -239,57 +239,33 @@ describeEachEngine('cluster store contract: fenced badges', (ctx) => {
     const [a] = usersOf(13, 1);
     await setFence(13, 1);
     const belief = { epoch: '', version: 0 };
-    await badges.saveFenced(13, 1, [{ user: a!, fields: { f: 1 }, known: belief }], T0, {
-      stamps: true,
-    });
-    await badges.saveFenced(13, 1, [{ user: a!, fields: { f: 2 }, known: belief }], T0 + 1, {
-      stamps: true,
-    });
+    const save = (fields: Record<string, number>, at: number, known: typeof belief) =>
+      badges.saveFenced(13, 1, [{ user: a!, fields, known }], at, { stamps: true });
+    await save({ f: 1 }, T0, belief);
+    await save({ f: 2 }, T0 + 1, belief);
     const { epoch } = belief;
     expect(belief.version).toBe(2);
 
     // A stale belief (1 while 2 is stored), both when the counts differ and when they are equal.
     const stale = { epoch, version: 1 };
-    const third = await badges.saveFenced(
-      13,
-      1,
-      [{ user: a!, fields: { f: 3 }, known: stale }],
-      T0 + 2,
-      { stamps: true },
-    );
+    const third = await save({ f: 3 }, T0 + 2, stale);
     expect(third).toMatchObject({ changed: 1, stamps: [{ version: 3, changed: true }] });
     expect(stale).toEqual({ epoch, version: 3 });
     const again = { epoch, version: 2 };
-    const same = await badges.saveFenced(
-      13,
-      1,
-      [{ user: a!, fields: { f: 3 }, known: again }],
-      T0 + 3,
-      { stamps: true },
-    );
+    const same = await save({ f: 3 }, T0 + 3, again);
     expect(same).toMatchObject({ changed: 0, stamps: [{ version: 3, changed: false }] });
     expect(again).toEqual({ epoch, version: 3 });
 
     // Another epoch, "nothing stored" while something is, and "unknown" (-1): the next version
     // of what is stored, in its epoch.
     const other = { epoch: 'elsewhere', version: 3 };
-    const fourth = await badges.saveFenced(
-      13,
-      1,
-      [{ user: a!, fields: { f: 4 }, known: other }],
-      T0 + 4,
-      { stamps: true },
-    );
+    const fourth = await save({ f: 4 }, T0 + 4, other);
     expect(fourth).toMatchObject({ changed: 1, stamps: [{ epoch, version: 4 }] });
     const none = { epoch: '', version: 0 };
-    await badges.saveFenced(13, 1, [{ user: a!, fields: { f: 5 }, known: none }], T0 + 5, {
-      stamps: true,
-    });
+    await save({ f: 5 }, T0 + 5, none);
     expect(none).toEqual({ epoch, version: 5 });
     const unknown = { epoch: '', version: -1 };
-    await badges.saveFenced(13, 1, [{ user: a!, fields: { f: 5 }, known: unknown }], T0 + 6, {
-      stamps: true,
-    });
+    await save({ f: 5 }, T0 + 6, unknown);
     expect(unknown).toEqual({ epoch, version: 5 });
     expect(await storedBadge(a!)).toMatchObject({ version: 5, computedAt: T0 + 5 });
   });

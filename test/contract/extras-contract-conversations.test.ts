@@ -2,6 +2,7 @@
  * The contract of conversations (packages/store/src/conversations; docs/semantics.md
  * "Conversations"): Conversations run against both engines with the very same assertions.
  */
+import type { BubbleStore, ConversationMessage } from '@bubble/store';
 import { expect, it } from 'vitest';
 import { describeEachEngine } from '../support/engines.js';
 import { byConversation, change, membershipOf, msg, sorted } from './extras-contract-support.js';
@@ -248,38 +249,30 @@ describeEachEngine('extras contract', (ctx) => {
   it('conversations: memberships lists every conversation of the user, and only theirs', async () => {
     const { store } = ctx();
     const c = store.conversations;
-    await c.replaceMembers('c1', ['a', 'b']);
-    await c.replaceMembers('c2', ['a']);
-    await c.addMembers('c3', ['b']);
-    await c.ingest('c1', [msg(1, 'b', 10, { text: 'hi' })]);
-    await c.ingest('c2', [msg(4, 'x', 40)]);
-    await c.setMuted('c2', 'a', true);
-    expect(byConversation(await c.memberships('a'))).toEqual([
-      {
-        conversation: 'c1',
-        maxSeq: 1,
-        readSeq: 0,
-        muted: false,
-        lastTs: 10,
-        preview: { text: 'hi' },
-      },
-      { conversation: 'c2', maxSeq: 4, readSeq: 0, muted: true, lastTs: 40, preview: null },
-    ]);
+    await threeConversations(c, [msg(1, 'b', 10, { text: 'hi' })]);
+    const inC1 = (readSeq: number) => ({
+      conversation: 'c1',
+      maxSeq: 1,
+      readSeq,
+      muted: false,
+      lastTs: 10,
+      preview: { text: 'hi' },
+    });
+    const inC2 = {
+      conversation: 'c2',
+      maxSeq: 4,
+      readSeq: 0,
+      muted: true,
+      lastTs: 40,
+      preview: null,
+    };
+    expect(byConversation(await c.memberships('a'))).toEqual([inC1(0), inC2]);
     expect(byConversation(await c.memberships('b'))).toEqual([
-      {
-        conversation: 'c1',
-        maxSeq: 1,
-        readSeq: 1,
-        muted: false,
-        lastTs: 10,
-        preview: { text: 'hi' },
-      },
+      inC1(1),
       { conversation: 'c3', maxSeq: 0, readSeq: 0, muted: false, lastTs: 0, preview: null },
     ]);
     await c.dissolve('c1');
-    expect(await c.memberships('a')).toEqual([
-      { conversation: 'c2', maxSeq: 4, readSeq: 0, muted: true, lastTs: 40, preview: null },
-    ]);
+    expect(await c.memberships('a')).toEqual([inC2]);
     // The preview handed out is a copy: changing it changes nothing stored.
     await c.ingest('c3', [msg(1, 'x', 5, { nested: { k: 1 } })]);
     const [got] = await c.memberships('b');
@@ -290,12 +283,7 @@ describeEachEngine('extras contract', (ctx) => {
   it('conversations: membershipSeqs answers memberships without previews and ts, per user in order', async () => {
     const { store } = ctx();
     const c = store.conversations;
-    await c.replaceMembers('c1', ['a', 'b']);
-    await c.replaceMembers('c2', ['a']);
-    await c.addMembers('c3', ['b']);
-    await c.ingest('c1', [msg(1, 'b', 10, { text: 'hi' }), msg(2, 'x', 11)]);
-    await c.ingest('c2', [msg(4, 'x', 40)]);
-    await c.setMuted('c2', 'a', true);
+    await threeConversations(c, [msg(1, 'b', 10, { text: 'hi' }), msg(2, 'x', 11)]);
     await c.read('c3', 'b');
     await c.replaceMembers('gone', ['a', 'b']);
     await c.dissolve('gone');
@@ -341,3 +329,19 @@ describeEachEngine('extras contract', (ctx) => {
     expect(byConversation(fromIndexes[0]!).map((m) => m.conversation)).toEqual(['c3']);
   });
 });
+
+/**
+ * a and b in c1, with `inC1` ingested; a alone in c2, muted, with message 4 at ts 40; b alone
+ * in c3, nothing said.
+ */
+async function threeConversations(
+  c: BubbleStore['conversations'],
+  inC1: ConversationMessage[],
+): Promise<void> {
+  await c.replaceMembers('c1', ['a', 'b']);
+  await c.replaceMembers('c2', ['a']);
+  await c.addMembers('c3', ['b']);
+  await c.ingest('c1', inC1);
+  await c.ingest('c2', [msg(4, 'x', 40)]);
+  await c.setMuted('c2', 'a', true);
+}

@@ -201,6 +201,16 @@ for (const mode of ['one redis-server', 'redis cluster'] as const) {
       expect(await feedAfterSweeps('dan')).toBe(1);
     });
 
+    /** `user` follows (PUT) or unfollows (DELETE) gus, the first reply cut, then retried. */
+    const failThenRetryFollow = (method: 'PUT' | 'DELETE', user: string) =>
+      failThenRetry(
+        new RegExp(`\\{u:${user}\\}:follows`),
+        method,
+        `/v1/users/${user}/follows/gus`,
+        undefined,
+        204,
+      );
+
     it('a follow whose reply was cut, retried, reloads the user', async () => {
       const posts = [
         { author: 'gus', id: 'g1', ts: now - 40_000 },
@@ -210,13 +220,7 @@ for (const mode of ['one redis-server', 'redis cluster'] as const) {
       await online('carol');
       expect(await feedAfterSweeps('carol')).toBe(0);
 
-      await failThenRetry(
-        /\{u:carol\}:follows/,
-        'PUT',
-        '/v1/users/carol/follows/gus',
-        undefined,
-        204,
-      );
+      await failThenRetryFollow('PUT', 'carol');
       expect(await feedAfterSweeps('carol')).toBe(2);
     });
 
@@ -225,13 +229,7 @@ for (const mode of ['one redis-server', 'redis cluster'] as const) {
       await online('hal');
       expect(await feedAfterSweeps('hal')).toBe(2);
 
-      await failThenRetry(
-        /\{u:hal\}:follows/,
-        'DELETE',
-        '/v1/users/hal/follows/gus',
-        undefined,
-        204,
-      );
+      await failThenRetryFollow('DELETE', 'hal');
       expect(await feedAfterSweeps('hal')).toBe(0);
     });
 
@@ -246,45 +244,51 @@ for (const mode of ['one redis-server', 'redis cluster'] as const) {
     const message = (id: string, seq: number) =>
       platformOk('POST', `/v1/conversations/${id}/messages`, { seq, from: 'kim' }, 202);
 
+    /** A call to /v1/conversations/<id><rest>, its reply cut (at its members key), retried. */
+    const failThenRetryIn = (
+      id: string,
+      method: string,
+      rest: string,
+      body?: unknown,
+      status = 204,
+    ) =>
+      failThenRetry(
+        new RegExp(`\\{c:${id}\\}:members`),
+        method,
+        `/v1/conversations/${id}${rest}`,
+        body,
+        status,
+      );
+
+    /** `user` and kim in conversation `id`, online, with one message from kim unread. */
+    async function oneUnreadBy(user: string, id: string): Promise<void> {
+      await platformOk('PUT', `/v1/conversations/${id}/members`, { members: ['kim', user] }, 204);
+      await online(user);
+      await message(id, 1);
+      expect(await unreadAfterSweeps(user, id)).toBe(1);
+    }
+
     it('a join whose reply was cut, retried, counts the conversation for the new member', async () => {
       await platformOk('PUT', '/v1/conversations/cv/members', { members: ['kim'] }, 204);
       await online('jay');
       await rig.core.sweepNow();
 
-      await failThenRetry(
-        /\{c:cv\}:members/,
-        'POST',
-        '/v1/conversations/cv/members',
-        { members: ['jay'] },
-        204,
-      );
+      await failThenRetryIn('cv', 'POST', '/members', { members: ['jay'] });
       await message('cv', 1);
       expect(await unreadAfterSweeps('jay', 'cv')).toBe(1);
     });
 
     it('a removal whose reply was cut, retried, drops the conversation', async () => {
-      await platformOk('PUT', '/v1/conversations/cw/members', { members: ['kim', 'lea'] }, 204);
-      await online('lea');
-      await message('cw', 1);
-      expect(await unreadAfterSweeps('lea', 'cw')).toBe(1);
+      await oneUnreadBy('lea', 'cw');
 
-      await failThenRetry(
-        /\{c:cw\}:members/,
-        'DELETE',
-        '/v1/conversations/cw/members/lea',
-        undefined,
-        204,
-      );
+      await failThenRetryIn('cw', 'DELETE', '/members/lea');
       expect(await unreadAfterSweeps('lea', 'cw')).toBe(0);
     });
 
     it('a dissolve whose reply was cut, retried, drops the conversation', async () => {
-      await platformOk('PUT', '/v1/conversations/cx/members', { members: ['kim', 'max'] }, 204);
-      await online('max');
-      await message('cx', 1);
-      expect(await unreadAfterSweeps('max', 'cx')).toBe(1);
+      await oneUnreadBy('max', 'cx');
 
-      await failThenRetry(/\{c:cx\}:members/, 'DELETE', '/v1/conversations/cx', undefined, 204);
+      await failThenRetryIn('cx', 'DELETE', '');
       expect(await unreadAfterSweeps('max', 'cx')).toBe(0);
       const { redis, keys } = rig.coreStore;
       expect(await redis.exists(keys.conversationUnlogged('cx'))).toBe(0);
@@ -292,18 +296,9 @@ for (const mode of ['one redis-server', 'redis cluster'] as const) {
     });
 
     it("a sender's message whose reply was cut, retried, stays read for the sender", async () => {
-      await platformOk('PUT', '/v1/conversations/cy/members', { members: ['kim', 'ole'] }, 204);
-      await online('ole');
-      await message('cy', 1);
-      expect(await unreadAfterSweeps('ole', 'cy')).toBe(1);
+      await oneUnreadBy('ole', 'cy');
 
-      await failThenRetry(
-        /\{c:cy\}:members/,
-        'POST',
-        '/v1/conversations/cy/messages',
-        { seq: 2, from: 'ole' },
-        202,
-      );
+      await failThenRetryIn('cy', 'POST', '/messages', { seq: 2, from: 'ole' }, 202);
       // Ole's own message moved their cursor past kim's: nothing unread.
       expect(await unreadAfterSweeps('ole', 'cy')).toBe(0);
     });

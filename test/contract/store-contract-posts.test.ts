@@ -4,7 +4,7 @@
  * The other parts: test/contract/store-contract-*.
  */
 import { DAY_MS, HOUR_MS, MINUTE_MS } from '@bubble/protocol';
-import { RedisStore, type Post } from '@bubble/store';
+import { RedisStore, type BubbleStore, type Post } from '@bubble/store';
 import { expect, it } from 'vitest';
 import { describeEachEngine } from '../support/engines.js';
 import { L, countAll, seededRandom } from '../support/store-contract.js';
@@ -228,15 +228,8 @@ describeEachEngine('BubbleStore contract: posts', (ctx) => {
 
   it('countBetween over many authors equals a brute-force count', async () => {
     const { store } = ctx();
-    const rand = seededRandom(42);
-    const posts: Post[] = [];
-    for (let a = 0; a < 300; a++) {
-      const n = rand(5);
-      for (let i = 0; i < n; i++) posts.push({ author: `a${a}`, id: `p${i}`, ts: 1 + rand(1_000) });
-    }
-    for (let i = 0; i < posts.length; i += 500)
-      await store.posts.ingest(posts.slice(i, i + 500), 0);
-    const authors = Array.from({ length: 300 }, (_, a) => `a${a}`).filter((_, a) => a % 3 !== 0);
+    const posts = await ingestRandomPosts(store, seededRandom(42), 5);
+    const authors = everyThirdSkipped();
     const wanted = new Set(authors);
     for (const [after, until] of [
       [0, 1_000],
@@ -364,20 +357,9 @@ describeEachEngine('BubbleStore contract: posts', (ctx) => {
 
   it('window over many authors equals a brute-force listing', async () => {
     const { store } = ctx();
-    const rand = seededRandom(4242);
-    const posts: Post[] = [];
-    for (let a = 0; a < 300; a++) {
-      const n = rand(6);
-      for (let i = 0; i < n; i++) posts.push({ author: `a${a}`, id: `p${i}`, ts: 1 + rand(1_000) });
-    }
-    for (let i = 0; i < posts.length; i += 500)
-      await store.posts.ingest(posts.slice(i, i + 500), 0);
-    // Every third author is asked for, plus some who never posted.
-    const authors = [
-      ...Array.from({ length: 300 }, (_, a) => `a${a}`).filter((_, a) => a % 3 !== 0),
-      'ghost1',
-      'ghost2',
-    ];
+    const posts = await ingestRandomPosts(store, seededRandom(4242), 6);
+    // Every third author is skipped, and some who never posted are asked for.
+    const authors = [...everyThirdSkipped(), 'ghost1', 'ghost2'];
     // The contract orders by ts only; equal ts are compared as a set, so sort those by id.
     const normalised = (list: readonly { id: string; ts: number }[] | undefined) =>
       [...(list ?? [])].sort((x, y) => x.ts - y.ts || (x.id < y.id ? -1 : x.id > y.id ? 1 : 0));
@@ -397,3 +379,25 @@ describeEachEngine('BubbleStore contract: posts', (ctx) => {
     }
   });
 });
+
+const AUTHORS = 300;
+
+/** Fewer than `perAuthor` posts (at random) for each author a0, a1, …, at ts 1..1000, ingested. */
+async function ingestRandomPosts(
+  store: BubbleStore,
+  rand: (n: number) => number,
+  perAuthor: number,
+): Promise<Post[]> {
+  const posts: Post[] = [];
+  for (let a = 0; a < AUTHORS; a++) {
+    const n = rand(perAuthor);
+    for (let i = 0; i < n; i++) posts.push({ author: `a${a}`, id: `p${i}`, ts: 1 + rand(1_000) });
+  }
+  for (let i = 0; i < posts.length; i += 500) await store.posts.ingest(posts.slice(i, i + 500), 0);
+  return posts;
+}
+
+/** The authors of ingestRandomPosts but every third. */
+function everyThirdSkipped(): string[] {
+  return Array.from({ length: AUTHORS }, (_, a) => `a${a}`).filter((_, a) => a % 3 !== 0);
+}

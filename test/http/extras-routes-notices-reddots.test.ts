@@ -16,7 +16,7 @@ import {
   app,
   describeOnEachEngine,
 } from './support.js';
-import { expectBadInput, extrasCalls } from './extras-routes-support.js';
+import { expectBadInput, expectBodiesRefused, extrasCalls } from './extras-routes-support.js';
 
 describeOnEachEngine('notices, red dots and conversations over HTTP', 'extras', () => {
   const { expectEmpty, publish, withdraw, mark, clear, myBadge, read, explain, snapshot } =
@@ -120,17 +120,7 @@ describeOnEachEngine('notices, red dots and conversations over HTTP', 'extras', 
         [3],
         3,
       ];
-      for (const body of badBodies) {
-        expectBadInput(
-          await platform(app, 'POST', '/v1/notices', { body }),
-          `publish ${JSON.stringify(body)}`,
-        );
-      }
-      expectError(
-        await platform(app, 'POST', '/v1/notices', { rawBody: '{"id":3' }),
-        400,
-        'UB_ERR_BAD_REQUEST',
-      );
+      await expectBodiesRefused(app, 'POST', '/v1/notices', 'publish', badBodies, '{"id":3');
       expectError(await platform(app, 'POST', '/v1/notices'), 400, 'UB_ERR_BAD_REQUEST');
       // reads with a bad upTo
       for (const upTo of [0, -1, 1.5, '3', null]) {
@@ -220,17 +210,8 @@ describeOnEachEngine('notices, red dots and conversations over HTTP', 'extras', 
         expectError(await platform(app, 'PUT', `/v1/reddots/${bad}`), 400, 'UB_ERR_BAD_ID');
         expectError(await platform(app, 'DELETE', `/v1/reddots/${bad}`), 400, 'UB_ERR_BAD_ID');
       }
-      for (const body of [{ ts: -1 }, { ts: 'now' }, { ts: 1.5 }, { when: 1 }, [1], 'x']) {
-        expectBadInput(
-          await platform(app, 'PUT', '/v1/reddots/other', { body }),
-          `mark ${JSON.stringify(body)}`,
-        );
-      }
-      expectError(
-        await platform(app, 'PUT', '/v1/reddots/other', { rawBody: '{"ts":' }),
-        400,
-        'UB_ERR_BAD_REQUEST',
-      );
+      const badMarks = [{ ts: -1 }, { ts: 'now' }, { ts: 1.5 }, { when: 1 }, [1], 'x'];
+      await expectBodiesRefused(app, 'PUT', '/v1/reddots/other', 'mark', badMarks, '{"ts":');
       for (const name of ['bad name', '', 'x'.repeat(65)]) {
         expectError(
           await client(app, token, 'POST', '/v1/badge/read', {

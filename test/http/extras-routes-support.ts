@@ -27,6 +27,21 @@ export function expectBadInput(reply: Reply, what: string): void {
   expectError(reply, 400, code);
 }
 
+/** Each of `bodies`, then JSON cut short (`cutJson`), sent to `path` is refused as bad input. */
+export async function expectBodiesRefused(
+  app: App,
+  method: string,
+  path: string,
+  what: string,
+  bodies: readonly unknown[],
+  cutJson: string,
+): Promise<void> {
+  for (const body of bodies) {
+    expectBadInput(await platform(app, method, path, { body }), `${what} ${JSON.stringify(body)}`);
+  }
+  expectError(await platform(app, method, path, { rawBody: cutJson }), 400, 'UB_ERR_BAD_REQUEST');
+}
+
 /** A message of a conversation, as the platform sends it. */
 export interface MessageIn {
   seq: number;

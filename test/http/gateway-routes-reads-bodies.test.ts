@@ -28,13 +28,19 @@ describeOnEachEngine('HTTP gateway routes', 'http', (apps, engine) => {
   // ---------------------------------------------------------------- reads
 
   describe('POST /v1/badge/read', () => {
-    it('scope feed without upTo reads up to now and answers 200 with the new badge', async () => {
+    /** u1 follows a1, who posted 1, 2 and 3 s before now: u1's token, and that now. */
+    async function followingThreePosts(): Promise<{ token: string; now: number }> {
       const token = await tokenFor('u1');
       await followAll('u1', ['a1']);
       const now = app.clock.now();
       await ingest({
         posts: [1, 2, 3].map((i) => ({ author: 'a1', id: `p${i}`, ts: now - i * 1000 })),
       });
+      return { token, now };
+    }
+
+    it('scope feed without upTo reads up to now and answers 200 with the new badge', async () => {
+      const { token } = await followingThreePosts();
       const before = await myBadge(token);
       expect(before.feed).toBe(3);
 
@@ -61,12 +67,7 @@ describeOnEachEngine('HTTP gateway routes', 'http', (apps, engine) => {
     });
 
     it('scope feed with upTo reads up to it; the cursor never moves back', async () => {
-      const token = await tokenFor('u1');
-      await followAll('u1', ['a1']);
-      const now = app.clock.now();
-      await ingest({
-        posts: [1, 2, 3].map((i) => ({ author: 'a1', id: `p${i}`, ts: now - i * 1000 })),
-      });
+      const { token, now } = await followingThreePosts();
       const read = (upTo: number) =>
         client(app, token, 'POST', '/v1/badge/read', { body: { scope: 'feed', upTo } });
 

@@ -51,6 +51,14 @@ export function allSourcesCommands(names: Names) {
 
   type Cmd = fc.AsyncCommand<Model, Real>;
 
+  /** A model step that cannot fail: it changes the model, and the service should answer ok. */
+  const succeeds =
+    (change: (model: Model) => unknown) =>
+    (model: Model): string => {
+      change(model);
+      return 'ok';
+    };
+
   /** A command: its effect on the model, the call on the service, the outcome the model expects. */
   function command(
     name: string,
@@ -88,11 +96,10 @@ export function allSourcesCommands(names: Names) {
   const publish = noticeId.map((id) =>
     command(
       `publish(${id})`,
-      (m) => {
+      succeeds((m) => {
         m.live.add(id);
         m.highest = Math.max(m.highest, id);
-        return 'ok';
-      },
+      }),
       (r) => r.service.publishNotice(id),
     ),
   );
@@ -100,10 +107,7 @@ export function allSourcesCommands(names: Names) {
   const withdraw = noticeId.map((id) =>
     command(
       `withdraw(${id})`,
-      (m) => {
-        m.live.delete(id);
-        return 'ok';
-      },
+      succeeds((m) => m.live.delete(id)),
       (r) => r.service.withdrawNotice(id),
     ),
   );
@@ -111,10 +115,7 @@ export function allSourcesCommands(names: Names) {
   const mark = fc.tuple(reddot, fc.constantFrom(-2000, 0, undefined)).map(([name, offset]) =>
     command(
       `mark(${name}, ts ${offset === undefined ? 'now' : `now${offset}`})`,
-      (m) => {
-        m.marked.set(name, m.now + (offset ?? 0));
-        return 'ok';
-      },
+      succeeds((m) => m.marked.set(name, m.now + (offset ?? 0))),
       (r) => r.service.markReddot(name, offset === undefined ? undefined : r.clock.now() + offset),
     ),
   );
@@ -122,10 +123,7 @@ export function allSourcesCommands(names: Names) {
   const clear = reddot.map((name) =>
     command(
       `clear(${name})`,
-      (m) => {
-        m.marked.delete(name);
-        return 'ok';
-      },
+      succeeds((m) => m.marked.delete(name)),
       (r) => r.service.clearReddot(name),
     ),
   );
@@ -135,10 +133,7 @@ export function allSourcesCommands(names: Names) {
     .map(([id, users, replace]) =>
       command(
         `${replace ? 'replaceMembers' : 'addMembers'}(${id}, [${users.join(',')}])`,
-        (m) => {
-          m.join(id, users, replace);
-          return 'ok';
-        },
+        succeeds((m) => m.join(id, users, replace)),
         (r) => (replace ? r.service.replaceMembers(id, users) : r.service.addMembers(id, users)),
       ),
     );
@@ -146,10 +141,7 @@ export function allSourcesCommands(names: Names) {
   const leave = fc.tuple(conversation, user).map(([id, u]) =>
     command(
       `removeMember(${id}, ${u})`,
-      (m) => {
-        m.conversations.get(id)?.members.delete(u);
-        return 'ok';
-      },
+      succeeds((m) => m.conversations.get(id)?.members.delete(u)),
       (r) => r.service.removeMember(id, u),
     ),
   );
@@ -157,10 +149,7 @@ export function allSourcesCommands(names: Names) {
   const dissolve = conversation.map((id) =>
     command(
       `dissolve(${id})`,
-      (m) => {
-        m.conversations.delete(id);
-        return 'ok';
-      },
+      succeeds((m) => m.conversations.delete(id)),
       (r) => r.service.dissolve(id),
     ),
   );
@@ -280,7 +269,7 @@ export function allSourcesCommands(names: Names) {
     let expected = { accepted: 0, ignored: 0 };
     return command(
       `counters(${events.map((e) => `${e.user}/${e.kind}/${e.id}`).join('; ')})`,
-      (m) => {
+      succeeds((m) => {
         expected = { accepted: 0, ignored: 0 };
         for (const { user: u, kind, id } of events) {
           const key = `${u} ${kind} ${id}`;
@@ -294,8 +283,7 @@ export function allSourcesCommands(names: Names) {
           ids.add(id);
           expected.accepted++;
         }
-        return 'ok';
-      },
+      }),
       (r) => r.service.ingestCounterEvents(events),
       (_, value) => expect(value).toEqual(expected),
     );
@@ -304,11 +292,10 @@ export function allSourcesCommands(names: Names) {
   const counterRetract = counterEvent.map(({ user: u, kind, id }) =>
     command(
       `retract(${u}/${kind}/${id})`,
-      (m) => {
+      succeeds((m) => {
         m.eventsKnown.add(`${u} ${kind} ${id}`);
         m.counting.get(`${u} ${kind}`)?.delete(id);
-        return 'ok';
-      },
+      }),
       (r) => r.service.retractCounterEvent(u, kind, id),
     ),
   );
@@ -318,11 +305,10 @@ export function allSourcesCommands(names: Names) {
     .map(([u, kind, upTo]) =>
       command(
         `read(${u}, counter ${kind}, upTo ${upTo})`,
-        (m) => {
+        succeeds((m) => {
           m.see(u);
           if (upTo !== 'zero') m.counting.delete(`${u} ${kind}`);
-          return 'ok';
-        },
+        }),
         (r) =>
           r.service.read(
             u,
@@ -338,10 +324,7 @@ export function allSourcesCommands(names: Names) {
   const see = user.map((u) =>
     command(
       `poll(${u})`,
-      (m) => {
-        m.see(u);
-        return 'ok';
-      },
+      succeeds((m) => m.see(u)),
       (r) => r.service.badge(u, { seen: true }),
       (m, badge) => checkBadge(m, u, badge as Badge, `the poll of ${u}`),
     ),
@@ -352,10 +335,7 @@ export function allSourcesCommands(names: Names) {
     const id = `p${postCounter++}`;
     return command(
       `post(${AUTHOR}/${id})`,
-      (m) => {
-        m.posts.push(m.now);
-        return 'ok';
-      },
+      succeeds((m) => m.posts.push(m.now)),
       (r) => r.service.ingestPosts([{ author: AUTHOR, id, ts: r.clock.now() }]),
     );
   });
@@ -363,10 +343,7 @@ export function allSourcesCommands(names: Names) {
   const advance = fc.integer({ min: 1, max: 3 }).map((k) =>
     command(
       `advance(${k}s)`,
-      (m) => {
-        m.now += k * 1000;
-        return 'ok';
-      },
+      succeeds((m) => (m.now += k * 1000)),
       async (r) => r.clock.advance(k * 1000),
     ),
   );

@@ -1,9 +1,6 @@
 import { idRecord, poolOf, usersByPool } from '@bubble/protocol';
-import type { LoggedWriterOptions, RedisChangeLog } from '../change-log/redis-change-log.js';
-import type { RedisClient } from '../redis/connect.js';
-import type { RedisKeys } from '../redis/keys.js';
+import { RedisLoggedWriter } from '../change-log/redis-logged-writer.js';
 import { ScriptStatus } from '../redis/script-status.js';
-import { scripts, type ScriptRunner } from '../redis/scripts.js';
 import { marksEventsByPool } from './marks-events.js';
 import { SIGHT_THROTTLE_MS, type UserMarks, type UserMarksState } from './user-marks.js';
 
@@ -11,19 +8,7 @@ const CLICK_PREFIX = 'r:';
 /** Set with the first sight's cursor until its `marks` event is in the pool log (seeUser-1). */
 const UNLOGGED_FIELD = 'unlogged';
 
-export class RedisUserMarks implements UserMarks {
-  private readonly redis: RedisClient;
-  private readonly run: ScriptRunner;
-  private readonly keys: RedisKeys;
-  private readonly log: RedisChangeLog;
-
-  constructor(shared: LoggedWriterOptions) {
-    this.redis = shared.client;
-    this.run = scripts(shared.client);
-    this.keys = shared.keys;
-    this.log = shared.log;
-  }
-
+export class RedisUserMarks extends RedisLoggedWriter implements UserMarks {
   async see(
     user: string,
     now: number,

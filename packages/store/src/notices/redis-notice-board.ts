@@ -1,29 +1,15 @@
-import { sharedEventJson, type LoggedWriterOptions } from '../change-log/redis-change-log.js';
-import type { RedisClient } from '../redis/connect.js';
-import type { RedisKeys } from '../redis/keys.js';
-import { scripts, type ScriptRunner } from '../redis/scripts.js';
+import { sharedEventJson } from '../change-log/redis-change-log.js';
+import { RedisLoggedWriter } from '../change-log/redis-logged-writer.js';
 import type { NoticeBoard } from './notice-board.js';
 
 /** Notices share the {g} slot with the shared log: each write logs itself. */
-export class RedisNoticeBoard implements NoticeBoard {
-  private readonly redis: RedisClient;
-  private readonly run: ScriptRunner;
-  private readonly keys: RedisKeys;
-  private readonly maxLen: number;
-
-  constructor(shared: LoggedWriterOptions) {
-    this.redis = shared.client;
-    this.run = scripts(shared.client);
-    this.keys = shared.keys;
-    this.maxLen = shared.log.maxPostEvents;
-  }
-
+export class RedisNoticeBoard extends RedisLoggedWriter implements NoticeBoard {
   async publish(id: number): Promise<boolean> {
     const { keys } = this;
     const event = sharedEventJson({ kind: 'notice', id, live: true });
     const published = await this.run.publishNotice(
       [keys.notices(), keys.noticeHighest(), keys.sharedEvents()],
-      [String(id), this.maxLen, event],
+      [String(id), this.log.maxPostEvents, event],
     );
     return published === 1;
   }
@@ -33,7 +19,7 @@ export class RedisNoticeBoard implements NoticeBoard {
     const event = sharedEventJson({ kind: 'notice', id, live: false });
     const withdrawn = await this.run.withdrawNotice(
       [keys.notices(), keys.sharedEvents()],
-      [String(id), this.maxLen, event],
+      [String(id), this.log.maxPostEvents, event],
     );
     return withdrawn === 1;
   }

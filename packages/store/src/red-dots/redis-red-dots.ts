@@ -1,18 +1,12 @@
 import { idRecord } from '@bubble/protocol';
-import { sharedEventJson, type LoggedWriterOptions } from '../change-log/redis-change-log.js';
-import { scripts, type ScriptRunner } from '../redis/scripts.js';
+import { sharedEventJson } from '../change-log/redis-change-log.js';
+import { RedisLoggedWriter } from '../change-log/redis-logged-writer.js';
 import type { RedDots } from './red-dots.js';
 
 /** Red dots share the {g} slot with the shared log: each write logs itself. */
-export class RedisRedDots implements RedDots {
-  private readonly run: ScriptRunner;
-
-  constructor(private readonly shared: LoggedWriterOptions) {
-    this.run = scripts(shared.client);
-  }
-
+export class RedisRedDots extends RedisLoggedWriter implements RedDots {
   async mark(name: string, ts: number): Promise<void> {
-    const { keys, log } = this.shared;
+    const { keys, log } = this;
     const event = sharedEventJson({ kind: 'reddot', name, ts });
     await this.run.markReddot(
       [keys.reddots(), keys.sharedEvents()],
@@ -21,7 +15,7 @@ export class RedisRedDots implements RedDots {
   }
 
   async clear(name: string): Promise<boolean> {
-    const { keys, log } = this.shared;
+    const { keys, log } = this;
     const event = sharedEventJson({ kind: 'reddot', name, ts: null });
     const cleared = await this.run.clearReddot(
       [keys.reddots(), keys.sharedEvents()],
@@ -31,7 +25,7 @@ export class RedisRedDots implements RedDots {
   }
 
   async all(): Promise<Record<string, number>> {
-    const raw = await this.shared.client.hgetall(this.shared.keys.reddots());
+    const raw = await this.redis.hgetall(this.keys.reddots());
     const out = idRecord<number>();
     for (const [name, ts] of Object.entries(raw)) out[name] = Number(ts);
     return out;

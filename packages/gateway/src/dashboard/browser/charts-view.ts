@@ -1,4 +1,4 @@
-import type { HistorySample } from '../history-wire.js';
+import type { CoreFigures, GatewayFigures, HistorySample, LocalFigures } from '../history-wire.js';
 import { byId } from './dom.js';
 import { compact, fmt, ms, msTick } from './format.js';
 import { WINDOW_MS } from './history-store.js';
@@ -31,18 +31,21 @@ function perNode<T>(
   );
 }
 
-/** Gateways that put their figures in their heartbeats; else the one serving this page. */
-function gatewaySeries(
+/** A figure of each gateway that puts it in its heartbeats; else of the one serving this page. */
+function gatewayChart(
   samples: HistorySample[],
-  read: (g: { connections: number; pushesPerSecond: number | null }) => number | null,
-  readLocal: (s: HistorySample) => number | null,
-): Series[] {
-  const cluster = perNode(samples, (s) => s.gateways, read);
-  return cluster.length > 0 ? cluster : [series(samples, 'this gateway', readLocal)];
-}
-
-function gatewayScope(samples: HistorySample[]): string {
-  return samples.some((s) => Object.keys(s.gateways).length > 0) ? 'per gateway' : 'this gateway';
+  what: string,
+  figure: keyof GatewayFigures & keyof LocalFigures,
+  rest: Pick<ChartSpec, 'format' | 'empty'>,
+): ChartSpec {
+  const cluster = perNode(
+    samples,
+    (s) => s.gateways,
+    (g) => g[figure],
+  );
+  if (cluster.length > 0) return { title: `${what}, per gateway`, ...rest, series: cluster };
+  const local = series(samples, 'this gateway', (s) => s.local[figure]);
+  return { title: `${what}, this gateway`, ...rest, series: [local] };
 }
 
 export function chartSpecs(
@@ -51,6 +54,8 @@ export function chartSpecs(
 ): Record<string, ChartSpec> {
   const every = `${intervalMs / 1000} s`;
   const waiting = `collecting: a sample every ${every}`;
+  const perCore = (read: (core: CoreFigures) => number | null) =>
+    perNode(samples, (s) => s.cores, read);
   return {
     'chart-sweep': {
       title: 'Sweep duration, all cores',
@@ -68,26 +73,14 @@ export function chartSpecs(
       empty: waiting,
       series: [series(samples, 'all cores', (s) => s.changedPerSecond)],
     },
-    'chart-pushes': {
-      title: `Pushes to sockets / s, ${gatewayScope(samples)}`,
+    'chart-pushes': gatewayChart(samples, 'Pushes to sockets / s', 'pushesPerSecond', {
       format: perSecond,
       empty: waiting,
-      series: gatewaySeries(
-        samples,
-        (g) => g.pushesPerSecond,
-        (s) => s.local.pushesPerSecond,
-      ),
-    },
-    'chart-connections': {
-      title: `WebSocket connections, ${gatewayScope(samples)}`,
+    }),
+    'chart-connections': gatewayChart(samples, 'WebSocket connections', 'connections', {
       format: count,
       empty: waiting,
-      series: gatewaySeries(
-        samples,
-        (g) => g.connections,
-        (s) => s.local.connections,
-      ),
-    },
+    }),
     'chart-online': {
       title: 'Online users',
       format: count,
@@ -111,21 +104,13 @@ export function chartSpecs(
       format: ms,
       tick: msTick,
       empty: 'no core has reported',
-      series: perNode(
-        samples,
-        (s) => s.cores,
-        (c) => c.sweepMs,
-      ),
+      series: perCore((c) => c.sweepMs),
     },
     'chart-core-changed': {
       title: 'Changed badges / s, per core',
       format: perSecond,
       empty: 'no core has reported',
-      series: perNode(
-        samples,
-        (s) => s.cores,
-        (c) => c.changedPerSecond,
-      ),
+      series: perCore((c) => c.changedPerSecond),
     },
   };
 }
