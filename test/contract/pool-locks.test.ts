@@ -20,7 +20,7 @@ import {
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 // Deep import: the store's barrel does not export this type.
-import type { PoolLocksLogger } from '../../packages/store/src/pool-locks/redlock-pool-locks.js';
+import type { PoolLocksLogger } from '../../packages/store/src/pool-locks/pool-locks.js';
 import { TEST_POOLS, describeEachEngine } from '../support/engines.js';
 
 const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

@@ -1,10 +1,15 @@
 import type { Duplex } from 'node:stream';
-import { CLOSE } from '@bubble/protocol';
+import { CLOSE, type Badge } from '@bubble/protocol';
 import { WebSocket } from 'ws';
 import type { AdmittedSocket } from './admission.js';
 import type { HeldBadge } from './held-badge.js';
 import type { BadgeListener } from './live-user.js';
-import type { WsGateway } from './ws-gateway.js';
+
+/** What a connection calls on its gateway (WsGateway): declared here, so no import runs back. */
+export interface PeerHost {
+  send(ws: Peer, badge: HeldBadge): void;
+  readonly lists: { badgeWhileWatching(ws: Peer, badge: Badge): void };
+}
 
 /**
  * One connection. The socket object itself carries the connection's state, and its listeners
@@ -12,7 +17,7 @@ import type { WsGateway } from './ws-gateway.js';
  * gateway no closures, contexts or map entries of its own besides its place in `peers`.
  */
 export class Peer extends WebSocket implements BadgeListener {
-  gateway: WsGateway | null = null;
+  gateway: PeerHost | null = null;
   user: string | null = null;
   alive = true;
   /** The newest badge sent on this connection: nothing older follows it. */

@@ -259,12 +259,13 @@ export class WsGateway {
   // Listeners shared by every connection (`this` is the socket).
   private static onClose(this: WebSocket): void {
     const ws = this as Peer;
-    ws.gateway?.closed(ws);
+    (ws.gateway as WsGateway | null)?.closed(ws);
   }
 
   private static onMessage(this: WebSocket, data: RawData, isBinary: boolean): void {
     const ws = this as Peer;
-    ws.gateway?.enqueue(ws, data, isBinary);
+    // The only host of a Peer is a WsGateway (PeerHost keeps peer.ts from importing this file).
+    (ws.gateway as WsGateway | null)?.enqueue(ws, data, isBinary);
   }
 
   private closed(ws: Peer): void {

@@ -17,3 +17,8 @@ export interface PoolLocks {
   tryAcquire(pool: number, ttlMs: number): Promise<HeldLock | null>;
   close(): Promise<void>;
 }
+
+/** The part of a pino logger the Redlock engine uses. */
+export interface PoolLocksLogger {
+  warn(obj: object, msg: string): void;
+}

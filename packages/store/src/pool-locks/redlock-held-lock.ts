@@ -2,7 +2,7 @@
 /// <reference path="./redlock.d.ts" />
 import { ExecutionError, ResourceLockedError, type Lock } from 'redlock';
 import type { HeldLock } from './pool-locks.js';
-import type { PoolLocksLogger } from './redlock-pool-locks.js';
+import type { PoolLocksLogger } from './pool-locks.js';
 
 export class RedlockHeldLock implements HeldLock {
   private readonly controller = new AbortController();

@@ -5,13 +5,8 @@
 import type { Redis } from 'ioredis';
 import Redlock, { ExecutionError, ResourceLockedError, type Lock } from 'redlock';
 import type { RedisKeys } from '../redis/keys.js';
-import type { HeldLock, PoolLocks } from './pool-locks.js';
+import type { HeldLock, PoolLocks, PoolLocksLogger } from './pool-locks.js';
 import { ignore, RedlockHeldLock, releaseQuietly, settleWithin } from './redlock-held-lock.js';
-
-/** The part of a pino logger this class uses. */
-export interface PoolLocksLogger {
-  warn(obj: object, msg: string): void;
-}
 
 export interface RedlockPoolLocksOptions {
   /**
