@@ -9,3 +9,4 @@ export * from './random.js';
 export * from './close-codes.js';
 export * from './badge-state/index.js';
 export * from './cluster-status.js';
+export * from './sources.js';
