@@ -5,9 +5,15 @@ import {
   type ExtraCounts,
   type FrameStem,
   type ReadRequest,
+  type SourcesFetcher,
 } from '@bubble/protocol';
 import type { BubbleStore, CounterEvent, Post } from '@bubble/store';
-import { ColdStart, type BadgeCallOptions, type BadgeStateOf } from './cold-start.js';
+import {
+  ColdStart,
+  type BadgeCallOptions,
+  type BadgeStateOf,
+  type ServedBadge,
+} from './cold-start.js';
 import { createBadgeContext, type BadgeContext } from './context.js';
 import { Conversations, type ConversationListItem, type PlatformMessage } from './conversations.js';
 import { Counters } from './counters.js';
@@ -18,9 +24,21 @@ import type { OfflineJobs } from './offline-jobs.js';
 import { userPool } from './pool-events.js';
 import { Presence } from './presence.js';
 import { Reads } from './reads.js';
+import { Rehydration } from './rehydration.js';
 import type { BadgeRules } from './rules.js';
 import { SharedSources } from './shared-sources.js';
 import { Sightings } from './sightings.js';
+
+/** BUBBLE_SOURCES_TIMEOUT_MS' default (docs/api.md, "Sources endpoint"). */
+export const DEFAULT_SOURCES_TIMEOUT_MS = 2000;
+
+export interface BadgeServiceOptions {
+  offlineJobs?: OfflineJobs | undefined;
+  /** The platform's sources endpoint (BUBBLE_SOURCES_URL): where users not held come from. */
+  sources?: SourcesFetcher | undefined;
+  /** How long a cold start waits for the endpoint (BUBBLE_SOURCES_TIMEOUT_MS). */
+  sourcesTimeoutMs?: number;
+}
 
 /**
  * The badge rules of docs/semantics: every use case of the badges layer behind one object, as
@@ -46,19 +64,24 @@ export class BadgeService {
     readonly store: BubbleStore,
     readonly clock: Clock,
     rules: Partial<BadgeRules> = {},
-    options: { offlineJobs?: OfflineJobs } = {},
+    options: BadgeServiceOptions = {},
   ) {
     const ctx = createBadgeContext(store, clock, rules, options.offlineJobs);
     this.ctx = ctx;
     this.rules = ctx.rules;
     this.gatewayLink = storeGatewayLink(store);
     this.sightings = new Sightings(ctx);
-    this.coldStart = new ColdStart(ctx, this.sightings);
-    this.ingest = new Ingest(ctx);
+    const rehydration = new Rehydration(
+      ctx,
+      options.sources,
+      options.sourcesTimeoutMs ?? DEFAULT_SOURCES_TIMEOUT_MS,
+    );
+    this.coldStart = new ColdStart(ctx, this.sightings, rehydration);
+    this.ingest = new Ingest(ctx, rehydration);
     this.presence = new Presence(ctx, this.coldStart);
     this.counters = new Counters(ctx);
     this.reads = new Reads(ctx, this.sightings, this.coldStart, this.counters);
-    this.explainer = new Explainer(ctx);
+    this.explainer = new Explainer(ctx, rehydration);
     this.shared = new SharedSources(ctx);
     this.conversations = new Conversations(ctx);
   }
@@ -122,6 +145,11 @@ export class BadgeService {
 
   badge(user: string, options: BadgeCallOptions = {}): Promise<Badge> {
     return this.coldStart.badge(user, options);
+  }
+
+  /** badge(), and whether it was served without the feed (the platform's sources missing). */
+  serveBadge(user: string, options: BadgeCallOptions = {}): Promise<ServedBadge> {
+    return this.coldStart.serve(user, options);
   }
 
   /** badge(user) of each user (never seen), in input order, as one batch: offline delivery. */

@@ -9,6 +9,7 @@ import {
 } from '@bubble/protocol';
 import { shownReddots } from './source-counts.js';
 import type { BadgeContext } from './context.js';
+import type { Rehydration } from './rehydration.js';
 import { sortedByActivity } from './conversations.js';
 
 export interface BadgeExplanation {
@@ -19,6 +20,11 @@ export interface BadgeExplanation {
     /** Posts after this ts count: max(readAt, now − lookback). */
     countsAfter: number;
     lookbackDays: number;
+    /**
+     * Where the follows came from: `held` in the store, `stale` when the platform's endpoint
+     * could not give them (the feed counts 0 then).
+     */
+    sources: 'held' | 'stale';
     follows: number;
     /** The topics the user follows, sorted. */
     topics: string[];
@@ -53,15 +59,18 @@ export interface BadgeExplanation {
 
 /** Why a badge shows what it shows: every cursor and each source's contribution, as of now. */
 export class Explainer {
-  constructor(private readonly ctx: BadgeContext) {}
+  constructor(
+    private readonly ctx: BadgeContext,
+    private readonly rehydration: Rehydration,
+  ) {}
 
   /** The cursors and per-source contributions behind the user's badge, as of now. */
   async explain(user: string): Promise<BadgeExplanation> {
     assertId(user, 'user');
     const { store, rules } = this.ctx;
     const now = this.ctx.clock.now();
-    const [inputs, marks, memberships, marked, highest, stored, counted] = await Promise.all([
-      store.feedInputs(user),
+    const [sources, marks, memberships, marked, highest, stored, counted] = await Promise.all([
+      this.rehydration.feedInputs(user),
       store.marks.state(user),
       store.conversations.memberships(user),
       store.reddots.all(),
@@ -69,6 +78,7 @@ export class Explainer {
       store.badges.load(user),
       store.counters.counts(user, this.ctx.counters.kinds, this.ctx.counters.windowMs),
     ]);
+    const { inputs, stale } = sources;
     const from = feedWindowStart(inputs.readAt, now, this.ctx.lookbackMs);
     const [byAuthors, feed, notices] = await Promise.all([
       store.posts.countBetween(inputs.follows, from, now),
@@ -107,6 +117,7 @@ export class Explainer {
         readAt: inputs.readAt,
         countsAfter: from,
         lookbackDays: rules.lookbackDays,
+        sources: stale ? 'stale' : 'held',
         follows: inputs.follows.length,
         topics: [...inputs.topics].sort(),
         byAuthors,

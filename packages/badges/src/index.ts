@@ -1,6 +1,16 @@
-export { BadgeService } from './badge-service.js';
+export {
+  BadgeService,
+  DEFAULT_SOURCES_TIMEOUT_MS,
+  type BadgeServiceOptions,
+} from './badge-service.js';
 export { DEFAULT_RULES, type BadgeRules } from './rules.js';
-export type { BadgeCallOptions, BadgeStateOf } from './cold-start.js';
+export type { BadgeCallOptions, BadgeStateOf, ServedBadge } from './cold-start.js';
+export {
+  fetchAndInstall,
+  inFlightMs,
+  Rehydration,
+  type RehydratedInputs,
+} from './rehydration.js';
 export type { BadgeExplanation } from './explain.js';
 export type { ConversationListItem, PlatformMessage } from './conversations.js';
 export type { GatewayLink, MissedReason } from './gateway-link.js';

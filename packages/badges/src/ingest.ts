@@ -2,24 +2,29 @@ import { BubbleError, assertId, validatePostBatch } from '@bubble/protocol';
 import type { Post } from '@bubble/store';
 import type { BadgeContext } from './context.js';
 import { followsChanged } from './pool-events.js';
+import type { Rehydration } from './rehydration.js';
 
 /**
  * The platform's writes of the follow graph and the posts. Each is validated whole before
  * anything is stored; a change the cores must see goes to the change logs. Posts and deletes
  * are logged by the store with the write (PostIndex). A follow change's event is a reload, so
  * it is appended even when the write changed nothing: the platform's retry of a call that
- * failed after its write then still tells the cores.
+ * failed after its write then still tells the cores. A follow of a user whose sources are not
+ * held stores nothing and tells no one (docs/semantics.md): the platform's answer is the truth.
  */
 export class Ingest {
-  constructor(private readonly ctx: BadgeContext) {}
+  constructor(
+    private readonly ctx: BadgeContext,
+    private readonly rehydration: Rehydration,
+  ) {}
 
   async follow(user: string, author: string): Promise<void> {
     assertId(user, 'user');
     assertId(author, 'author');
     if (user === author) throw selfFollow();
     const { store, rules } = this.ctx;
-    await store.follows.follow(user, author, rules.followCap);
-    await followsChanged(this.ctx, user);
+    const outcome = await store.follows.follow(user, author, rules.followCap);
+    if (outcome !== 'not-held') await followsChanged(this.ctx, user);
   }
 
   async unfollow(user: string, author: string): Promise<void> {
@@ -46,8 +51,20 @@ export class Ingest {
   }
 
   async listFollows(user: string): Promise<string[]> {
+    return [...(await this.listedSources(user)).follows].sort();
+  }
+
+  /** The user's follows and topics as the badge counts them: fetched first if not held. */
+  private async listedSources(user: string): Promise<{ follows: string[]; topics: string[] }> {
     assertId(user, 'user');
-    return (await this.ctx.store.follows.list(user)).sort();
+    const { inputs, stale } = await this.rehydration.feedInputs(user);
+    if (stale) {
+      throw new BubbleError(
+        'UB_ERR_UNAVAILABLE',
+        "the platform's sources endpoint did not answer for this user; try again",
+      );
+    }
+    return inputs;
   }
 
   /** Topic follows tell the cores as author follows do: a `follows` event, a reload. */
@@ -55,8 +72,8 @@ export class Ingest {
     assertId(user, 'user');
     assertId(topic, 'topic');
     const { store, rules } = this.ctx;
-    await store.topics.follow(user, topic, rules.topicCap);
-    await followsChanged(this.ctx, user);
+    const outcome = await store.topics.follow(user, topic, rules.topicCap);
+    if (outcome !== 'not-held') await followsChanged(this.ctx, user);
   }
 
   async unfollowTopic(user: string, topic: string): Promise<void> {
@@ -82,8 +99,7 @@ export class Ingest {
   }
 
   async listTopics(user: string): Promise<string[]> {
-    assertId(user, 'user');
-    return (await this.ctx.store.topics.list(user)).sort();
+    return [...(await this.listedSources(user)).topics].sort();
   }
 
   /** All-or-nothing: one post in the future refuses the whole batch. */

@@ -1,6 +1,7 @@
-import { WEBHOOK_SOURCES, type WebhookSource } from '@bubble/events';
 import { parseCidrList, publicKeyAlgorithm } from '@bubble/gateway';
 import { z } from 'zod';
+import { sources, webhooks } from './config-endpoints.js';
+import { int } from './config-values.js';
 import { ID_PATTERN } from '@bubble/protocol';
 import { KEY_PREFIX_PATTERN } from '@bubble/store';
 
@@ -11,8 +12,6 @@ const ID_LIST = z.string().transform((value) =>
     .map((part) => part.trim())
     .filter((part) => part !== ''),
 );
-
-const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 
 /** Requests per second: positive, fractions allowed (0.5 is one every 2 s). */
 const rate = (fallback: number) => z.coerce.number().positive().max(1_000_000).default(fallback);
@@ -337,80 +336,18 @@ const ingest = z
       'Events appended to a Redis Stream instead of sent over HTTP ([api.md](api.md#events-through-a-redis-stream)).',
   });
 
-const webhooks = z
-  .object({
-    BUBBLE_WEBHOOK_URL: z
-      .string()
-      .url()
-      .refine((value) => /^https?:/.test(value), 'must be an http(s) URL')
-      .optional()
-      .describe(
-        "the platform's push service: offline users' badges are POSTed here (needs Redis); unset, nothing is delivered offline",
-      ),
-    BUBBLE_WEBHOOK_SECRET: z
-      .string()
-      .min(32, 'must be at least 32 bytes')
-      .optional()
-      .describe(
-        'HMAC-SHA256 key of `X-Bubble-Signature`, at least 32 bytes; required with `BUBBLE_WEBHOOK_URL`',
-      ),
-    BUBBLE_WEBHOOK_SOURCES: z
-      .string()
-      .default('conversations,counters,notices')
-      .transform((value, ctx) => {
-        const sources = value
-          .split(',')
-          .map((part) => part.trim())
-          .filter((part) => part !== '');
-        for (const source of sources) {
-          if (!WEBHOOK_SOURCES.includes(source as WebhookSource)) {
-            ctx.addIssue({
-              code: 'custom',
-              message:
-                source === 'feed'
-                  ? "feed is not a webhook source: bubble keeps no index of an author's followers (a post never walks them), so it cannot tell whose badge a post changed"
-                  : `unknown source ${JSON.stringify(source)}; one of ${WEBHOOK_SOURCES.join(', ')}`,
-            });
-            return z.NEVER;
-          }
-        }
-        return [...new Set(sources)] as WebhookSource[];
-      })
-      .describe(
-        'the sources whose changes are delivered to offline users: `conversations`, `counters`, `notices`, `reddots` (not `feed`)',
-      ),
-    BUBBLE_WEBHOOK_TIMEOUT_MS: int(100, 120_000)
-      .default(5_000)
-      .describe('a webhook request unanswered this long is retried'),
-    BUBBLE_WEBHOOK_MAX_ATTEMPTS: int(1, 100)
-      .default(8)
-      .describe('attempts of one delivery before it goes to the dead letters'),
-    BUBBLE_WEBHOOK_MIN_INTERVAL_MS: int(0, 86_400_000)
-      .default(2_000)
-      .describe('at most one delivery per user this often, carrying the latest badge'),
-    BUBBLE_WEBHOOK_RETRY_BASE_MS: int(10, 3_600_000)
-      .default(1_000)
-      .describe('first retry delay of a failed delivery (exponential, full jitter)'),
-    BUBBLE_WEBHOOK_RETRY_MAX_MS: int(100, 86_400_000)
-      .default(300_000)
-      .describe(
-        'longest delay between two attempts of a delivery; at least `BUBBLE_WEBHOOK_RETRY_BASE_MS`',
-      ),
-    BUBBLE_WEBHOOK_QUEUE_MAX: int(100, 100_000_000)
-      .default(1_000_000)
-      .describe('users waiting for a delivery beyond this are shed, oldest first'),
-    BUBBLE_WEBHOOK_CONCURRENCY: int(1, 256)
-      .default(8)
-      .describe('webhook requests one gateway has in flight at once'),
-  })
-  .meta({
-    title: 'Offline delivery (webhooks)',
-    description:
-      "Badges POSTed to the platform's push service for users without a socket ([api.md](api.md#offline-delivery-webhooks)).",
-  });
-
 /** The configuration by topic, in the order docs/configuration.md lists it. */
-export const CONFIG_GROUPS = [redis, sweeps, badgeRules, node, auth, sockets, ingest, webhooks];
+export const CONFIG_GROUPS = [
+  redis,
+  sweeps,
+  badgeRules,
+  node,
+  auth,
+  sockets,
+  ingest,
+  webhooks,
+  sources,
+];
 
 /**
  * Every environment variable a bubble role reads, with its default and meaning; docs/configuration.md
@@ -426,6 +363,7 @@ export const configSchema = z.object({
   ...sockets.shape,
   ...ingest.shape,
   ...webhooks.shape,
+  ...sources.shape,
 });
 
 export type Config = Readonly<z.infer<typeof configSchema>>;
@@ -447,6 +385,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (config.BUBBLE_WEBHOOK_URL !== undefined && config.BUBBLE_WEBHOOK_SECRET === undefined) {
     throw new ConfigError(
       'invalid configuration:\n  BUBBLE_WEBHOOK_SECRET: required with BUBBLE_WEBHOOK_URL (deliveries are signed with it)',
+    );
+  }
+  if (config.BUBBLE_SOURCES_URL !== undefined && config.BUBBLE_SOURCES_SECRET === undefined) {
+    throw new ConfigError(
+      'invalid configuration:\n  BUBBLE_SOURCES_SECRET: required with BUBBLE_SOURCES_URL (requests are signed with it)',
     );
   }
   if (config.BUBBLE_WEBHOOK_RETRY_MAX_MS < config.BUBBLE_WEBHOOK_RETRY_BASE_MS) {

@@ -5,10 +5,15 @@ export function hasRedis(config: Config): boolean {
   return Boolean(config.REDIS_URL || config.REDIS_CLUSTER_NODES?.length);
 }
 
-/** Redis when configured, else the embedded engine. */
+/**
+ * Redis when configured, else the embedded engine. With a sources endpoint, the store holds
+ * users' follows on demand (docs/semantics.md, "Where a user's sources live").
+ */
 export function createStore(config: Config): BubbleStore {
-  if (!hasRedis(config)) return new MemoryStore();
+  const sourcesOnDemand = config.BUBBLE_SOURCES_URL !== undefined;
+  if (!hasRedis(config)) return new MemoryStore({ sourcesOnDemand });
   return new RedisStore({
+    sourcesOnDemand,
     url: config.REDIS_URL,
     clusterNodes: config.REDIS_CLUSTER_NODES,
     keyPrefix: config.BUBBLE_KEY_PREFIX,

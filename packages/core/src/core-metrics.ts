@@ -9,6 +9,7 @@ export class CoreMetrics {
   readonly driftRepaired: Counter;
   readonly usersHeld: Gauge;
   readonly poolsOwned: Gauge;
+  readonly sourcesWaiting: Gauge;
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -41,6 +42,11 @@ export class CoreMetrics {
     this.usersHeld = new Gauge({
       name: 'bubble_core_users_held',
       help: 'Online users this core holds in memory',
+      registers,
+    });
+    this.sourcesWaiting = new Gauge({
+      name: 'bubble_core_sources_waiting',
+      help: "Held users whose sources the store does not hold, waiting for the platform's endpoint (their feed counts 0)",
       registers,
     });
     this.poolsOwned = new Gauge({

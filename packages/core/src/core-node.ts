@@ -1,5 +1,5 @@
-import { DEFAULT_RULES, type CounterScope } from '@bubble/badges';
-import { DAY_MS, type Clock, type SweepReport } from '@bubble/protocol';
+import { DEFAULT_RULES, DEFAULT_SOURCES_TIMEOUT_MS, type CounterScope } from '@bubble/badges';
+import { DAY_MS, type Clock, type SourcesFetcher, type SweepReport } from '@bubble/protocol';
 import type { BubbleStore, PoolLocks } from '@bubble/store';
 import type { Logger } from 'pino';
 import { BadgeWriteBack } from './badge-write-back.js';
@@ -9,6 +9,7 @@ import { FeedCounter } from './feed-counter.js';
 import { LogFollower } from './log-follower.js';
 import { PoolTenures } from './pool-tenures.js';
 import { Reconciler } from './reconciler.js';
+import { SourcesRefill } from './sources-refill.js';
 import { StoredBeliefs } from './stored-beliefs.js';
 import { UserLoader } from './user-loader.js';
 
@@ -34,6 +35,12 @@ export interface CoreNodeOptions {
   maxEventsPerRead?: number;
   /** Most lapsed presences removed per pool in one sweep. */
   expirePerSweep?: number;
+  /** The platform's sources endpoint (BUBBLE_SOURCES_URL), for users whose sources are not held. */
+  sources?: SourcesFetcher;
+  /** BUBBLE_SOURCES_TIMEOUT_MS. */
+  sourcesTimeoutMs?: number;
+  /** BUBBLE_FOLLOW_CAP and BUBBLE_TOPIC_CAP, applied to what the endpoint answers. */
+  caps?: { follows: number; topics: number };
 }
 
 /** How often new posts are read between sweeps. */
@@ -59,6 +66,7 @@ export class CoreNode {
   private readonly loader: UserLoader;
   private readonly writeBack: BadgeWriteBack;
   private readonly reconciler: Reconciler;
+  private readonly refill: SourcesRefill;
   private sweeping: Promise<void> | null = null;
   /** A tick came while a sweep was running: sweep again as soon as it ends. */
   private sweepFollows = false;
@@ -104,7 +112,26 @@ export class CoreNode {
       maxEventsPerRead: options.maxEventsPerRead ?? 10_000,
       release,
     });
-    this.loader = new UserLoader({ store, counter, extras, beliefs, lookbackMs, counterScope });
+    const refill = (this.refill = new SourcesRefill({
+      store,
+      fetcher: options.sources,
+      caps: options.caps ?? {
+        follows: DEFAULT_RULES.followCap,
+        topics: DEFAULT_RULES.topicCap,
+      },
+      timeoutMs: options.sourcesTimeoutMs ?? DEFAULT_SOURCES_TIMEOUT_MS,
+      holds: (user) => counter.hasUser(user),
+      log,
+    }));
+    this.loader = new UserLoader({
+      store,
+      counter,
+      extras,
+      beliefs,
+      lookbackMs,
+      counterScope,
+      refill,
+    });
     const totals = this.totals;
     this.writeBack = new BadgeWriteBack({
       store,
@@ -126,6 +153,7 @@ export class CoreNode {
       counterScope,
       perSweep: options.reconcilePerSweep ?? 20,
       loadShared: () => this.logs.loadShared(),
+      refill,
     });
   }
 
@@ -214,6 +242,7 @@ export class CoreNode {
   async close(): Promise<void> {
     this.closing ??= (async () => {
       this.stopped = true;
+      this.refill.close();
       for (const timer of this.timers) clearInterval(timer);
       await this.stopTicks?.();
       await this.stopChanges?.();
@@ -317,9 +346,11 @@ export class CoreNode {
 
     const read = await this.logs.catchUp(this.tenures.all());
     const now = read.now;
+    // Users whose sources the platform's endpoint answered since the last sweep reload them.
+    const installed = this.refill.takeInstalled();
     await this.loader.load(
       [...read.toLoad],
-      [...read.refollow],
+      [...new Set([...read.refollow, ...installed])],
       [...read.remark],
       [...read.recount],
     );
@@ -350,6 +381,7 @@ export class CoreNode {
     const metrics = this.options.metrics;
     metrics?.sweepSeconds.observe(durationMs / 1000);
     metrics?.usersHeld.set(this.counter.userCount);
+    metrics?.sourcesWaiting.set(this.refill.waitingCount);
     metrics?.poolsOwned.set(this.tenures.size);
     // The report only feeds the cluster status; the next sweep sends a fresh one.
     await store.coordination

@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { CoreMetrics } from './core-metrics.js';
 import type { ExtrasTracker } from './extras-tracker.js';
 import type { FeedCounter } from './feed-counter.js';
+import type { SourcesRefill } from './sources-refill.js';
 
 export interface ReconcilerOptions {
   store: BubbleStore;
@@ -19,6 +20,8 @@ export interface ReconcilerOptions {
   perSweep: number;
   /** Reloads the shared sources (notices, red dots) whole. */
   loadShared: () => Promise<void>;
+  /** Where a user whose sources the store no longer holds goes to be fetched. */
+  refill: SourcesRefill;
 }
 
 /** Reconciliation compares posts stamped at least this long ago (see reconcile). */
@@ -70,10 +73,15 @@ export class Reconciler {
     // The stored sources of the whole batch at once: one round trip per step, not per user.
     const checks = await Promise.all(
       batch.map(async (user) => {
-        const [{ follows, topics, readAt }, extras] = await Promise.all([
+        const [{ follows, topics, readAt, held: sourcesHeld }, extras] = await Promise.all([
           store.feedInputs(user),
           this.storedExtras(user, marked),
         ]);
+        // Sources the store lost or dropped are fetched again, not compared with.
+        if (!sourcesHeld) {
+          this.options.refill.need(user);
+          return null;
+        }
         // Posts are compared up to a second ago: a post stamped just before `now` may be stored
         // and not yet in the change log we read; it is not drift.
         const after = feedWindowStart(readAt, now, lookbackMs);
@@ -81,7 +89,9 @@ export class Reconciler {
         return { user, follows, topics, readAt, extras, truth, after };
       }),
     );
-    for (const { user, follows, topics, readAt, extras, truth, after } of checks) {
+    for (const check of checks) {
+      if (!check) continue;
+      const { user, follows, topics, readAt, extras, truth, after } = check;
       // The windows against the stored posts, and the incremental count against the windows.
       const feedAgrees =
         truth === counter.windowCount(user, after, now - SETTLED_MS) &&

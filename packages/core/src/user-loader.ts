@@ -2,6 +2,7 @@ import type { CounterScope } from '@bubble/badges';
 import type { BubbleStore } from '@bubble/store';
 import type { ExtrasTracker } from './extras-tracker.js';
 import type { FeedCounter } from './feed-counter.js';
+import type { SourcesRefill } from './sources-refill.js';
 import type { StoredBeliefs } from './stored-beliefs.js';
 
 export interface UserLoaderOptions {
@@ -11,6 +12,8 @@ export interface UserLoaderOptions {
   beliefs: StoredBeliefs;
   lookbackMs: number;
   counterScope: CounterScope;
+  /** Where users whose sources the store does not hold go to be fetched. */
+  refill: SourcesRefill;
 }
 
 /**
@@ -63,7 +66,7 @@ export class UserLoader {
     countersOf: string[],
     changedMeanwhile: ReadonlySet<string>,
   ): Promise<void> {
-    const { store, counter, extras, beliefs, lookbackMs, counterScope } = this.options;
+    const { store, counter, extras, beliefs, lookbackMs, counterScope, refill } = this.options;
     const { kinds, windowMs } = counterScope;
     const [inputs, stored, follows, marks, memberships, counts, recounts] = await Promise.all([
       Promise.all(users.map((user) => store.feedInputs(user))),
@@ -76,13 +79,22 @@ export class UserLoader {
     ]);
     const authors = new Set<string>();
     const topics = new Set<string>();
+    // A user whose sources are not held counts no feed until the platform's answer is
+    // installed (SourcesRefill); one held already keeps the follows it had meanwhile.
     users.forEach((user, i) => {
-      const { follows: f, topics: t, readAt } = inputs[i]!;
+      const { follows: f, topics: t, readAt, held } = inputs[i]!;
+      if (held) refill.settled(user);
+      else refill.need(user);
       for (const author of counter.setUser(user, f, readAt)) authors.add(author);
       for (const topic of counter.setTopics(user, t)) topics.add(topic);
     });
     refollow.forEach((user, i) => {
-      const { follows: f, topics: t } = follows[i]!;
+      const { follows: f, topics: t, held } = follows[i]!;
+      if (!held) {
+        refill.need(user);
+        return;
+      }
+      refill.settled(user);
       for (const author of counter.setFollows(user, f)) authors.add(author);
       for (const topic of counter.setTopics(user, t)) topics.add(topic);
     });

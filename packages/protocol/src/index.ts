@@ -10,3 +10,4 @@ export * from './close-codes.js';
 export * from './badge-state/index.js';
 export * from './cluster-status.js';
 export * from './sources.js';
+export * from './backoff.js';

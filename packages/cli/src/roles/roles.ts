@@ -22,7 +22,7 @@ import { hasRedis } from '../store-factory.js';
 import { checkRedisSettings } from '../redis-settings-check.js';
 import type { StartSecrets } from '../secrets.js';
 import { watchClock } from './clock-watch.js';
-import { createLocks, createStore, nodeId } from './runtime.js';
+import { createLocks, createStore, nodeId, sourcesClient } from './runtime.js';
 import { waitUntilReachable } from './wait-for-store.js';
 
 export type Role = 'all' | 'server' | 'core' | 'gateway';
@@ -89,6 +89,8 @@ export async function startRole(
       ? new RedisWebhookQueue(store.redis, store.keys)
       : undefined;
   const lockRuntime = role === 'core' || role === 'all' ? createLocks(config, store, logger) : null;
+  const metrics = new GatewayMetrics();
+  const sources = sourcesClient(config, metrics.registry, logger);
   // Every time a role computes is the store's (synced below, before anything is served).
   const service = new BadgeService(
     store,
@@ -103,9 +105,10 @@ export async function startRole(
     },
     {
       offlineJobs: webhookQueue && redisOfflineJobs(webhookQueue, config.BUBBLE_WEBHOOK_SOURCES),
+      sources,
+      sourcesTimeoutMs: config.BUBBLE_SOURCES_TIMEOUT_MS,
     },
   );
-  const metrics = new GatewayMetrics();
   const stops: Array<() => Promise<void>> = [];
   const internal = config.BUBBLE_INTERNAL_PORT !== undefined;
   const servesPublic = role === 'gateway' || role === 'all';
@@ -283,6 +286,9 @@ export async function startRole(
           (config.BUBBLE_RECONCILE_RATE * tickPeriodMs(config.BUBBLE_TICK)) / 1000,
         ),
         url: advertisedUrl,
+        ...(sources && { sources }),
+        sourcesTimeoutMs: config.BUBBLE_SOURCES_TIMEOUT_MS,
+        caps: { follows: config.BUBBLE_FOLLOW_CAP, topics: config.BUBBLE_TOPIC_CAP },
       });
       await core.start();
       stops.unshift(() => core.close());
@@ -321,6 +327,7 @@ export async function startRole(
         await webhook?.close();
         await Promise.all(gateways.map((g) => g.close()));
         for (const stop of stops) await stop();
+        sources?.close();
         await lockRuntime?.close();
         await store.close();
       },
@@ -334,6 +341,7 @@ export async function startRole(
     await webhook?.close().catch(undoFailed);
     await Promise.allSettled(gateways.map((g) => g.close()));
     for (const stop of stops) await stop().catch(undoFailed);
+    sources?.close();
     await lockRuntime?.close().catch(undoFailed);
     await store.close().catch(undoFailed);
     throw err;

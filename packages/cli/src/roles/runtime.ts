@@ -9,8 +9,10 @@ import {
   type BubbleStore,
   type PoolLocks,
 } from '@bubble/store';
+import { SourcesClient } from '@bubble/events';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
 import type { Config } from '../config.js';
 import { createStore } from '../store-factory.js';
 import { quorumAnswers } from './wait-for-store.js';
@@ -96,3 +98,23 @@ export function createLocks(config: Config, store: BubbleStore, logger: Logger):
 }
 
 export { createStore };
+
+/** The platform's sources endpoint's client (BUBBLE_SOURCES_URL), on the process's registry. */
+export function sourcesClient(
+  config: Config,
+  registry: Registry,
+  logger: Logger,
+): SourcesClient | undefined {
+  const url = config.BUBBLE_SOURCES_URL;
+  const secret = config.BUBBLE_SOURCES_SECRET;
+  if (url === undefined || secret === undefined) return undefined;
+  return new SourcesClient({
+    url,
+    secret,
+    timeoutMs: config.BUBBLE_SOURCES_TIMEOUT_MS,
+    concurrency: config.BUBBLE_SOURCES_CONCURRENCY,
+    caps: { follows: config.BUBBLE_FOLLOW_CAP, topics: config.BUBBLE_TOPIC_CAP },
+    registry,
+    log: logger.child({ module: 'sources' }),
+  });
+}

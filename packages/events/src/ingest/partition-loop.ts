@@ -1,3 +1,4 @@
+import { backoffMs } from '@bubble/protocol';
 import {
   INGEST_GROUP,
   IngestPartition,
@@ -8,7 +9,6 @@ import {
 import { Cluster, Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { holdEntry, segmentsOf, singleSegment, type HeldEntry, type Segment } from './entries.js';
-import { backoffMs } from '../backoff.js';
 import { describeFailure, failureKind, isNoGroup } from './failures.js';
 import { IngestMetrics } from './metrics.js';
 import type { IngestConsumerOptions } from './consumer-options.js';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { BadgeService, OfflineJob } from '@bubble/badges';
-import { DAY_MS, type Badge } from '@bubble/protocol';
+import { backoffMs, DAY_MS, type Badge } from '@bubble/protocol';
 import {
   JOB_DONE,
   RedisWebhookQueue,
@@ -14,7 +14,6 @@ import pino, { type Logger } from 'pino';
 import { Registry } from 'prom-client';
 import { parseJob, sourceOfJob } from './offline-jobs.js';
 import { WebhookMetrics } from './webhook-metrics.js';
-import { backoffMs } from '../backoff.js';
 import { postDelivery, webhookTarget, type WebhookTarget } from './webhook-request.js';
 
 export interface DeliveryWorkersOptions {

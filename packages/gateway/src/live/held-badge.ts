@@ -14,6 +14,11 @@ export type BadgeFramer = Pick<BadgeService, 'frameOf' | 'badgeOf'>;
 export class HeldBadge {
   private made: Badge | null;
   private text: string | null;
+  /**
+   * A cold start served it without the feed (the platform's sources endpoint did not answer):
+   * polls answer it with `X-Bubble-Stale: 1` until a newer badge replaces it.
+   */
+  missingFeed = false;
 
   private constructor(
     readonly epoch: string,

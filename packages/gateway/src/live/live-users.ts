@@ -164,7 +164,7 @@ export class LiveUsers {
     const now = Date.now();
     if (existing) this.pushQueue.take(existing);
     if (existing?.badge) {
-      const stale = this.stale;
+      const stale = this.stale || existing.badge.missingFeed;
       existing.staleAnswers = stale ? existing.staleAnswers + 1 : 0;
       const interval = stalePollInterval(intervalSeconds, existing.staleAnswers);
       const holdFor = Math.max(this.options.pollerTtlMs(), 3 * interval * 1000);
@@ -178,8 +178,8 @@ export class LiveUsers {
     const live = await this.hold(user, (held) => {
       held.pollerUntil = Math.max(held.pollerUntil, until);
     });
-    const badge = (await this.freshBadge(user, live)).badge;
-    return { badge, fromCache: false, stale: false, intervalSeconds };
+    const held = await this.freshBadge(user, live);
+    return { badge: held.badge, fromCache: false, stale: held.missingFeed, intervalSeconds };
   }
 
   /** A badge this gateway computed itself (a read): cache it and hand it to the user's sockets. */
@@ -230,7 +230,9 @@ export class LiveUsers {
 
   /** The badge as of now, or a newer one pushed meanwhile. */
   private async freshBadge(user: string, live: LiveUser): Promise<HeldBadge> {
-    const badge = HeldBadge.of(await this.options.service.badge(user, { seen: true }));
+    const served = await this.options.service.serveBadge(user, { seen: true });
+    const badge = HeldBadge.of(served.badge);
+    badge.missingFeed = served.stale;
     this.offer(live, badge);
     return live.badge ?? badge;
   }

@@ -50,7 +50,7 @@ export function addClientRoutes(
         interval = polled.intervalSeconds;
         if (!polled.fromCache) metrics.coldStarts.observe((performance.now() - started) / 1000);
       } else {
-        badge = await service.badge(user, { seen: true });
+        ({ badge, stale } = await service.serveBadge(user, { seen: true }));
         metrics.coldStarts.observe((performance.now() - started) / 1000);
       }
       const etag = badgeEtag(badge);

@@ -178,9 +178,9 @@ export function addPlatformRoutes(
       '/v1/users/:user/badge',
       platform(async ({ res, params }) => {
         const started = performance.now();
-        const badge = await service.badge(param(params, 'user'));
+        const { badge, stale } = await service.serveBadge(param(params, 'user'));
         metrics.coldStarts.observe((performance.now() - started) / 1000);
-        sendJson(res, 200, badge);
+        sendJson(res, 200, badge, stale ? { 'x-bubble-stale': '1' } : {});
       }),
     )
     .add(

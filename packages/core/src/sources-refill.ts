@@ -1,0 +1,139 @@
+import { fetchAndInstall } from '@bubble/badges';
+import { backoffMs } from '@bubble/protocol';
+import type { SourcesFetcher } from '@bubble/protocol';
+import type { BubbleStore } from '@bubble/store';
+import type { Logger } from 'pino';
+
+export interface SourcesRefillOptions {
+  store: BubbleStore;
+  fetcher: SourcesFetcher | undefined;
+  caps: { follows: number; topics: number };
+  /** BUBBLE_SOURCES_TIMEOUT_MS: how long the in-flight mark of a fetch must outlive it. */
+  timeoutMs: number;
+  /** Whether the core still holds the user (a user let go is no longer fetched). */
+  holds: (user: string) => boolean;
+  log: Logger;
+  /** Users per fetch call (the client batches them again, 100 a request). */
+  batch?: number;
+  /** Fetch calls in flight at once. */
+  inFlight?: number;
+}
+
+interface Waiting {
+  attempts: number;
+  dueAt: number;
+}
+
+const RETRY_BASE_MS = 500;
+const RETRY_MAX_MS = 30_000;
+const PUMP_MS = 250;
+
+/**
+ * The held users whose sources the store does not hold (dropped as gone, or lost with the
+ * store's data): fetched from the platform's endpoint in the background, in batches, retried
+ * with backoff, and handed to the next sweep to reload once installed. Until then their feed
+ * counts 0 (docs/semantics.md). The sweep never waits for the endpoint.
+ */
+export class SourcesRefill {
+  private readonly waiting = new Map<string, Waiting>();
+  private readonly fetching = new Set<string>();
+  private installed = new Set<string>();
+  private calls = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+
+  constructor(private readonly options: SourcesRefillOptions) {}
+
+  /** Users waiting for their sources (not yet installed). */
+  get waitingCount(): number {
+    return this.waiting.size;
+  }
+
+  /** A held user's sources are not in the store: fetch them. */
+  need(user: string): void {
+    if (this.stopped || this.waiting.has(user) || this.fetching.has(user)) return;
+    this.waiting.set(user, { attempts: 0, dueAt: 0 });
+    this.schedule(0);
+  }
+
+  /** The user was loaded from sources the store holds: nothing to fetch for them. */
+  settled(user: string): void {
+    this.waiting.delete(user);
+  }
+
+  /** The users installed since the last call, still held: the sweep reloads their follows. */
+  takeInstalled(): string[] {
+    const { holds } = this.options;
+    const users = [...this.installed].filter(holds);
+    this.installed = new Set();
+    return users;
+  }
+
+  close(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+  }
+
+  private schedule(ms: number): void {
+    if (this.stopped || this.timer) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.pump();
+    }, ms);
+    this.timer.unref();
+  }
+
+  private pump(): void {
+    const { holds, batch = 1000, inFlight = 4 } = this.options;
+    const now = Date.now();
+    while (this.calls < inFlight) {
+      const due: string[] = [];
+      for (const [user, entry] of this.waiting) {
+        if (!holds(user)) {
+          this.waiting.delete(user);
+          continue;
+        }
+        if (entry.dueAt > now) continue;
+        due.push(user);
+        if (due.length === batch) break;
+      }
+      if (due.length === 0) break;
+      const attempts = new Map<string, number>();
+      for (const user of due) {
+        attempts.set(user, this.waiting.get(user)!.attempts);
+        this.waiting.delete(user);
+        this.fetching.add(user);
+      }
+      this.calls++;
+      void this.fetch(due, attempts).finally(() => {
+        this.calls--;
+        this.schedule(0);
+      });
+    }
+    if (this.waiting.size > 0) this.schedule(PUMP_MS);
+  }
+
+  private async fetch(users: string[], attempts: Map<string, number>): Promise<void> {
+    const { store, fetcher, caps, timeoutMs, log } = this.options;
+    let installed = new Map<string, unknown>();
+    try {
+      if (fetcher) installed = await fetchAndInstall(store, fetcher, users, { caps, timeoutMs });
+    } catch (err) {
+      log.warn({ err, users: users.length }, "could not install users' sources; retrying");
+    }
+    const now = Date.now();
+    for (const user of users) {
+      this.fetching.delete(user);
+      if (installed.has(user)) {
+        this.installed.add(user);
+        continue;
+      }
+      if (this.stopped || !this.options.holds(user)) continue;
+      const tries = attempts.get(user)! + 1;
+      this.waiting.set(user, {
+        attempts: tries,
+        dueAt: now + Math.max(100, backoffMs(tries, RETRY_BASE_MS, RETRY_MAX_MS)),
+      });
+    }
+  }
+}
