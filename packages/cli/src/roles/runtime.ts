@@ -10,9 +10,9 @@ import {
   type PoolLocks,
 } from '@bubble/store';
 import { SourcesClient } from '@bubble/events';
+import type { GatewayMetrics } from '@bubble/gateway';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import type { Registry } from 'prom-client';
 import type { Config } from '../config.js';
 import { createStore } from '../store-factory.js';
 import { quorumAnswers } from './wait-for-store.js';
@@ -102,7 +102,7 @@ export { createStore };
 /** The platform's sources endpoint's client (BUBBLE_SOURCES_URL), on the process's registry. */
 export function sourcesClient(
   config: Config,
-  registry: Registry,
+  registry: GatewayMetrics['registry'],
   logger: Logger,
 ): SourcesClient | undefined {
   const url = config.BUBBLE_SOURCES_URL;
