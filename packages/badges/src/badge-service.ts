@@ -2,6 +2,7 @@ import {
   stemmedFrameText,
   type Badge,
   type Clock,
+  type CursorMigrationBody,
   type ExtraCounts,
   type FrameStem,
   type ReadRequest,
@@ -11,6 +12,7 @@ import { ColdStart, type BadgeCallOptions, type BadgeStateOf } from './cold-star
 import { createBadgeContext, type BadgeContext } from './context.js';
 import { Conversations, type ConversationListItem, type PlatformMessage } from './conversations.js';
 import { Counters } from './counters.js';
+import { CursorMigration } from './cursor-migration.js';
 import { Explainer, type BadgeExplanation } from './explain.js';
 import { storeGatewayLink, type GatewayLink } from './gateway-link.js';
 import { Ingest } from './ingest.js';
@@ -41,6 +43,7 @@ export class BadgeService {
   private readonly shared: SharedSources;
   private readonly conversations: Conversations;
   private readonly counters: Counters;
+  private readonly cursorMigration: CursorMigration;
 
   constructor(
     readonly store: BubbleStore,
@@ -61,6 +64,7 @@ export class BadgeService {
     this.explainer = new Explainer(ctx);
     this.shared = new SharedSources(ctx);
     this.conversations = new Conversations(ctx);
+    this.cursorMigration = new CursorMigration(ctx);
   }
 
   // ---- ingest (ingest.ts) and presence (presence.ts) ----
@@ -152,6 +156,11 @@ export class BadgeService {
 
   explain(user: string): Promise<BadgeExplanation> {
     return this.explainer.explain(user);
+  }
+
+  /** POST /v1/cursors (cursor-migration.ts): all-or-nothing validation, then every entry applied. */
+  migrateCursors(body: CursorMigrationBody): Promise<{ accepted: number }> {
+    return this.cursorMigration.migrate(body);
   }
 
   // ---- shared sources (shared-sources.ts) and sightings (sightings.ts) ----
