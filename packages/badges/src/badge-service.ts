@@ -2,6 +2,7 @@ import {
   stemmedFrameText,
   type Badge,
   type Clock,
+  type CursorMigrationBody,
   type ExtraCounts,
   type FrameStem,
   type ReadRequest,
@@ -17,6 +18,7 @@ import {
 import { createBadgeContext, type BadgeContext } from './context.js';
 import { Conversations, type ConversationListItem, type PlatformMessage } from './conversations.js';
 import { Counters } from './counters.js';
+import { CursorMigration } from './cursor-migration.js';
 import { Explainer, type BadgeExplanation } from './explain.js';
 import { storeGatewayLink, type GatewayLink } from './gateway-link.js';
 import { Ingest } from './ingest.js';
@@ -59,6 +61,7 @@ export class BadgeService {
   private readonly shared: SharedSources;
   private readonly conversations: Conversations;
   private readonly counters: Counters;
+  private readonly cursorMigration: CursorMigration;
 
   constructor(
     readonly store: BubbleStore,
@@ -84,6 +87,7 @@ export class BadgeService {
     this.explainer = new Explainer(ctx, rehydration);
     this.shared = new SharedSources(ctx);
     this.conversations = new Conversations(ctx);
+    this.cursorMigration = new CursorMigration(ctx);
   }
 
   // ---- ingest (ingest.ts) and presence (presence.ts) ----
@@ -180,6 +184,11 @@ export class BadgeService {
 
   explain(user: string): Promise<BadgeExplanation> {
     return this.explainer.explain(user);
+  }
+
+  /** POST /v1/cursors (cursor-migration.ts): all-or-nothing validation, then every entry applied. */
+  migrateCursors(body: CursorMigrationBody): Promise<{ accepted: number }> {
+    return this.cursorMigration.migrate(body);
   }
 
   // ---- shared sources (shared-sources.ts) and sightings (sightings.ts) ----

@@ -2,6 +2,7 @@ import {
   BubbleError,
   counterBatchSchema,
   counterEventSchema,
+  cursorMigrationSchema,
   parseInput,
   idSchema,
   membersSchema,
@@ -62,6 +63,7 @@ export const PLATFORM_OP_NAMES = [
   'message',
   'counter',
   'retractCounter',
+  'cursors',
 ] as const;
 
 export type PlatformOpName = (typeof PLATFORM_OP_NAMES)[number];
@@ -194,6 +196,11 @@ export const PLATFORM_OPS: Readonly<Record<PlatformOpName, OpSpec<z.ZodType>>> =
     schema: counterEventSchema,
     entity: (b) => b.user,
     parsed: (b) => call('retractCounter', (s) => s.retractCounterEvent(b.user, b.kind, b.id)),
+  }),
+  cursors: op({
+    schema: cursorMigrationSchema,
+    entity: (b) => b.users[0]!.user,
+    parsed: (b) => call('cursors', (s) => s.migrateCursors(b)),
   }),
 };
 

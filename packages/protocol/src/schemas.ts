@@ -27,7 +27,8 @@ function unlessMissing(message: string) {
 }
 
 const EPOCH_MS_RULE = 'must be a non-negative integer of ms';
-const epochMs = z
+/** A time in ms since the epoch, as every body takes one (a read's `upTo`, a post's `ts`). */
+export const epochMs = z
   .number({ error: unlessMissing(EPOCH_MS_RULE) })
   .int(EPOCH_MS_RULE)
   .nonnegative(EPOCH_MS_RULE)

@@ -22,8 +22,7 @@ export interface SourcesAnswer {
 export type SourcesFailure = 'unreachable' | 'invalid' | 'paused';
 
 export type SourcesOutcome =
-  | { ok: true; answer: SourcesAnswer }
-  | { ok: false; reason: SourcesFailure };
+  { ok: true; answer: SourcesAnswer } | { ok: false; reason: SourcesFailure };
 
 export interface SourcesFetchOptions {
   /**
@@ -39,5 +38,8 @@ export interface SourcesFetcher {
    * Each of `users`' sources, in one entry per distinct user. Concurrent fetches of one user
    * share one request; users are batched up to 100 a request. Never rejects.
    */
-  fetch(users: readonly string[], options?: SourcesFetchOptions): Promise<Map<string, SourcesOutcome>>;
+  fetch(
+    users: readonly string[],
+    options?: SourcesFetchOptions,
+  ): Promise<Map<string, SourcesOutcome>>;
 }

@@ -28,3 +28,11 @@ export {
 export { diesWithParent, findExecutable, reapOnExit, terminate } from './child-processes.js';
 export { cleanEnv } from './clean-env.js';
 export { TcpProxy } from './tcp-proxy.js';
+export {
+  startSourcesEndpoint,
+  type SourcesEndpoint,
+  type SourcesEndpointMode,
+  type SourcesEndpointOptions,
+  type SourcesEndpointRequest,
+  type SourcesGraphEntry,
+} from './sources-endpoint.js';

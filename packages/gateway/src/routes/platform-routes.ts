@@ -3,6 +3,7 @@ import {
   DEFAULT_PRESENCE_TTL_MS,
   assertId,
   counterBatchSchema,
+  cursorMigrationSchema,
   membersSchema,
   messageBatchSchema,
   noticeSchema,
@@ -134,6 +135,14 @@ export function addPlatformRoutes(
         metrics.counterEventsIngested.inc({ outcome: 'accepted' }, result.accepted);
         metrics.counterEventsIngested.inc({ outcome: 'ignored' }, result.ignored);
         sendJson(res, 202, { accepted: result.accepted, ignored: result.ignored });
+      }),
+    )
+    .add(
+      'POST',
+      '/v1/cursors',
+      platform(async ({ req, res }) => {
+        const body = await readBody(req, cursorMigrationSchema);
+        sendJson(res, 202, await service.migrateCursors(body));
       }),
     )
     .add(

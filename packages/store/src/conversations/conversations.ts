@@ -32,6 +32,13 @@ export interface Membership {
 /** A membership's counts alone, without its preview and ts: what a badge is computed from. */
 export type MembershipSeqs = Pick<Membership, 'conversation' | 'maxSeq' | 'readSeq' | 'muted'>;
 
+/** A member's cursor to move forward, as a read with `seq` moves it. */
+export interface ReadSeqMove {
+  conversation: string;
+  user: string;
+  seq: number;
+}
+
 export interface MembershipChange {
   added: string[];
   removed: string[];
@@ -64,6 +71,12 @@ export interface Conversations {
    * `user` is not a member; else the cursor after the move.
    */
   read(conversation: string, user: string, seq?: number): Promise<number | null>;
+  /**
+   * read(conversation, user, seq) of each move as one batch: one call per conversation on a
+   * Redis Cluster, per chunk of conversations on one server, never one per move. The cursors
+   * after the moves in input order, null for a move whose user is not a member.
+   */
+  advanceReadSeqs(moves: readonly ReadSeqMove[]): Promise<Array<number | null>>;
   /** False when `user` is not a member. */
   setMuted(conversation: string, user: string, muted: boolean): Promise<boolean>;
   /** Every conversation `user` is a member of, in no particular order. */

@@ -9,6 +9,7 @@ import type {
   MembershipChange,
   MembershipSeqs,
   MessageIngest,
+  ReadSeqMove,
 } from './conversations.js';
 
 interface Conversation {
@@ -79,6 +80,14 @@ export class MemoryConversations implements Conversations {
   }
 
   async read(conversation: string, user: string, seq?: number): Promise<number | null> {
+    return this.advanceReadSeq(conversation, user, seq);
+  }
+
+  async advanceReadSeqs(moves: readonly ReadSeqMove[]): Promise<Array<number | null>> {
+    return moves.map(({ conversation, user, seq }) => this.advanceReadSeq(conversation, user, seq));
+  }
+
+  private advanceReadSeq(conversation: string, user: string, seq?: number): number | null {
     const c = this.byId.get(conversation);
     const member = c?.members.get(user);
     if (!c || !member) return null;

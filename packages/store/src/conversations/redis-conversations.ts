@@ -14,12 +14,16 @@ import type {
   MembershipChange,
   MembershipSeqs,
   MessageIngest,
+  ReadSeqMove,
 } from './conversations.js';
 
 /** Users per SREM of a conversation's unlogged set (a million-member join stays in chunks). */
 const SREM_CHUNK = 10_000;
 /** Conversations per readManyMemberSeqs call on a standalone Redis: a bounded step for the server. */
 const SEQS_CHUNK = 500;
+
+/** Conversations per advanceManyMemberSeqs call on a standalone Redis. */
+const MOVES_CHUNK = 500;
 
 /** Set in a user's activity seqs once a trim dropped an entry (ids never contain `~`). */
 const TRIMMED_FIELD = '~trimmed';
@@ -131,6 +135,41 @@ export class RedisConversations implements Conversations {
       [user, seq === undefined ? '-' : String(seq)],
     );
     return cursor === null ? null : Number(cursor);
+  }
+
+  async advanceReadSeqs(moves: readonly ReadSeqMove[]): Promise<Array<number | null>> {
+    const { keys } = this;
+    // Per conversation, the indexes of its moves; the answers go back to them.
+    const byConversation = new Map<string, number[]>();
+    moves.forEach(({ conversation }, i) => {
+      const of = byConversation.get(conversation);
+      if (of) of.push(i);
+      else byConversation.set(conversation, [i]);
+    });
+    const pairsOf = (of: readonly number[]) =>
+      of.flatMap((i) => [moves[i]!.user, moves[i]!.seq] as const);
+    const keysOf = (id: string) => [keys.conversation(id), keys.conversationMembers(id)] as const;
+    const replies = await this.spread.map(
+      [...byConversation],
+      MOVES_CHUNK,
+      ([id, of]) => this.run.advanceMemberSeqs(keysOf(id), pairsOf(of)),
+      async (chunk) => {
+        const flat = await this.run.advanceManyMemberSeqs(
+          chunk.flatMap(([id]) => keysOf(id)),
+          chunk.flatMap(([, of]) => [of.length, ...pairsOf(of)]),
+        );
+        let at = 0;
+        return chunk.map(([, of]) => flat.slice(at, (at += of.length)));
+      },
+    );
+    const after: Array<number | null> = moves.map(() => null);
+    [...byConversation.values()].forEach((of, c) => {
+      of.forEach((i, j) => {
+        const cursor = replies[c]![j];
+        after[i] = cursor === null || cursor === undefined ? null : Number(cursor);
+      });
+    });
+    return after;
   }
 
   async setMuted(conversation: string, user: string, muted: boolean): Promise<boolean> {

@@ -1,4 +1,4 @@
-import type { ReadCursors } from './read-cursors.js';
+import type { CursorMove, ReadCursors } from './read-cursors.js';
 
 export class MemoryReadCursors implements ReadCursors {
   private readonly feed = new Map<string, number>();
@@ -8,9 +8,11 @@ export class MemoryReadCursors implements ReadCursors {
   }
 
   async advanceFeedReadAt(user: string, to: number): Promise<number> {
-    const next = Math.max(this.feed.get(user) ?? -Infinity, to);
-    this.feed.set(user, next);
-    return next;
+    return this.advance(user, to);
+  }
+
+  async advanceFeedReadAtOfMany(moves: readonly CursorMove[]): Promise<number[]> {
+    return moves.map(({ user, to }) => this.advance(user, to));
   }
 
   forget(user: string): void {
@@ -19,5 +21,11 @@ export class MemoryReadCursors implements ReadCursors {
 
   holds(user: string): boolean {
     return this.feed.has(user);
+  }
+
+  private advance(user: string, to: number): number {
+    const next = Math.max(this.feed.get(user) ?? -Infinity, to);
+    this.feed.set(user, next);
+    return next;
   }
 }

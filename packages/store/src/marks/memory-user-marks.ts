@@ -1,3 +1,4 @@
+import type { CursorMove } from '../cursors/read-cursors.js';
 import type { MemoryChangeLog } from '../change-log/memory-change-log.js';
 import { marksEventsByPool } from './marks-events.js';
 import { SIGHT_THROTTLE_MS, type UserMarks, type UserMarksState } from './user-marks.js';
@@ -52,9 +53,11 @@ export class MemoryUserMarks implements UserMarks {
   }
 
   async advanceSeen(user: string, to: number): Promise<number> {
-    const marks = this.marksOf(user);
-    marks.seen = Math.max(marks.seen ?? -Infinity, to);
-    return marks.seen;
+    return this.advance(user, to);
+  }
+
+  async advanceSeenOfMany(moves: readonly CursorMove[]): Promise<number[]> {
+    return moves.map(({ user, to }) => this.advance(user, to));
   }
 
   async click(user: string, names: readonly string[], at: number): Promise<void> {
@@ -95,6 +98,12 @@ export class MemoryUserMarks implements UserMarks {
     if (this.byUser.has(user)) out.push('marks');
     if (this.lastSeen.has(user)) out.push('lastseen');
     return out;
+  }
+
+  private advance(user: string, to: number): number {
+    const marks = this.marksOf(user);
+    marks.seen = Math.max(marks.seen ?? -Infinity, to);
+    return marks.seen;
   }
 
   private marksOf(user: string): Marks {

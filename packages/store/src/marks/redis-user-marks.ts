@@ -1,14 +1,21 @@
 import { idRecord, poolOf, usersByPool } from '@bubble/protocol';
 import { RedisLoggedWriter } from '../change-log/redis-logged-writer.js';
+import type { CursorMove } from '../cursors/read-cursors.js';
+import { advanceCursorFields } from '../cursors/redis-cursor-moves.js';
 import { ScriptStatus } from '../redis/script-status.js';
+import { slotSpreadOf } from '../redis/slot-spread.js';
 import { marksEventsByPool } from './marks-events.js';
 import { SIGHT_THROTTLE_MS, type UserMarks, type UserMarksState } from './user-marks.js';
 
 const CLICK_PREFIX = 'r:';
 /** Set with the first sight's cursor until its `marks` event is in the pool log (seeUser-1). */
 const UNLOGGED_FIELD = 'unlogged';
+/** The notice cursor's field in the user's marks hash. */
+const SEEN_FIELD = 'seen';
 
 export class RedisUserMarks extends RedisLoggedWriter implements UserMarks {
+  private readonly spread = slotSpreadOf(this.redis);
+
   async see(
     user: string,
     now: number,
@@ -40,7 +47,17 @@ export class RedisUserMarks extends RedisLoggedWriter implements UserMarks {
   }
 
   async advanceSeen(user: string, to: number): Promise<number> {
-    return Number(await this.run.advanceCursor([this.keys.marks(user)], ['seen', to]));
+    return Number(await this.run.advanceCursor([this.keys.marks(user)], [SEEN_FIELD, to]));
+  }
+
+  advanceSeenOfMany(moves: readonly CursorMove[]): Promise<number[]> {
+    const { keys } = this;
+    return advanceCursorFields(
+      this.run,
+      this.spread,
+      SEEN_FIELD,
+      moves.map(({ user, to }) => ({ key: keys.marks(user), to })),
+    );
   }
 
   async click(user: string, names: readonly string[], at: number): Promise<void> {

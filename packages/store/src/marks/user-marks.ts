@@ -1,3 +1,5 @@
+import type { CursorMove } from '../cursors/read-cursors.js';
+
 /** What a user's notices and red dots are counted from. */
 export interface UserMarksState {
   /** The notice cursor, null while the user was never seen. */
@@ -25,6 +27,11 @@ export interface UserMarks {
   state(user: string): Promise<UserMarksState>;
   /** seen := max(seen, to); returns the cursor after the move. */
   advanceSeen(user: string, to: number): Promise<number>;
+  /**
+   * advanceSeen of each move as one batch (not a round trip per user); the cursors after the
+   * moves, in input order. Not a sight: no last sight is recorded, no `marks` event appended.
+   */
+  advanceSeenOfMany(moves: readonly CursorMove[]): Promise<number[]>;
   /** clicked(user, name) := at. */
   click(user: string, names: readonly string[], at: number): Promise<void>;
   /**

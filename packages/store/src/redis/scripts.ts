@@ -87,6 +87,13 @@ export const SCRIPTS = {
     number
   >(2),
   advanceCursor: script<[cursors: string], [field: string, target: number], string>(1),
+  advanceCursors: script<string[], [field: string, ...targets: number[]], string[]>('n'),
+  advanceManyMemberSeqs: script<string[], Arg[], Array<string | null>>('n'),
+  advanceMemberSeqs: script<
+    [meta: string, members: string],
+    [...memberSeqPairs: Arg[]],
+    Array<string | null>
+  >(2),
   appendEvents: script<[log: string], [maxLen: number, ...entries: Arg[]], string>(1),
   checkOnline: script<[online: string], [user: string], number>(1),
   checkOnlineAmong: script<string[], string[], number[]>('n'),
