@@ -327,7 +327,7 @@ export async function startRole(
         await webhook?.close();
         await Promise.all(gateways.map((g) => g.close()));
         for (const stop of stops) await stop();
-        sources?.close();
+        await sources?.close();
         await lockRuntime?.close();
         await store.close();
       },
@@ -341,7 +341,7 @@ export async function startRole(
     await webhook?.close().catch(undoFailed);
     await Promise.allSettled(gateways.map((g) => g.close()));
     for (const stop of stops) await stop().catch(undoFailed);
-    sources?.close();
+    await sources?.close().catch(undoFailed);
     await lockRuntime?.close().catch(undoFailed);
     await store.close().catch(undoFailed);
     throw err;

@@ -1,4 +1,5 @@
 import {
+  backoffMs,
   isValidId,
   ownValue,
   type SourcesFetcher,
@@ -6,7 +7,6 @@ import {
   type SourcesOutcome,
 } from '@bubble/protocol';
 import { Registry } from 'prom-client';
-import { backoffMs } from '../backoff.js';
 import { webhookTarget, type WebhookTarget } from '../webhook/webhook-request.js';
 import { CircuitBreaker, type BreakerChange } from './circuit-breaker.js';
 import { Fifo } from './fifo.js';
