@@ -1,4 +1,5 @@
 import { idRecord, poolOf, usersByPool } from '@bubble/protocol';
+import type { LoggedWriterOptions } from '../change-log/redis-change-log.js';
 import { RedisLoggedWriter } from '../change-log/redis-logged-writer.js';
 import { ScriptStatus } from '../redis/script-status.js';
 import { marksEventsByPool } from './marks-events.js';
@@ -9,6 +10,14 @@ const CLICK_PREFIX = 'r:';
 const UNLOGGED_FIELD = 'unlogged';
 
 export class RedisUserMarks extends RedisLoggedWriter implements UserMarks {
+  /** With a sources endpoint the inactive-user drop takes the user's follows too. */
+  private readonly dropSources: boolean;
+
+  constructor(shared: LoggedWriterOptions, lifecycle: { dropSources?: boolean } = {}) {
+    super(shared);
+    this.dropSources = lifecycle.dropSources ?? false;
+  }
+
   async see(
     user: string,
     now: number,
@@ -67,7 +76,7 @@ export class RedisUserMarks extends RedisLoggedWriter implements UserMarks {
           await this.redis.hset(keys.marks(user), 'at', now);
           return now;
         }
-        return this.run.dropInactiveUser(keys.inactiveUserKeys(user), [before]);
+        return this.run.dropInactiveUser(keys.inactiveUserKeys(user, this.dropSources), [before]);
       }),
     );
     const dropped = candidates.filter((_, i) => outcomes[i] === 0);
