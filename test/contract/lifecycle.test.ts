@@ -1,15 +1,17 @@
 /**
  * What a gone user costs (docs/semantics.md, Lifecycle), on both engines: after the
- * inactive-user job only the user's follows, memberships and conversation cursors remain (a
- * SCAN of every key on Redis, the memory engine's heldFor()); a user online through presence
- * is never dropped; a stored badge state of a user offline for the lookback expires, and the
+ * inactive-user job only the user's follows, topic follows, memberships and conversation cursors remain (a
+ * SCAN of every key on Redis, the memory engine's heldFor()), and with a sources endpoint not
+ * even their follows (docs/semantics.md, "Where a user's sources live"); a user online through
+ * presence is never dropped; a stored badge state of a user offline for the lookback expires, and the
  * returning user's badge starts a new epoch.
  */
 import { DAY_MS, HOUR_MS } from '@bubble/protocol';
 import { MemoryStore, RedisStore, type BubbleStore } from '@bubble/store';
+import { uniquePrefix } from '@bubble/test-utils';
 import type { Redis } from 'ioredis';
 import { expect, it } from 'vitest';
-import { describeEachEngine, manualService, scanKeys } from '../support/engines.js';
+import { describeEachEngine, manualService, scanKeys, TEST_POOLS } from '../support/engines.js';
 
 /**
  * What the store holds for `user` alone: the names of keys tagged with the user, and
@@ -42,13 +44,23 @@ async function heldFor(store: BubbleStore, admin: Redis | undefined, user: strin
   return redisHeldFor(admin!, store as RedisStore, user);
 }
 
-/** What heldFor() may still list for a gone user member of `conversation`. */
-function keptFor(store: BubbleStore, user: string, conversation: string): string[] {
-  if (store instanceof MemoryStore) return ['follows', 'memberships'];
+/**
+ * What heldFor() may still list for a gone user member of `conversation`: their follows too
+ * unless `onDemand`.
+ */
+function keptFor(
+  store: BubbleStore,
+  user: string,
+  conversation: string,
+  onDemand = false,
+): string[] {
+  if (store instanceof MemoryStore) {
+    return onDemand ? ['memberships'] : ['follows', 'memberships', 'topics'];
+  }
   const { keys } = store as RedisStore;
   // The activity index orders the memberships kept: the conversation list of a returning user.
   return [
-    keys.follows(user),
+    ...(onDemand ? [] : [keys.follows(user), keys.topics(user)]),
     keys.userConversations(user),
     keys.userActivity(user),
     keys.userActivitySeqs(user),
@@ -63,6 +75,7 @@ describeEachEngine('lifecycle: what a gone user costs', (ctx) => {
     const { service, clock } = manualService(store, { start: Date.now() });
     const ts = () => clock.now();
     await service.follow('gone', 'a1');
+    await service.followTopic('gone', 'cats');
     await service.replaceMembers('c1', ['gone', 'peer']);
     await service.ingestPosts([{ author: 'a1', id: 'p1', ts: ts() }]);
     await service.ingestMessages('c1', [
@@ -134,5 +147,51 @@ describeEachEngine('lifecycle: what a gone user costs', (ctx) => {
     expect(await service.expireOfflineBadges(100)).toBe(1);
     expect(await store.badges.load('poller')).toBeNull();
     expect((await store.badges.load('online'))?.epoch).toBe(online.epoch);
+  });
+
+  it('with a sources endpoint the inactive job drops follows, topic follows and a fetch in flight too; an install gives them back', async () => {
+    const { engine, admin, redisUrl } = ctx();
+    const store =
+      engine === 'memory'
+        ? new MemoryStore({ pools: TEST_POOLS, sourcesOnDemand: true })
+        : new RedisStore({
+            url: redisUrl!,
+            keyPrefix: uniquePrefix(),
+            pools: TEST_POOLS,
+            sourcesOnDemand: true,
+          });
+    try {
+      const { service, clock } = manualService(store, { start: Date.now() });
+      const caps = { follows: 10, topics: 10 };
+      await store.sources.install(
+        [{ user: 'gone', answer: { follows: ['a1', 'a2'], topics: ['cats'] } }],
+        caps,
+      );
+      await service.replaceMembers('c1', ['gone', 'peer']);
+      await service.badge('gone', { seen: true });
+      await service.read('gone', { scope: 'feed' });
+      // Seen, not held, a fetch of their sources in flight (an hour's ttl) holding a change.
+      await service.badge('fetching', { seen: true });
+      await store.sources.beginFetch(['fetching'], 3_600_000);
+      expect(await store.follows.follow('fetching', 'a1', 10)).toBe('recorded');
+
+      clock.advance(31 * DAY_MS + 2 * HOUR_MS);
+      expect((await service.dropInactiveUsers(100)).sort()).toEqual(['fetching', 'gone']);
+      await service.expireOfflineBadges(100);
+      expect(await heldFor(store, admin, 'gone')).toEqual(keptFor(store, 'gone', 'c1', true));
+      expect(await heldFor(store, admin, 'fetching')).toEqual([]);
+      expect(await store.sources.held(['gone', 'fetching'])).toEqual([false, false]);
+      expect(await store.follows.follow('gone', 'a3', 10)).toBe('not-held');
+      expect(await store.follows.follow('fetching', 'a2', 10)).toBe('not-held');
+
+      // Back: the platform's answer is installed again, the feed cursor where none is left.
+      const [back] = await store.sources.install(
+        [{ user: 'gone', answer: { follows: ['a2'], topics: [], readAt: 5 } }],
+        caps,
+      );
+      expect(back).toEqual({ follows: ['a2'], topics: [], readAt: 5, held: true });
+    } finally {
+      await store.close();
+    }
   });
 });

@@ -66,7 +66,7 @@ describeEachEngine('BubbleStore contract: follows, cursors, badges, inputs', (ct
     const after = Array.from({ length: 3000 }, (_, i) => `new${i}`);
     await store.follows.replace('u', before);
     const reads: Promise<string[]>[] = [];
-    const writes: Promise<void>[] = [];
+    const writes: Promise<boolean>[] = [];
     for (let round = 0; round < 4; round++) {
       reads.push(store.follows.list('u'));
       writes.push(store.follows.replace('u', round % 2 === 0 ? after : before));
@@ -176,7 +176,12 @@ describeEachEngine('BubbleStore contract: follows, cursors, badges, inputs', (ct
 
   it('feedInputs returns follows, topic follows and the read cursor together', async () => {
     const { store } = ctx();
-    expect(await store.feedInputs('u')).toEqual({ follows: [], topics: [], readAt: null });
+    expect(await store.feedInputs('u')).toEqual({
+      follows: [],
+      topics: [],
+      readAt: null,
+      held: true,
+    });
     await store.follows.follow('u', 'a', 10);
     await store.follows.follow('u', 'b', 10);
     await store.topics.follow('u', 'cats', 10);

@@ -217,8 +217,8 @@ describe('the ingest stream on one redis-server', () => {
 
   it('leaves an entry the store fails on (WRONGTYPE) pending, retries it when claimed, and dead-letters it after the cap', async () => {
     const r = (current = rig({ url: server.url }));
-    // u2's follows key is a string: every follow of u2 fails with WRONGTYPE, not a 4xx.
-    await r.admin.set(r.keys.follows('u2'), 'not a set');
+    // u2's follows key is a hash: every follow of u2 fails with WRONGTYPE, not a 4xx.
+    await r.admin.hset(r.keys.follows('u2'), 'not', 'a follow list');
     await append(r, 'follow', { user: 'u2', author: 'a1' });
     await append(r, 'follow', { user: 'u3', author: 'a1' });
     const consumers = r.start({ maxDeliveries: 3, claimMs: 200 });

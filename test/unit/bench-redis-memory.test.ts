@@ -11,6 +11,10 @@ describe('bench memory key classes', () => {
 
   it('puts every per-user key and per-pool share in its class', () => {
     expect(keyClass(keys.follows('u1'))).toBe('follows');
+    expect(keyClass(keys.topics('u1'))).toBe('follows');
+    expect(keyClass(keys.sourcesFetch('u1'))).toBe('follows');
+    expect(keyClass(keys.legacyFollows('u1'))).toBe('follows');
+    expect(keyClass(keys.legacyTopics('u1'))).toBe('follows');
     expect(keyClass(keys.cursors('u1'))).toBe('cursors');
     expect(keyClass(keys.marks('u1'))).toBe('marks');
     expect(keyClass(keys.lastSeen())).toBe('lastSeen');
@@ -36,6 +40,7 @@ describe('bench memory key classes', () => {
 
   it('does not take a user or author id that looks like a suffix for the kind', () => {
     expect(keyClass(keys.follows('posts'))).toBe('follows');
+    expect(keyClass(keys.topics('posts'))).toBe('follows');
     expect(keyClass(keys.posts('follows'))).toBe('posts');
   });
 });

@@ -71,7 +71,10 @@ async function run(steps: readonly Step[]): Promise<void> {
   const live = new LiveUsers({
     gatewayId: 'g1',
     service: {
-      badge: async (user) => ({ ...start, user, epoch: EPOCHS[0]!, version: 0, feed: 0 }),
+      serveBadge: async (user) => ({
+        badge: { ...start, user, epoch: EPOCHS[0]!, version: 0, feed: 0 },
+        stale: false,
+      }),
       badgeOf: (state) => service.badgeOf(state),
       frameOf: (...args) => service.frameOf(...args),
       gatewayLink: link,

@@ -99,7 +99,13 @@ export class ColdStart {
     // nothing it missed (docs/semantics.md); after `now` only by a burst's stamps.
     const computedAt = stored.countersAsOf ?? now;
     const stamp = await store.badges.save(user, fields, computedAt);
-    const badge = makeBadge(user, decodeFields(fields), stamp, computedAt, this.ctx.rules.displayCap);
+    const badge = makeBadge(
+      user,
+      decodeFields(fields),
+      stamp,
+      computedAt,
+      this.ctx.rules.displayCap,
+    );
     return { badge, stale };
   }
 
@@ -121,7 +127,9 @@ export class ColdStart {
     );
     const [feeds, extras] = await Promise.all([
       Promise.all(
-        feedInputs.map(({ inputs: feed, stale }) => (stale ? 0 : this.countFeed(feed, now))),
+        feedInputs.map(({ inputs: feed, stale }) =>
+          stale ? Promise.resolve(0) : this.countFeed(feed, now),
+        ),
       ),
       readStoredExtrasOfMany(store, users, inputs),
     ]);

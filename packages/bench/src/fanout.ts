@@ -337,7 +337,7 @@ async function seed(
   const { log } = options;
   const n = workload.users.length;
   for (let i = 0; i < n; i += 1000) {
-    const writes: Promise<void>[] = [];
+    const writes: Promise<unknown>[] = [];
     for (let u = i; u < Math.min(i + 1000, n); u++) {
       const names = followedAuthors(workload, u);
       if (u < options.megaFollowers) {

@@ -44,7 +44,7 @@ export async function seedStore(
   const n = workload.users.length;
   let edges = 0;
   for (let i = 0; i < n; i += 1000) {
-    const writes: Promise<void>[] = [];
+    const writes: Promise<unknown>[] = [];
     for (let u = i; u < Math.min(i + 1000, n); u++) {
       const names = followedAuthors(workload, u);
       edges += names.length;

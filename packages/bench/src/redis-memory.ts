@@ -22,7 +22,9 @@ export type UserKeyClass = (typeof USER_KEY_CLASSES)[number];
 export type KeyClass = UserKeyClass | 'posts' | 'logs' | 'cluster';
 
 const PATTERNS: [RegExp, KeyClass][] = [
-  [/^[^{]*\{u:[^}]*\}:follows$/, 'follows'],
+  // Follows and topic follows (format 2 and the format-1 SETs) and a fetch of them in flight.
+  [/^[^{]*\{u:[^}]*\}:(follows|topics)(:v2)?$/, 'follows'],
+  [/^[^{]*\{u:[^}]*\}:fetching$/, 'follows'],
   [/^[^{]*\{u:[^}]*\}:cursors$/, 'cursors'],
   [/^[^{]*:marks:\{u:[^}]*\}$/, 'marks'],
   [/^[^{]*:marks:\{g\}:lastseen$/, 'lastSeen'],

@@ -236,7 +236,7 @@ async function seed(
   let edges = 0;
   for (let i = 0; i < n; i += 1000) {
     const end = Math.min(i + 1000, n);
-    const writes: Promise<void>[] = [];
+    const writes: Promise<unknown>[] = [];
     for (let u = i; u < end; u++) {
       const names = Array.from(follows[u]!, (a) => workload.authors[a]!);
       edges += names.length;

@@ -4,13 +4,13 @@
   the conversation index and the interaction counters' counts (includes/countUserCounters.lua,
   which writes the count's time). Every key carries the user's hash tag, so this runs unchanged
   on a Redis Cluster.
-  KEYS[1] follows SET · KEYS[2] topics SET · KEYS[3] cursors HASH · KEYS[4] marks HASH ·
-  KEYS[5] conversations SET · KEYS[6] counter state HASH · KEYS[7..9] events ZSET of up to
-  three kinds, in ARGV's order (fewer kinds repeat a key; it is not read)
+  KEYS[1] follows STRING · KEYS[2] topics STRING (ids joined by ',') · KEYS[3] cursors HASH ·
+  KEYS[4] marks HASH · KEYS[5] conversations SET · KEYS[6] counter state HASH · KEYS[7..9]
+  events ZSET of up to three kinds, in ARGV's order (fewer kinds repeat a key; it is not read)
   ARGV[1] the feed cursor's field in KEYS[3] · ARGV[2] windowMs · ARGV[3..] the kinds, zero to
   three
-  Returns { follows, topics, readAt or false, marks as HGETALL returns them, conversation ids,
-  { watermark, count of each kind } }
+  Returns { follows or false, topics or false (false: no list), readAt or false, marks as
+  HGETALL returns them, conversation ids, { watermark, count of each kind } }
 ]]
 --- @include "userInputsAt"
 local kinds = {}

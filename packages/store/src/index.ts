@@ -1,4 +1,7 @@
 export type * from './types.js';
+export type { UserSources } from './follows/user-sources.js';
+export type { LegacyConversionStep } from './follows/legacy-follows.js';
+export { RECORDED_UNFOLLOWS_LIMIT } from './follows/follow-graph.js';
 export { keepStringPrototypeFast } from './redis/string-prototype.js';
 export { LOG_START } from './change-log/change-log.js';
 export { MemoryStore, type MemoryStoreOptions } from './bubble-store/memory-store.js';

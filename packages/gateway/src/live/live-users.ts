@@ -25,7 +25,7 @@ import { Resync, type ResyncEvent } from './resync.js';
 export interface LiveUsersOptions {
   gatewayId: string;
   /** The badges it serves and, through `gatewayLink`, its held users' routes and presence. */
-  service: Pick<BadgeService, 'badge' | 'badgeOf' | 'frameOf' | 'gatewayLink'>;
+  service: Pick<BadgeService, 'serveBadge' | 'badgeOf' | 'frameOf' | 'gatewayLink'>;
   logger: Logger;
   /** Presence and routes are renewed every third of it; a dead gateway's users lapse after it. */
   presenceTtlMs: number;

@@ -6,6 +6,7 @@ import type { Coordination } from '../coordination/coordination.js';
 import type { CounterCounts, InteractionCounters } from '../counters/counters.js';
 import type { FencedBadges } from '../fenced-badges/fenced-badges.js';
 import type { FollowGraph } from '../follows/follow-graph.js';
+import type { UserSources } from '../follows/user-sources.js';
 import type { UserMarks, UserMarksState } from '../marks/user-marks.js';
 import type { NoticeBoard } from '../notices/notice-board.js';
 import type { PostIndex } from '../posts/post-index.js';
@@ -25,6 +26,12 @@ export interface FeedInputs {
   follows: string[];
   topics: string[];
   readAt: number | null;
+  /**
+   * Whether the user's sources are held (UserSources): always true without a sources endpoint;
+   * false means follows and topics are empty because bubble does not know them, not because the
+   * user follows nobody.
+   */
+  held: boolean;
 }
 
 /**
@@ -44,6 +51,8 @@ export interface BubbleStore {
   readonly follows: FollowGraph;
   /** The topics each user follows: the same interface, topic names in place of authors. */
   readonly topics: FollowGraph;
+  /** Whether each user's follows and topics are held, and the install of the platform's answer. */
+  readonly sources: UserSources;
   readonly posts: PostIndex;
   readonly cursors: ReadCursors;
   readonly badges: BadgeStates;
@@ -68,7 +77,7 @@ export interface BubbleStore {
    * TIME), then one every few seconds. Resolves after the first.
    */
   syncClock(listeners?: ClockListeners): Promise<void>;
-  /** Follows, topic follows and read cursor of one user, fetched together (one slot). */
+  /** Follows, topic follows, read cursor and held of one user, fetched together (one slot). */
   feedInputs(user: string): Promise<FeedInputs>;
   /**
    * feedInputs, marks.state, the conversation index and counters.counts(user, kinds, windowMs)

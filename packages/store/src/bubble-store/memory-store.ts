@@ -8,6 +8,8 @@ import { MemoryCounters } from '../counters/memory-counters.js';
 import { MemoryReadCursors } from '../cursors/memory-read-cursors.js';
 import { MemoryFencedBadges } from '../fenced-badges/memory-fenced-badges.js';
 import { MemoryFollowGraph } from '../follows/memory-follow-graph.js';
+import { MemorySourcesBook } from '../follows/memory-sources-book.js';
+import { MemoryUserSources } from '../follows/memory-user-sources.js';
 import { MemoryUserMarks } from '../marks/memory-user-marks.js';
 import { MemoryNoticeBoard } from '../notices/memory-notice-board.js';
 import { MemoryPostIndex } from '../posts/memory-post-index.js';
@@ -25,6 +27,11 @@ export interface MemoryStoreOptions {
   pools?: number;
   /** The store's clock (BubbleStore.clock): leases, presence, routes, node liveness; default Date.now. */
   now?: () => number;
+  /**
+   * A sources endpoint gives users' follows on demand (UserSources): follow changes of a user
+   * not held store nothing, and the inactive-user drop drops follows too. Default false.
+   */
+  sourcesOnDemand?: boolean;
 }
 
 export class MemoryStore implements BubbleStore {
@@ -33,6 +40,7 @@ export class MemoryStore implements BubbleStore {
   readonly clock: Clock;
   readonly follows: MemoryFollowGraph;
   readonly topics: MemoryFollowGraph;
+  readonly sources: MemoryUserSources;
   readonly posts: PostIndex;
   readonly cursors: MemoryReadCursors;
   readonly badges: BadgeStates;
@@ -53,8 +61,10 @@ export class MemoryStore implements BubbleStore {
     const badgeStates = new Map<string, StoredBadge>();
     const offlineSince = new Map<string, number>();
     this.changes = new MemoryChangeLog();
-    this.follows = new MemoryFollowGraph('authors');
-    this.topics = new MemoryFollowGraph('topics');
+    const book = new MemorySourcesBook(options.sourcesOnDemand ?? false, now);
+    this.sourcesBook = book;
+    this.follows = new MemoryFollowGraph(book, 'a', 'authors');
+    this.topics = new MemoryFollowGraph(book, 't', 'topics');
     this.posts = new MemoryPostIndex(this.changes);
     this.cursors = new MemoryReadCursors();
     this.notices = new MemoryNoticeBoard(this.changes);
@@ -72,6 +82,11 @@ export class MemoryStore implements BubbleStore {
       forget: (user) => this.forgetInactiveUser(user),
     });
     this.counters = new MemoryCounters(now);
+    this.sources = new MemoryUserSources(book, {
+      cursors: this.cursors,
+      marks: this.marks,
+      feedInputs: (user) => this.feedInputs(user),
+    });
     this.coordination = new MemoryCoordination({ now });
     const coordination = this.coordination;
     this.fencedBadges = new MemoryFencedBadges({
@@ -88,14 +103,16 @@ export class MemoryStore implements BubbleStore {
 
   private readonly badgeStates: Map<string, StoredBadge>;
   private readonly offlineSince: Map<string, number>;
+  private readonly sourcesBook: MemorySourcesBook;
 
   /**
    * What the inactive-user job drops for a user beside their marks (the Redis engine's
    * RedisKeys.inactiveUserKeys and the pool fields beside them): state kept for them alone,
-   * except follows, topic follows, memberships and conversation cursors. A new per-user part
-   * of that lifecycle is forgotten here.
+   * except memberships and conversation cursors, and follows and topic follows unless they come
+   * back on demand. A new per-user part of that lifecycle is forgotten here.
    */
   private forgetInactiveUser(user: string): void {
+    if (this.sources.onDemand) this.sourcesBook.forget(user);
     this.cursors.forget(user);
     this.badgeStates.delete(user);
     this.offlineSince.delete(user);
@@ -104,13 +121,11 @@ export class MemoryStore implements BubbleStore {
 
   /**
    * The parts of this store holding something for `user` alone (introspection for tests and
-   * tools, as SCAN is on Redis): 'follows', 'topics', 'counters', 'memberships', 'marks', 'lastseen', 'cursors',
-   * 'badge', 'offline', 'presence', 'routes'.
+   * tools, as SCAN is on Redis): 'follows', 'topics', 'fetch', 'counters', 'memberships',
+   * 'marks', 'lastseen', 'cursors', 'badge', 'offline', 'presence', 'routes'.
    */
   heldFor(user: string): string[] {
-    const held: string[] = [];
-    if (this.follows.holds(user)) held.push('follows');
-    if (this.topics.holds(user)) held.push('topics');
+    const held = this.sourcesBook.holds(user);
     if (this.counters.holds(user)) held.push('counters');
     if (this.conversations.holds(user)) held.push('memberships');
     held.push(...this.marks.holds(user));
@@ -131,12 +146,13 @@ export class MemoryStore implements BubbleStore {
   }
 
   async feedInputs(user: string): Promise<FeedInputs> {
+    const held = this.sourcesBook.held(user);
     const [follows, topics, readAt] = await Promise.all([
       this.follows.list(user),
       this.topics.list(user),
       this.cursors.feedReadAt(user),
     ]);
-    return { follows, topics, readAt };
+    return { follows, topics, readAt, held };
   }
 
   async userInputs(

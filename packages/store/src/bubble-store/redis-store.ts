@@ -18,7 +18,11 @@ import type { ReadCursors } from '../cursors/read-cursors.js';
 import { FEED_CURSOR, RedisReadCursors } from '../cursors/redis-read-cursors.js';
 import { RedisFencedBadges } from '../fenced-badges/redis-fenced-badges.js';
 import type { FollowGraph } from '../follows/follow-graph.js';
+import { decodeFollowList } from '../follows/follow-list.js';
+import { LegacyFollowsConversion, type LegacyConversionStep } from '../follows/legacy-follows.js';
 import { RedisFollowGraph } from '../follows/redis-follow-graph.js';
+import { RedisUserSources } from '../follows/redis-user-sources.js';
+import type { UserSources } from '../follows/user-sources.js';
 import { decodeMarks, RedisUserMarks } from '../marks/redis-user-marks.js';
 import { RedisNoticeBoard } from '../notices/redis-notice-board.js';
 import type { PostIndex } from '../posts/post-index.js';
@@ -48,6 +52,11 @@ export interface RedisStoreOptions extends RedisTarget {
   listIndexSize?: number;
   /** Use this client instead of connecting; the store then does not close it. */
   client?: RedisClient;
+  /**
+   * A sources endpoint gives users' follows on demand (UserSources): follow changes of a user
+   * not held store nothing, and the inactive-user drop drops follows too. Default false.
+   */
+  sourcesOnDemand?: boolean;
 }
 
 export class RedisStore implements BubbleStore {
@@ -56,6 +65,7 @@ export class RedisStore implements BubbleStore {
   readonly redis: RedisClient;
   readonly follows: FollowGraph;
   readonly topics: FollowGraph;
+  readonly sources: UserSources;
   readonly posts: PostIndex;
   readonly cursors: ReadCursors;
   readonly badges: BadgeStates;
@@ -75,6 +85,8 @@ export class RedisStore implements BubbleStore {
   private readonly commands = new CommandCounter();
   private readonly run: ScriptRunner;
   private readonly spread: SlotSpread;
+  private readonly onDemand: boolean;
+  private legacy: LegacyFollowsConversion | undefined;
 
   constructor(options: RedisStoreOptions) {
     this.keys = new RedisKeys(options.keyPrefix, options.pools);
@@ -93,8 +105,32 @@ export class RedisStore implements BubbleStore {
       maxPostEvents: options.maxPostEvents,
       maxPoolEvents: options.maxPoolEvents,
     });
-    this.follows = new RedisFollowGraph(client, run, 'authors', (user) => this.keys.follows(user));
-    this.topics = new RedisFollowGraph(client, run, 'topics', (user) => this.keys.topics(user));
+    const keys = this.keys;
+    const onDemand = options.sourcesOnDemand ?? false;
+    this.onDemand = onDemand;
+    const followKeys = {
+      authors: (user: string) => keys.follows(user),
+      fetch: (user: string) => keys.sourcesFetch(user),
+    };
+    this.follows = new RedisFollowGraph(
+      client,
+      run,
+      'a',
+      'authors',
+      { ...followKeys, list: followKeys.authors },
+      onDemand,
+    );
+    this.topics = new RedisFollowGraph(
+      client,
+      run,
+      't',
+      'topics',
+      { ...followKeys, list: (user) => keys.topics(user) },
+      onDemand,
+    );
+    this.sources = new RedisUserSources(client, run, keys, onDemand, (user) =>
+      this.feedInputs(user),
+    );
     this.posts = new RedisPostIndex(client, run, this.keys, this.changes, spread);
     this.cursors = new RedisReadCursors(client, run, this.keys);
     this.presence = new RedisPresence({ ...shared, log: this.changes });
@@ -107,7 +143,7 @@ export class RedisStore implements BubbleStore {
     this.badges = new RedisBadgeStates(this.redis, run, this.keys, this.fencedBadges);
     this.notices = new RedisNoticeBoard({ ...shared, log: this.changes });
     this.reddots = new RedisRedDots({ ...shared, log: this.changes });
-    this.marks = new RedisUserMarks({ ...shared, log: this.changes });
+    this.marks = new RedisUserMarks({ ...shared, log: this.changes }, { dropSources: onDemand });
     this.conversations = new RedisConversations({
       ...shared,
       spread,
@@ -126,11 +162,30 @@ export class RedisStore implements BubbleStore {
 
   async feedInputs(user: string): Promise<FeedInputs> {
     const [follows, topics, readAt] = await Promise.all([
-      this.redis.smembers(this.keys.follows(user)),
-      this.redis.smembers(this.keys.topics(user)),
+      this.redis.get(this.keys.follows(user)),
+      this.redis.get(this.keys.topics(user)),
       this.redis.hget(this.keys.cursors(user), FEED_CURSOR),
     ]);
-    return { follows, topics, readAt: readAt === null ? null : Number(readAt) };
+    return this.feedOf(follows, topics, readAt);
+  }
+
+  /**
+   * Converts format-1 follow SETs to format-2 lists (RedisKeys' header), one SCAN page of one
+   * server a call, each user atomically: an operator upgrading runs it until `done`, before
+   * traffic (a change made in between is merged, an unfollow may come back).
+   */
+  convertLegacyFollows(batch: number): Promise<LegacyConversionStep> {
+    this.legacy ??= new LegacyFollowsConversion(this.redis, this.run, this.keys);
+    return this.legacy.step(batch);
+  }
+
+  private feedOf(follows: string | null, topics: string | null, readAt: string | null): FeedInputs {
+    return {
+      follows: decodeFollowList(follows),
+      topics: decodeFollowList(topics),
+      readAt: readAt === null ? null : Number(readAt),
+      held: !this.onDemand || follows !== null,
+    };
   }
 
   async userInputs(
@@ -176,7 +231,7 @@ export class RedisStore implements BubbleStore {
       for (let k = 0; k < marks.length; k += 2) raw[marks[k]!] = marks[k + 1]!;
       const first = countsOfReplies([counted], [counts]);
       return {
-        feed: { follows, topics, readAt: readAt === null ? null : Number(readAt) },
+        feed: this.feedOf(follows, topics, readAt),
         marks: decodeMarks(raw),
         conversations,
         counters: rest ? bothCounts(first, rest[i]!) : first,

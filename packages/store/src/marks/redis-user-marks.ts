@@ -1,4 +1,5 @@
 import { idRecord, poolOf, usersByPool } from '@bubble/protocol';
+import type { LoggedWriterOptions } from '../change-log/redis-change-log.js';
 import { RedisLoggedWriter } from '../change-log/redis-logged-writer.js';
 import type { CursorMove } from '../cursors/read-cursors.js';
 import { advanceCursorFields } from '../cursors/redis-cursor-moves.js';
@@ -15,6 +16,13 @@ const SEEN_FIELD = 'seen';
 
 export class RedisUserMarks extends RedisLoggedWriter implements UserMarks {
   private readonly spread = slotSpreadOf(this.redis);
+  /** With a sources endpoint the inactive-user drop takes the user's follows too. */
+  private readonly dropSources: boolean;
+
+  constructor(shared: LoggedWriterOptions, lifecycle: { dropSources?: boolean } = {}) {
+    super(shared);
+    this.dropSources = lifecycle.dropSources ?? false;
+  }
 
   async see(
     user: string,
@@ -84,7 +92,7 @@ export class RedisUserMarks extends RedisLoggedWriter implements UserMarks {
           await this.redis.hset(keys.marks(user), 'at', now);
           return now;
         }
-        return this.run.dropInactiveUser(keys.inactiveUserKeys(user), [before]);
+        return this.run.dropInactiveUser(keys.inactiveUserKeys(user, this.dropSources), [before]);
       }),
     );
     const dropped = candidates.filter((_, i) => outcomes[i] === 0);

@@ -36,8 +36,9 @@ export interface UserMarks {
   click(user: string, names: readonly string[], at: number): Promise<void>;
   /**
    * Drops the marks of at most `limit` users last seen before `before`, and with them every
-   * other state kept for them alone but their follows, topic follows, memberships and
-   * conversation cursors (their feed cursor, badge state; RedisKeys.inactiveUserKeys): their
+   * other state kept for them alone but their memberships and conversation cursors (their feed
+   * cursor, badge state, and with a sources endpoint their follows and topic follows;
+   * RedisKeys.inactiveUserKeys): their
    * next visit starts afresh. A user seen again in between is kept; so is a user online through
    * presence at that time, who counts as seen at `now`. Appends a `marks` event for each user dropped, before the last-seen index
    * forgets them, so a run that failed in between drops and logs them again. Returns the users

@@ -6,7 +6,7 @@ export const KEY_PREFIX_PATTERN = /^[A-Za-z0-9_.:-]{1,32}$/;
 /**
  * Every Redis key bubble uses is built here and nowhere else (docs/redis-keys.md).
  * Hash tags put what one command or script touches into one slot:
- *   {u:<user>}   a user's own sources (follows, cursors)
+ *   {u:<user>}   a user's own sources (follows, topic follows, the fetch of them, cursors)
  *   {a:<author>} an author's posts, their tombstones and topics
  *   {t:<topic>}  a topic's window of posts
  *   {p:<pool>}   a pool's online users, change log, fencing counter and badge states
@@ -14,6 +14,15 @@ export const KEY_PREFIX_PATTERN = /^[A-Za-z0-9_.:-]{1,32}$/;
  *   {c:<conv>}   a conversation's seq, preview and members' cursors
  * Keys of different lifecycles differ before the tag: `marks:` (dropped for inactive users),
  * `im:` (deleted with the conversation or the membership), `notice:`/`reddot:` (global).
+ *
+ * Follow lists, format v2: a user's followed authors are ONE STRING, the ids joined by ','
+ * (the id grammar has no ','), at `{u:<user>}:follows:v2`; topic follows likewise at
+ * `{u:<user>}:topics:v2`. A string costs about the ids' bytes (a SET of 243 six-byte ids ~41 B a
+ * follow, this ~8 B); the scripts check membership and the cap by scanning it, bounded by the
+ * cap. The new names keep a string command from ever meeting a format-1 SET (`:follows`,
+ * `:topics`), which convertLegacyFollows turns into v2. With a sources endpoint the authors
+ * string's existence is what "the user's sources are held" means (an empty string: held,
+ * following nobody), and `{u:<user>}:fetching` marks a fetch of them in flight.
  */
 export class RedisKeys {
   constructor(
@@ -26,13 +35,46 @@ export class RedisKeys {
     if (!Number.isInteger(pools) || pools < 1) throw new Error('pools must be a positive integer');
   }
 
+  /** STRING: the authors a user follows, joined by ','; on demand, present = held (format v2). */
   follows(user: string): string {
+    return `${this.prefix}:{u:${user}}:follows:v2`;
+  }
+
+  /** STRING: the topics a user follows, joined by ',' (format v2). */
+  topics(user: string): string {
+    return `${this.prefix}:{u:${user}}:topics:v2`;
+  }
+
+  /**
+   * HASH with a ttl: a fetch of the user's sources from the platform is in flight; holds the
+   * follow changes received since, applied on top of the answer (includes/recordedFollows.lua).
+   */
+  sourcesFetch(user: string): string {
+    return `${this.prefix}:{u:${user}}:fetching`;
+  }
+
+  /** SET of format 1 (before v2): the authors a user follows. Read only to convert it. */
+  legacyFollows(user: string): string {
     return `${this.prefix}:{u:${user}}:follows`;
   }
 
-  /** SET of the topics a user follows. */
-  topics(user: string): string {
+  /** SET of format 1 (before v2): the topics a user follows. Read only to convert it. */
+  legacyTopics(user: string): string {
     return `${this.prefix}:{u:${user}}:topics`;
+  }
+
+  /** A SCAN pattern matching every per-user key of the {u:…} tag (legacy lists among them). */
+  userTaggedPattern(): string {
+    return `${this.prefix}:{u:*}:*`;
+  }
+
+  /** The user whose format-1 follow or topic SET `key` is, or null for any other key. */
+  legacyListOwner(key: string): string | null {
+    const head = `${this.prefix}:{u:`;
+    if (!key.startsWith(head)) return null;
+    const end = key.indexOf('}:', head.length);
+    const rest = end < 0 ? '' : key.slice(end + 2);
+    return rest === 'follows' || rest === 'topics' ? key.slice(head.length, end) : null;
   }
 
   cursors(user: string): string {
@@ -190,11 +232,15 @@ export class RedisKeys {
    * Lifecycle), the marks first (their `at` decides): every key here carries the user's tag
    * {u:<user>}, so one script (dropInactiveUser-n) drops them together. A new per-user key of
    * that lifecycle is added here. Beside these the job deletes the user's field of their pool's
-   * badge states and offline index (another slot). Kept: follows, topic follows, memberships
-   * (im:{u:…}) and conversation cursors (in the conversation's slot).
+   * badge states and offline index (another slot). Kept: memberships (im:{u:…}) and
+   * conversation cursors (in the conversation's slot), and the follows and topic follows unless
+   * `sources` (a sources endpoint can give them back: docs/semantics.md, "Where a user's sources
+   * live"), which drops them and any fetch marker too.
    */
-  inactiveUserKeys(user: string): [marks: string, ...rest: string[]] {
-    return [this.marks(user), this.cursors(user)];
+  inactiveUserKeys(user: string, sources = false): [marks: string, ...rest: string[]] {
+    const keys: [string, ...string[]] = [this.marks(user), this.cursors(user)];
+    if (sources) keys.push(this.follows(user), this.topics(user), this.sourcesFetch(user));
+    return keys;
   }
 
   /** ZSET user → last sight (ms), throttled: what the inactive-user job walks. */

@@ -65,9 +65,14 @@ function script<Keys extends readonly string[], Args extends readonly Arg[], Rep
 
 type LogEntry = [id: string, fields: string[]];
 
+/** Which list a follow script changes: 'a' the authors, 't' the topics (recordedFollows.lua). */
+type FollowKind = 'a' | 't';
+/** '1' when the store has a sources endpoint (sourcesOnDemand), '0' otherwise. */
+type OnDemand = '1' | '0';
+
 type UserInputsReply = [
-  follows: string[],
-  topics: string[],
+  follows: string | null,
+  topics: string | null,
   readAt: string | null,
   marks: string[],
   conversations: string[],
@@ -172,7 +177,13 @@ export const SCRIPTS = {
     [now: number, leaseUntil: number, limit: number, intervalMs: number],
     string[]
   >(7),
+  beginFetch: script<[authors: string, fetch: string], [ttlMs: number], number>(2),
   countOnline: script<[online: string], [], number>(1),
+  convertLegacyFollows: script<
+    [legacyAuthors: string, legacyTopics: string, authors: string, topics: string],
+    [],
+    number
+  >(4),
   countCounters: script<
     [state: string, first: string, second: string, third: string],
     [windowMs: number, ...kinds: string[]],
@@ -225,7 +236,24 @@ export const SCRIPTS = {
     [limit: number, maxLen: number],
     string[]
   >(3),
-  followAuthor: script<[follows: string], [author: string, cap: number], number>(1),
+  followAuthor: script<
+    [list: string, authors: string, fetch: string],
+    [id: string, cap: number, kind: FollowKind, onDemand: OnDemand, limit: number],
+    number
+  >(3),
+  installSources: script<
+    [authors: string, topics: string, fetch: string, cursors: string, marks: string],
+    [
+      followCap: number,
+      topicCap: number,
+      feedCursorField: string,
+      readAt: number | '',
+      noticesSeen: number | '',
+      followCount: number,
+      ...followsThenTopics: string[],
+    ],
+    [authors: string | null, topics: string | null, readAt: string | null]
+  >(5),
   indexActivity: script<
     [activity: string, seqs: string],
     [size: number, ...idSeqTs: Arg[]],
@@ -305,7 +333,11 @@ export const SCRIPTS = {
     number
   >(3),
   renewLeader: script<[leader: string], [node: string, ttlMs: number], number>(1),
-  replaceFollows: script<[follows: string], string[], number>(1),
+  replaceFollows: script<
+    [list: string, authors: string, fetch: string],
+    [kind: FollowKind, onDemand: OnDemand, ...ids: string[]],
+    number
+  >(3),
   resignLeader: script<[leader: string], [node: string], number>(1),
   readIngestBacklog: script<
     [stream: string, dead: string],
@@ -389,6 +421,11 @@ export const SCRIPTS = {
   settleSights: script<[lastSeen: string], [cutoff: number, ...userOutcomePairs: Arg[]], number>(1),
   readIngest: script<[stream: string], [group: string, consumer: string, count: number], string>(1),
   trimIngest: script<[stream: string], [group: string], number>(1),
+  unfollowAuthor: script<
+    [list: string, authors: string, fetch: string],
+    [id: string, kind: FollowKind, onDemand: OnDemand, limit: number],
+    number
+  >(3),
   withdrawNotice: script<
     [live: string, log: string],
     [id: string, maxLen: number, event: string],
@@ -398,7 +435,7 @@ export const SCRIPTS = {
 
 export type ScriptName = keyof typeof SCRIPTS;
 
-/** One typed function per script: `await run.followAuthor([followsKey], [author, cap])`. */
+/** One typed function per script: `await run.countOnline([onlineKey], [])`. */
 export type ScriptRunner = {
   readonly [Name in ScriptName]: NonNullable<(typeof SCRIPTS)[Name]['call']>;
 };
