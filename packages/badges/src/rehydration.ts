@@ -67,7 +67,10 @@ export class Rehydration {
    * `read` of every user, with those not held fetched and installed first: in input order.
    * A cold start waits about one timeout at most; a user whose fetch failed is `stale`.
    */
-  async complete(users: readonly string[], read: readonly FeedInputs[]): Promise<RehydratedInputs[]> {
+  async complete(
+    users: readonly string[],
+    read: readonly FeedInputs[],
+  ): Promise<RehydratedInputs[]> {
     const missing = users.filter((_, i) => !read[i]!.held);
     if (missing.length === 0) return read.map((inputs) => ({ inputs, stale: false }));
     const fetched = await this.fetchAndInstall(missing, Date.now() + this.timeoutMs);
