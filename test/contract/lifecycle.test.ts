@@ -69,7 +69,7 @@ function keptFor(
 }
 
 describeEachEngine('lifecycle: what a gone user costs', (ctx) => {
-  it('after the inactive job a gone user keeps only follows, memberships and conversation cursors; the next visit starts afresh', async () => {
+  it('after the inactive job without a sources endpoint a gone user keeps only follows, topic follows, memberships and conversation cursors; the next visit starts afresh', async () => {
     const { store, admin } = ctx();
     // The store's own clock (presence, the offline index) runs in real time: start there.
     const { service, clock } = manualService(store, { start: Date.now() });

@@ -241,7 +241,12 @@ describeEachEngine('BubbleStore contract: BadgeService change log, Redis keys', 
     await store.posts.ingest([{ author: 'a', id: 'p', ts: 10 }], 0);
     await store.cursors.advanceFeedReadAt('u', 5);
     await store.badges.save('u', { f: 1 }, 1);
-    expect(await other.feedInputs('u')).toEqual({ follows: [], topics: [], readAt: null });
+    expect(await other.feedInputs('u')).toEqual({
+      follows: [],
+      topics: [],
+      readAt: null,
+      held: true,
+    });
     expect(await countAll(other, ['a'])).toBe(0);
     expect(await other.badges.load('u')).toBeNull();
   });

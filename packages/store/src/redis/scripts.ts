@@ -65,9 +65,12 @@ function script<Keys extends readonly string[], Args extends readonly Arg[], Rep
 
 type LogEntry = [id: string, fields: string[]];
 
-/** Which list a follow script changes: 'a' the authors, 't' the topics (recordedFollows.lua). */
+/**
+ * A follow script's keys (the list it changes, the user's authors list, their fetch marker),
+ * which list ('a' authors, 't' topics), and '1' with a sources endpoint (recordedFollows.lua).
+ */
+type FollowKeys = [list: string, authors: string, fetch: string];
 type FollowKind = 'a' | 't';
-/** '1' when the store has a sources endpoint (sourcesOnDemand), '0' otherwise. */
 type OnDemand = '1' | '0';
 
 type UserInputsReply = [
@@ -179,11 +182,7 @@ export const SCRIPTS = {
   >(7),
   beginFetch: script<[authors: string, fetch: string], [ttlMs: number], number>(2),
   countOnline: script<[online: string], [], number>(1),
-  convertLegacyFollows: script<
-    [legacyAuthors: string, legacyTopics: string, authors: string, topics: string],
-    [],
-    number
-  >(4),
+  convertLegacyFollows: script<[string, string, string, string], [], number>(4),
   countCounters: script<
     [state: string, first: string, second: string, third: string],
     [windowMs: number, ...kinds: string[]],
@@ -236,11 +235,7 @@ export const SCRIPTS = {
     [limit: number, maxLen: number],
     string[]
   >(3),
-  followAuthor: script<
-    [list: string, authors: string, fetch: string],
-    [id: string, cap: number, kind: FollowKind, onDemand: OnDemand, limit: number],
-    number
-  >(3),
+  followAuthor: script<FollowKeys, [string, number, FollowKind, OnDemand, number], number>(3),
   installSources: script<
     [authors: string, topics: string, fetch: string, cursors: string, marks: string],
     [
@@ -333,11 +328,7 @@ export const SCRIPTS = {
     number
   >(3),
   renewLeader: script<[leader: string], [node: string, ttlMs: number], number>(1),
-  replaceFollows: script<
-    [list: string, authors: string, fetch: string],
-    [kind: FollowKind, onDemand: OnDemand, ...ids: string[]],
-    number
-  >(3),
+  replaceFollows: script<FollowKeys, [FollowKind, OnDemand, ...ids: string[]], number>(3),
   resignLeader: script<[leader: string], [node: string], number>(1),
   readIngestBacklog: script<
     [stream: string, dead: string],
@@ -421,11 +412,7 @@ export const SCRIPTS = {
   settleSights: script<[lastSeen: string], [cutoff: number, ...userOutcomePairs: Arg[]], number>(1),
   readIngest: script<[stream: string], [group: string, consumer: string, count: number], string>(1),
   trimIngest: script<[stream: string], [group: string], number>(1),
-  unfollowAuthor: script<
-    [list: string, authors: string, fetch: string],
-    [id: string, kind: FollowKind, onDemand: OnDemand, limit: number],
-    number
-  >(3),
+  unfollowAuthor: script<FollowKeys, [string, FollowKind, OnDemand, number], number>(3),
   withdrawNotice: script<
     [live: string, log: string],
     [id: string, maxLen: number, event: string],
