@@ -1,5 +1,5 @@
 import { usersByPool, type SourcesAnswer, type SourcesFetcher } from '@bubble/protocol';
-import type { BubbleStore, FeedInputs } from '@bubble/store';
+import type { BubbleStore, FeedInputs, PoolEvent } from '@bubble/store';
 import type { BadgeContext } from './context.js';
 
 /**
@@ -102,14 +102,24 @@ export class Rehydration {
       timeoutMs: this.timeoutMs,
       ...(deadline === undefined ? {} : { deadline }),
     });
+    // A core holding one of them reloads their follows, cursor and marks (`noticesSeen`).
     await Promise.all(
       [...usersByPool(installed.keys(), store.pools)].map(([pool, list]) =>
         store.changes.appendPoolEvents(
           pool,
-          list.map((user) => ({ kind: 'follows' as const, user })),
+          list.flatMap((user) => installedEvents(user, installed.get(user)!)),
         ),
       ),
     );
     return installed;
   }
+}
+
+function installedEvents(user: string, inputs: FeedInputs): PoolEvent[] {
+  const events: PoolEvent[] = [
+    { kind: 'follows', user },
+    { kind: 'marks', user },
+  ];
+  if (inputs.readAt !== null) events.push({ kind: 'cursor', user, readAt: inputs.readAt });
+  return events;
 }

@@ -346,11 +346,12 @@ export class CoreNode {
 
     const read = await this.logs.catchUp(this.tenures.all());
     const now = read.now;
-    // Users whose sources the platform's endpoint answered since the last sweep reload them.
+    // Users whose sources the platform's endpoint answered since the last sweep are loaded
+    // again whole: follows, and the cursors the answer may have set where none were.
     const installed = this.refill.takeInstalled();
     await this.loader.load(
-      [...read.toLoad],
-      [...new Set([...read.refollow, ...installed])],
+      [...new Set([...read.toLoad, ...installed])],
+      [...read.refollow],
       [...read.remark],
       [...read.recount],
     );

@@ -22,7 +22,13 @@ import { hasRedis } from '../store-factory.js';
 import { checkRedisSettings } from '../redis-settings-check.js';
 import type { StartSecrets } from '../secrets.js';
 import { watchClock } from './clock-watch.js';
-import { createLocks, createStore, nodeId, sourcesClient } from './runtime.js';
+import {
+  convertLegacyFollows,
+  createLocks,
+  createStore,
+  nodeId,
+  sourcesClient,
+} from './runtime.js';
 import { waitUntilReachable } from './wait-for-store.js';
 
 export type Role = 'all' | 'server' | 'core' | 'gateway';
@@ -294,6 +300,7 @@ export async function startRole(
       stops.unshift(() => core.close());
     }
     if (role === 'server' || role === 'all') {
+      if (store instanceof RedisStore) stops.unshift(convertLegacyFollows(store, logger));
       const scheduler = new SchedulerNode({
         id: nodeId('server'),
         store,

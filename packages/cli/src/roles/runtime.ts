@@ -118,3 +118,33 @@ export function sourcesClient(
     log: logger.child({ module: 'sources' }),
   });
 }
+
+/**
+ * Converts follow sets stored as one Redis SET per user (before issue 36 of 2026-12-07) to the compact
+ * lists this version reads, in the background, in batches: a server does it at start
+ * (docs/versioning.md). Every step is idempotent, so several servers may run it at once.
+ */
+export function convertLegacyFollows(store: RedisStore, logger: Logger): () => Promise<void> {
+  let stopped = false;
+  const run = (async () => {
+    let converted = 0;
+    try {
+      for (;;) {
+        if (stopped) return;
+        const step = await store.convertLegacyFollows(500);
+        converted += step.converted;
+        if (step.done) break;
+      }
+      if (converted > 0) logger.info({ converted }, 'legacy follow sets converted');
+    } catch (err) {
+      logger.warn(
+        { err, converted },
+        'could not convert the legacy follow sets; the next start resumes',
+      );
+    }
+  })();
+  return async () => {
+    stopped = true;
+    await run;
+  };
+}
