@@ -30,7 +30,13 @@ export async function fetchAndInstall(
   const outcomes = await fetcher.fetch(users, deadline === undefined ? {} : { deadline });
   const entries: { user: string; answer: SourcesAnswer }[] = [];
   for (const [user, outcome] of outcomes) {
-    if (outcome.ok) entries.push({ user, answer: outcome.answer });
+    if (!outcome.ok) continue;
+    const { answer } = outcome;
+    // A user never follows themselves (UB_ERR_SELF_FOLLOW on every other path).
+    const follows = answer.follows.includes(user)
+      ? answer.follows.filter((author) => author !== user)
+      : answer.follows;
+    entries.push({ user, answer: { ...answer, follows } });
   }
   if (entries.length === 0) return installed;
   const inputs = await store.sources.install(entries, options.caps);
