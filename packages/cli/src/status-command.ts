@@ -62,6 +62,7 @@ export const clusterSchema: z.ZodType<ClusterStatus> = z.looseObject({
         redisCommands: count,
         staleWritesRejected: count,
         driftRepaired: count,
+        sourcesWaiting: count.optional(),
       }),
     )
     .max(MAX_ENTRIES),
@@ -231,6 +232,7 @@ export function formatCluster(cluster: ClusterStatus, where: string, now: number
         'REDIS',
         'STALE',
         'DRIFT',
+        'SOURCES WAITING',
       ],
       sweeps.map((s) => [
         printable(s.node),
@@ -243,8 +245,9 @@ export function formatCluster(cluster: ClusterStatus, where: string, now: number
         String(s.redisCommands),
         String(s.staleWritesRejected),
         String(s.driftRepaired),
+        s.sourcesWaiting === undefined ? '-' : String(s.sourcesWaiting),
       ]),
-      new Set([1, 2, 3, 4, 5, 6, 7, 8]),
+      new Set([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]),
       'no sweep reported yet',
     ),
   );

@@ -377,6 +377,7 @@ export class CoreNode {
       redisCommands: store.commandsSent() - commandsBefore,
       staleWritesRejected: this.totals.staleWritesRejected,
       driftRepaired: this.totals.driftRepaired,
+      sourcesWaiting: this.refill.waitingCount,
     };
     this.lastReport = report;
     const metrics = this.options.metrics;

@@ -25,6 +25,11 @@ export interface SweepReport {
   redisCommands: number;
   staleWritesRejected: number;
   driftRepaired: number;
+  /**
+   * Held users whose feed waits for the platform's sources endpoint (their sources not held);
+   * absent from cores of a version before it.
+   */
+  sourcesWaiting?: number;
 }
 
 /** One partition of the ingest stream, as GET /v1/cluster shows its backlog. */
