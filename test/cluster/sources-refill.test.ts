@@ -3,12 +3,13 @@
  * `gateway` as child processes, BUBBLE_SOURCES_URL and _SECRET in their environment, the
  * endpoint in this process answering from the test's platform):
  *
- * - users online (presence API, some on WebSockets) whose follows were never fed: the core
- *   fetches them in batches, and every online user's stored and pushed badge is the definition's
- *   over the endpoint's graph;
- * - then the main Redis is killed (-9) and restarted empty under the running cluster, and the
- *   platform re-feeds posts and presence, never follows: every online user's badge is exact
- *   again, their sources fetched again by the core;
+ * - users online (half on WebSockets, half through the presence API) whose follows were never
+ *   fed: the gateway fetches them as it computes their first badge, and every online user's
+ *   stored and pushed badge is the definition's over the endpoint's graph;
+ * - then the main Redis is killed (-9) and restarted empty under the running cluster; the
+ *   platform feeds posts and its presence again (the gateway writes its sockets' presence back
+ *   itself), never follows: the core fetches the users it loads again in batches, and every
+ *   online user's badge is exact again;
  * - the endpoint failing while the core loads: the core keeps retrying past one fetch's
  *   attempts, and the badges are exact once it answers.
  */
