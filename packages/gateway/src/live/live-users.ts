@@ -163,6 +163,11 @@ export class LiveUsers {
     const existing = this.users.get(user);
     const now = Date.now();
     if (existing) this.pushQueue.take(existing);
+    // Served without the feed: computed again, so an answer installed since is seen even when
+    // it changed no count (then no newer badge is ever pushed to replace this one).
+    // A failure leaves the badge held, answered stale as before.
+    if (existing?.badge?.missingFeed && !this.storeUnreadable)
+      await this.freshBadge(user, existing).catch(() => undefined);
     if (existing?.badge) {
       const stale = this.stale || existing.badge.missingFeed;
       existing.staleAnswers = stale ? existing.staleAnswers + 1 : 0;
@@ -234,6 +239,15 @@ export class LiveUsers {
     const badge = HeldBadge.of(served.badge);
     badge.missingFeed = served.stale;
     this.offer(live, badge);
+    // The same state as the one held, now with the feed: it replaces the one without.
+    const held = live.badge;
+    if (
+      held?.missingFeed &&
+      !badge.missingFeed &&
+      held.epoch === badge.epoch &&
+      held.version === badge.version
+    )
+      live.badge = badge;
     return live.badge ?? badge;
   }
 
