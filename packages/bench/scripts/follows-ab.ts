@@ -45,15 +45,22 @@ async function micro(root: string): Promise<Record<string, number>> {
   const m = await modules(root);
   const redis = await startRedisServer();
   const store = new m.store.RedisStore({ url: redis.url, keyPrefix: 'ab', pools: 100 });
-  const service = new m.badges.BadgeService(store, new m.protocol.ManualClock(Date.UTC(2026, 10, 30)), {
-    followCap: 2000,
-  });
+  const service = new m.badges.BadgeService(
+    store,
+    new m.protocol.ManualClock(Date.UTC(2026, 10, 30)),
+    {
+      followCap: 2000,
+    },
+  );
   const figures: Record<string, number> = {};
   try {
     for (const follows of FOLLOW_COUNTS) {
       const users = Array.from({ length: USERS[follows]! }, (_, i) => `u${follows}-${i}`);
       for (const [i, user] of users.entries()) {
-        const authors = Array.from({ length: follows }, (_, k) => `a${(i * 7919 + k * 13) % AUTHORS}`);
+        const authors = Array.from(
+          { length: follows },
+          (_, k) => `a${(i * 7919 + k * 13) % AUTHORS}`,
+        );
         await service.replaceFollows(user, authors);
       }
       const followUs: number[] = [];

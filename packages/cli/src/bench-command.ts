@@ -7,9 +7,7 @@ const log = (line: string) => process.stderr.write(`${line}\n`);
  * Set BUBBLE_BENCH_CPU_PROF to a directory and the live scenarios (latency, connections, poll,
  * ingest, rehydrate's core) start their bubble children with `node --cpu-prof` writing there,
  * and list the hot spots when they end. BUBBLE_BENCH_ACTIVITY=independent makes `latency` draw
- * who posts independently of who is followed; BUBBLE_BENCH_NO_SOURCES=1 runs `memory` without a
- * sources endpoint (follows kept in Redis, as before issue 36); BUBBLE_BENCH_REHYDRATE_PART=cold
- * or refill runs one part of `rehydrate` (docs/benchmarks.md).
+ * who posts independently of who is followed (docs/benchmarks.md).
  */
 const profileDir = process.env.BUBBLE_BENCH_CPU_PROF || undefined;
 
@@ -38,19 +36,10 @@ export const SCENARIOS: Record<string, Scenario> = {
   'ingest-stream': (bench) => bench.benchIngestStream({ log, profileDir }),
   webhook: (bench) => bench.benchWebhook({ log, profileDir }),
   'ws-ceiling': (bench) => bench.benchWsCeiling({ log }),
-  memory: (bench) =>
-    bench.benchMemory({
-      log,
-      ...(process.env.BUBBLE_BENCH_NO_SOURCES === '1' && { sources: false }),
-    }),
-  rehydrate: (bench) =>
-    bench.benchRehydrate({
-      log,
-      profileDir,
-      ...(process.env.BUBBLE_BENCH_REHYDRATE_PART && {
-        parts: [process.env.BUBBLE_BENCH_REHYDRATE_PART as 'cold' | 'refill'],
-      }),
-    }),
+  memory: (bench) => bench.benchMemory({ log }),
+  // The same without a sources endpoint: follows kept in Redis, as before issue 36.
+  'memory-no-sources': (bench) => bench.benchMemory({ log, sources: false }),
+  rehydrate: (bench) => bench.benchRehydrate({ log, profileDir }),
   scale: (bench) => bench.benchScale({ log }),
   storm: (bench) =>
     bench.benchStorm({ log, ...benchNumber('BUBBLE_BENCH_STORM_CLIENTS', 'clients') }),
