@@ -46,6 +46,8 @@ export class SourcesRefill {
   private readonly fetching = new Set<string>();
   /** Installed users not handed to a sweep yet, with their follows and topics counted. */
   private readonly installed = new Map<string, number>();
+  /** Handed to the last sweep and not settled by its load yet: offered again if it failed. */
+  private reloading = new Map<string, number>();
   private calls = 0;
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
@@ -57,8 +59,14 @@ export class SourcesRefill {
     return this.waiting.size;
   }
 
+  /** Users installed and not handed to a sweep yet. */
+  get installedCount(): number {
+    return this.installed.size;
+  }
+
   /** A held user's sources are not in the store: fetch them. */
   need(user: string): void {
+    this.reloading.delete(user);
     if (this.stopped || this.waiting.has(user) || this.fetching.has(user)) return;
     this.waiting.set(user, { attempts: 0, dueAt: 0 });
     this.schedule(0);
@@ -67,22 +75,33 @@ export class SourcesRefill {
   /** The user was loaded from sources the store holds: nothing to fetch for them. */
   settled(user: string): void {
     this.waiting.delete(user);
+    this.reloading.delete(user);
   }
 
   /**
    * Users installed and still held, the longest waiting first, up to `followsPerSweep` follows
-   * in all: the sweep reloads their follows. The others wait for the next sweeps.
+   * in all: the sweep reloads their follows. The others wait for the next sweeps. Those handed
+   * to the sweep before that its load did not settle (the load failed: a command timed out)
+   * come first, so none is left with the follows it had before its install.
    */
   takeInstalled(): string[] {
     const { holds, followsPerSweep = FOLLOWS_PER_SWEEP } = this.options;
+    const again = this.reloading;
+    this.reloading = new Map();
     const users: string[] = [];
     let follows = 0;
+    const take = (user: string, count: number) => {
+      if (!holds(user)) return;
+      users.push(user);
+      follows += count;
+      this.reloading.set(user, count);
+    };
+    // Within one sweep's budget already, when it was taken.
+    for (const [user, count] of again) take(user, count);
     for (const [user, count] of this.installed) {
       if (users.length > 0 && follows + count > followsPerSweep) break;
       this.installed.delete(user);
-      if (!holds(user)) continue;
-      users.push(user);
-      follows += count;
+      take(user, count);
     }
     // Room for the fetches held back while installs waited (see pump).
     if (this.waiting.size > 0) this.schedule(0);
