@@ -19,13 +19,22 @@ export interface BenchRedis {
   stop(): Promise<void>;
 }
 
-/** `followCap` is the badge rules' own (2,000) when not given. */
+/**
+ * `followCap` is the badge rules' own (2,000) when not given; `sourcesOnDemand` builds the store
+ * as a role does with BUBBLE_SOURCES_URL set (the lifecycle job then drops follows too).
+ */
 export async function startBenchRedis(options: {
   pools: number;
   followCap?: number;
+  sourcesOnDemand?: boolean;
 }): Promise<BenchRedis> {
   const server = await startRedisServer();
-  const store = new RedisStore({ url: server.url, keyPrefix: KEY_PREFIX, pools: options.pools });
+  const store = new RedisStore({
+    url: server.url,
+    keyPrefix: KEY_PREFIX,
+    pools: options.pools,
+    sourcesOnDemand: options.sourcesOnDemand ?? false,
+  });
   const rules = options.followCap === undefined ? {} : { followCap: options.followCap };
   const service = new BadgeService(store, systemClock, rules);
   let admin: Redis | undefined;

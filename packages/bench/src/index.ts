@@ -9,6 +9,9 @@ export {
   type IngestStreamOptions,
 } from './ingest-stream.js';
 export { benchMemory, MEMORY_DEFAULTS, type MemoryOptions } from './memory.js';
+export { benchRehydrate, type RehydrateOptions } from './rehydrate.js';
+export { REHYDRATE_COLD_DEFAULTS, type RehydrateColdOptions } from './rehydrate-cold.js';
+export { REHYDRATE_REFILL_DEFAULTS, type RehydrateRefillOptions } from './rehydrate-refill.js';
 export { benchLatency, benchLatencyModerate } from './latency.js';
 export {
   LATENCY_DEFAULTS,

@@ -4,8 +4,10 @@ import path from 'node:path';
 import { BadgeService } from '@bubble/badges';
 import { DAY_MS, type Clock, type SweepReport } from '@bubble/protocol';
 import { exitText, waitFor, type RoleProcess } from '@bubble/test-utils';
+import type { RedisStore } from '@bubble/store';
 import type { Redis } from 'ioredis';
 import { startBenchRedis } from './bench-redis.js';
+import { startBenchSources, workloadGraph, type BenchSources } from './bench-sources.js';
 import { spawnRole, stopAll } from './children.js';
 import { forkDriver, type DriverHandle } from './driver-process.js';
 import {
@@ -16,7 +18,9 @@ import {
   round2,
   seedStore,
   startGateway,
+  storePostsAndCursors,
 } from './live-stack.js';
+import { conversationBytes, followListBytes } from './memory-addons.js';
 import { sampleProcessMemory, type ProcessMemorySample } from './process-memory.js';
 import {
   perUser,
@@ -42,6 +46,19 @@ export interface MemoryOptions extends ScenarioWorkloadOptions {
   /** Bound on each wait (users held, connections opened, presence gone). */
   waitSeconds: number;
   inactiveDays: number;
+  /**
+   * With a sources endpoint (the default): the follows live in the endpoint the bench starts,
+   * the roles and the lifecycle job run as with BUBBLE_SOURCES_URL set. Without: follows are
+   * seeded into Redis and kept after the drop, as before issue 36.
+   */
+  sources: boolean;
+  /** The follow list measured at exactly `fixedFollows` follows, for this many extra users. */
+  fixedFollows: number;
+  fixedFollowUsers: number;
+  /** Of the dropped users, these are put in `conversationsPerUser` conversations each. */
+  conversationUsers: number;
+  conversationsPerUser: number;
+  conversationMessages: number;
 }
 
 export const MEMORY_DEFAULTS: MemoryOptions = {
@@ -56,20 +73,31 @@ export const MEMORY_DEFAULTS: MemoryOptions = {
   connectConcurrency: 200,
   waitSeconds: 180,
   inactiveDays: 30,
+  sources: true,
+  fixedFollows: 243,
+  fixedFollowUsers: 1000,
+  conversationUsers: 1000,
+  conversationsPerUser: 5,
+  conversationMessages: 20,
   seed: 7,
   log: () => {},
 };
 
 const TICK_MS = 1000;
 const INACTIVE_JOB_LIMIT = 1000;
+/** A platform's ids are often longer than the workload's ("a123"): the follow list with these. */
+const LONG_ID_CHARS = 12;
 
 /**
  * bench.md "memory": Redis bytes per user by kind, core heap per held user, gateway bytes per
  * connection, on a real redis-server with real `bubble server`, `core` and `gateway` children.
- * The same users go through their lifecycle: sources stored; online (a WebSocket each: sight,
- * presence, route, badge state, held by the core); offline (sockets closed, presence and route
- * gone); inactive (the leader's inactive-user job, run as the code has it, with a clock
- * `inactiveDays` + 1 days ahead). Redis is measured after each step by MEMORY USAGE over every
+ * The same users go through their lifecycle: sources stored (with an endpoint, the platform
+ * holds their follows and Redis only posts and cursors); online (a WebSocket each: sight,
+ * presence, route, badge state, held by the core; with an endpoint, their follows fetched and
+ * installed by the roles); offline (sockets closed, presence and route gone); inactive (the
+ * leader's inactive-user job, run as the code has it, with a clock `inactiveDays` + 1 days
+ * ahead). Then two add-ons: a follow list at exactly `fixedFollows` follows, and memberships
+ * with conversation cursors (memory-addons.ts). Redis is measured after each step by MEMORY USAGE over every
  * key, by what the key holds (redis-memory.ts); the core and the gateway by
  * process.memoryUsage() after a forced GC (gateway-probe.ts), before and after their users.
  */
@@ -80,20 +108,33 @@ export async function benchMemory(partial: Partial<MemoryOptions> = {}) {
     throw new Error('memory: warmupUsers must be under half of users');
   }
   const workload = buildScenarioWorkload('memory', options);
-  const redis = await startBenchRedis(options);
+  const redis = await startBenchRedis({ ...options, sourcesOnDemand: options.sources });
   const { store, service, admin } = redis;
   const dir = await mkdtemp(path.join(tmpdir(), 'bubble-memory-'));
   const children: RoleProcess[] = [];
   const drivers: DriverHandle[] = [];
   let gateway: RoleProcess | undefined;
+  let endpoint: BenchSources | undefined;
   const n = options.users;
   try {
     const empty = await redisMemory(admin, KEY_PREFIX);
-    const seeded = await seedStore(store, service, workload, log, 'memory');
+    let edges = 0;
+    if (options.sources) {
+      endpoint = await startBenchSources(workloadGraph(workload, { readAt: false }));
+      for (const follows of workload.follows) edges += follows.length;
+      await storePostsAndCursors(store, service, workload);
+      log(`memory: posts and cursors stored; ${edges} follows in the sources endpoint`);
+    } else {
+      edges = (await seedStore(store, service, workload, log, 'memory')).edges;
+    }
     const sources = await redisMemory(admin, KEY_PREFIX);
     log(`memory: sources stored: ${describeRedis(sources, n)}`);
 
-    const env = { ...roleEnv(redis.url, options.pools), BUBBLE_TICK: String(TICK_MS) };
+    const env = {
+      ...roleEnv(redis.url, options.pools),
+      BUBBLE_TICK: String(TICK_MS),
+      ...endpoint?.env,
+    };
     const probe = (name: string) => ({
       file: path.join(dir, `${name}.jsonl`),
       nodeArgs: ['--expose-gc', '--import', new URL('./gateway-probe.js', import.meta.url).href],
@@ -113,7 +154,7 @@ export async function benchMemory(partial: Partial<MemoryOptions> = {}) {
       redisUrl: redis.url,
       pools: options.pools,
       secrets,
-      env: { BUBBLE_BENCH_MEMORY_PROBE: gatewayProbe.file },
+      env: { BUBBLE_BENCH_MEMORY_PROBE: gatewayProbe.file, ...endpoint?.env },
       nodeArgs: gatewayProbe.nodeArgs,
       log,
     });
@@ -145,6 +186,7 @@ export async function benchMemory(partial: Partial<MemoryOptions> = {}) {
     log(`memory: warm-up: ${options.warmupUsers} users connect and leave`);
     const warm = await connect('warm-up', 0, options.warmupUsers, n);
     await held(options.warmupUsers);
+    await waitSourcesHeld(store, workload.users.slice(0, options.warmupUsers), options);
     await warm.call('close');
     await held(0);
     const coreBefore = await sampleProcessMemory(core.pid, coreProbe.file);
@@ -153,6 +195,8 @@ export async function benchMemory(partial: Partial<MemoryOptions> = {}) {
     const half = Math.floor(n / 2);
     await connect('first-half', 0, half);
     await held(half);
+    await waitSourcesHeld(store, workload.users.slice(0, half), options);
+    await waitSweeps(admin, options, 2);
     const coreHalf = await sampleProcessMemory(core.pid, coreProbe.file);
     await connect('second-half', half, n);
     const report = await held(n);
@@ -160,6 +204,9 @@ export async function benchMemory(partial: Partial<MemoryOptions> = {}) {
       timeoutMs: options.waitSeconds * 1000,
       message: 'memory: every online user has a stored badge state',
     });
+    // The installs of the last fetches are loaded by the core's next sweep.
+    await waitSourcesHeld(store, workload.users, options);
+    await waitSweeps(admin, options, 2);
     const coreAfter = await sampleProcessMemory(core.pid, coreProbe.file);
     const gatewayAfter = await sampleProcessMemory(gateway.pid, gatewayProbe.file);
     const online = await redisMemory(admin, KEY_PREFIX);
@@ -200,6 +247,29 @@ export async function benchMemory(partial: Partial<MemoryOptions> = {}) {
     const inactive = await redisMemory(admin, KEY_PREFIX);
     log(`memory: ${dropped} dropped as inactive: ${describeRedis(inactive, n)}`);
 
+    const fixed = await followListBytes(store, admin, workload, {
+      users: options.fixedFollowUsers,
+      follows: options.fixedFollows,
+      pools: options.pools,
+      seed: options.seed + 1,
+    });
+    log(`memory: at ${fixed.follows} follows: ${JSON.stringify(fixed)}`);
+    const fixedLongIds = await followListBytes(store, admin, workload, {
+      users: options.fixedFollowUsers,
+      follows: options.fixedFollows,
+      pools: options.pools,
+      seed: options.seed + 1,
+      idChars: LONG_ID_CHARS,
+    });
+    log(`memory: at ${fixed.follows} follows of longer ids: ${JSON.stringify(fixedLongIds)}`);
+    const conversations = await conversationBytes(service, admin, workload, {
+      users: options.conversationUsers,
+      perUser: options.conversationsPerUser,
+      messages: options.conversationMessages,
+      now: Date.now(),
+    });
+    log(`memory: memberships and conversation cursors: ${JSON.stringify(conversations)}`);
+
     const activeUser = perUser(online, n);
     const offlineUser = perUser(offline, n);
     const inactiveUser = perUser(inactive, n);
@@ -218,7 +288,8 @@ export async function benchMemory(partial: Partial<MemoryOptions> = {}) {
       pools: options.pools,
       authors: options.authors,
       windowPosts: options.windowPosts,
-      meanFollows: round2(seeded.edges / n),
+      sources: options.sources ? 'endpoint' : 'redis',
+      meanFollows: round2(edges / n),
       method:
         'Redis: MEMORY USAGE key SAMPLES 0 summed over SCANned keys by what they hold; ' +
         'processes: process.memoryUsage() after a forced GC',
@@ -226,7 +297,14 @@ export async function benchMemory(partial: Partial<MemoryOptions> = {}) {
       redisBytesPerOfflineUser: offlineUser.total,
       redisBytesPerInactiveUser: inactiveUser.total,
       redisBytesPerInactiveUserBeyondSources: per(userBytes(inactive) - sourceBytes(inactive), n),
-      redisBytesPerFollow: round2(inactive.bytes.follows / seeded.edges),
+      // While every user is held (online): the follow lists of the workload's users.
+      redisBytesPerFollow: round2(online.bytes.follows / edges),
+      [`redisBytesPerFollow_${fixed.follows}`]: fixed.bytesPerFollow,
+      followList: fixed,
+      followListLongIds: fixedLongIds,
+      // What stays of a dropped user who is a member of conversations (memory-addons.ts).
+      conversationBytesPerUser: conversations.bytesPerUser,
+      conversations,
       redisBytesPerWindowPost: round2(sources.bytes.posts / options.windowPosts),
       activeUserByKind: activeUser.byClass,
       offlineUserByKind: offlineUser.byClass,
@@ -235,7 +313,10 @@ export async function benchMemory(partial: Partial<MemoryOptions> = {}) {
       redisClusterBytes: online.bytes.cluster,
       redisBytesPerActiveUserBeyondSources: per(userBytes(online) - sourceBytes(online), n),
       // A cross-check that includes what MEMORY USAGE leaves out (client buffers, the logs).
-      usedMemoryBytesPerActiveUserBeyondSources: per(online.usedMemory - sources.usedMemory, n),
+      usedMemoryBytesPerActiveUserBeyondSources: per(
+        online.usedMemory - sources.usedMemory - (sourceBytes(online) - sourceBytes(sources)),
+        n,
+      ),
       usedMemoryEmpty: empty.usedMemory,
       usedMemoryOnline: online.usedMemory,
       inactiveDropped: dropped,
@@ -267,6 +348,7 @@ export async function benchMemory(partial: Partial<MemoryOptions> = {}) {
     await Promise.all(drivers.map((d) => d.stop().catch(() => {})));
     await gateway?.stop().catch(() => {});
     await stopAll(children);
+    await endpoint?.close();
     await redis.stop();
     await rm(dir, { recursive: true, force: true });
   }
@@ -323,4 +405,44 @@ function describeRedis(s: RedisMemorySnapshot, users: number): string {
 function describeProcess(m: ProcessMemorySample): string {
   const mib = (b: number) => `${(b / 1048576).toFixed(1)} MiB`;
   return `rss ${mib(m.rss)}, heap ${mib(m.heapUsed)}, external ${mib(m.external)}`;
+}
+
+/** Until the store holds every one of `users`' sources (installed from the endpoint's answers). */
+async function waitSourcesHeld(
+  store: RedisStore,
+  users: readonly string[],
+  options: MemoryOptions,
+): Promise<void> {
+  if (!store.sources.onDemand) return;
+  await waitFor(
+    async () => {
+      for (let i = 0; i < users.length; i += 1000) {
+        const held = await store.sources.held(users.slice(i, i + 1000));
+        if (held.includes(false)) return false;
+      }
+      return true;
+    },
+    {
+      timeoutMs: options.waitSeconds * 1000,
+      intervalMs: 250,
+      message: `memory: the sources of ${users.length} users installed`,
+    },
+  );
+}
+
+/** Until `count` more sweeps have reported (one core). */
+async function waitSweeps(admin: Redis, options: MemoryOptions, count: number): Promise<void> {
+  const latest = async () =>
+    Math.max(
+      0,
+      ...Object.values(await admin.hgetall(`${KEY_PREFIX}:{g}:sweeps`)).map(
+        (json) => (JSON.parse(json) as SweepReport).at,
+      ),
+    );
+  const from = await latest();
+  await waitFor(async () => (await latest()) >= from + count * TICK_MS - TICK_MS / 2, {
+    timeoutMs: options.waitSeconds * 1000,
+    intervalMs: 200,
+    message: `memory: ${count} more sweeps`,
+  });
 }

@@ -98,3 +98,28 @@ export function perUser(snapshot: RedisMemorySnapshot, users: number) {
   }
   return { total: Math.round(total / users), byClass };
 }
+
+/**
+ * Σ MEMORY USAGE of the conversation keys (`im:`) under `prefix`, split three ways: a user's own
+ * (im:{u:…}: their list, activity index, large groups), the member hashes (a member's field
+ * holds their read seq: membership and cursor in one), and each conversation's shared state.
+ */
+export async function conversationMemory(admin: Redis, prefix: string) {
+  const bytes = { user: 0, members: 0, shared: 0 };
+  let cursor = '0';
+  do {
+    const [next, batch] = await admin.scan(cursor, 'MATCH', `${prefix}:im:*`, 'COUNT', 2000);
+    cursor = next;
+    if (batch.length === 0) continue;
+    const pipeline = admin.pipeline();
+    for (const key of batch) pipeline.call('MEMORY', 'USAGE', key, 'SAMPLES', '0');
+    const results = (await pipeline.exec()) ?? [];
+    batch.forEach((key, i) => {
+      const usage = Number(results[i]?.[1] ?? 0);
+      if (/:im:\{u:/.test(key)) bytes.user += usage;
+      else if (/:members$/.test(key)) bytes.members += usage;
+      else bytes.shared += usage;
+    });
+  } while (cursor !== '0');
+  return bytes;
+}

@@ -76,17 +76,7 @@ export function buildWorkload(options: WorkloadOptions): Workload {
   const chosen = new Uint8Array(options.authors);
   for (let u = 0; u < options.users; u++) {
     const want = Math.min(followCount(options.follows, random), options.authors);
-    const list = new Int32Array(want);
-    let n = 0;
-    while (n < want) {
-      // Popular authors first, then anyone: keeps large follow sets from stalling on duplicates.
-      const a = n < want * 0.8 ? authorRank.next() : Math.floor(random() * options.authors);
-      if (chosen[a] === 1) continue;
-      chosen[a] = 1;
-      list[n++] = a;
-    }
-    for (const a of list) chosen[a] = 0;
-    follows.push(list);
+    follows.push(drawFollows(want, authorRank, random, chosen));
   }
   const nextPoster =
     options.activity === 'independent'
@@ -101,6 +91,29 @@ export function buildWorkload(options: WorkloadOptions): Workload {
     ts: options.now - 1 - Math.floor(random() * (lookbackMs - 2)),
   }));
   return { users, authors, follows, readAt, posts, authorRank, nextPoster, random };
+}
+
+/**
+ * `want` distinct author indices: popular authors first (by `rank`), then anyone, which keeps
+ * large follow sets from stalling on duplicates. `scratch` (one byte per author, all 0) is
+ * left as it was given.
+ */
+export function drawFollows(
+  want: number,
+  rank: ZipfSampler,
+  random: () => number,
+  scratch: Uint8Array = new Uint8Array(rank.n),
+): Int32Array {
+  const list = new Int32Array(want);
+  let n = 0;
+  while (n < want) {
+    const a = n < want * 0.8 ? rank.next() : Math.floor(random() * rank.n);
+    if (scratch[a] === 1) continue;
+    scratch[a] = 1;
+    list[n++] = a;
+  }
+  for (const a of list) scratch[a] = 0;
+  return list;
 }
 
 /** The options a scenario builds its workload from. */

@@ -5,9 +5,9 @@ const log = (line: string) => process.stderr.write(`${line}\n`);
 
 /**
  * Set BUBBLE_BENCH_CPU_PROF to a directory and the live scenarios (latency, connections, poll,
- * ingest) start their bubble children with `node --cpu-prof` writing there, and list the hot
- * spots when they end. BUBBLE_BENCH_ACTIVITY=independent makes `latency` draw who posts
- * independently of who is followed (docs/benchmarks.md).
+ * ingest, rehydrate's core) start their bubble children with `node --cpu-prof` writing there,
+ * and list the hot spots when they end. BUBBLE_BENCH_ACTIVITY=independent makes `latency` draw
+ * who posts independently of who is followed (docs/benchmarks.md).
  */
 const profileDir = process.env.BUBBLE_BENCH_CPU_PROF || undefined;
 
@@ -37,6 +37,9 @@ export const SCENARIOS: Record<string, Scenario> = {
   webhook: (bench) => bench.benchWebhook({ log, profileDir }),
   'ws-ceiling': (bench) => bench.benchWsCeiling({ log }),
   memory: (bench) => bench.benchMemory({ log }),
+  // The same without a sources endpoint: follows kept in Redis, as before issue 36.
+  'memory-no-sources': (bench) => bench.benchMemory({ log, sources: false }),
+  rehydrate: (bench) => bench.benchRehydrate({ log, profileDir }),
   scale: (bench) => bench.benchScale({ log }),
   storm: (bench) =>
     bench.benchStorm({ log, ...benchNumber('BUBBLE_BENCH_STORM_CLIENTS', 'clients') }),

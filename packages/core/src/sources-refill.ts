@@ -1,7 +1,7 @@
 import { fetchAndInstall } from '@bubble/badges';
 import { backoffMs } from '@bubble/protocol';
 import type { SourcesFetcher } from '@bubble/protocol';
-import type { BubbleStore } from '@bubble/store';
+import type { BubbleStore, FeedInputs } from '@bubble/store';
 import type { Logger } from 'pino';
 
 export interface SourcesRefillOptions {
@@ -17,6 +17,12 @@ export interface SourcesRefillOptions {
   batch?: number;
   /** Fetch calls in flight at once. */
   inFlight?: number;
+  /**
+   * Follows (authors and topics) of the installed users handed to one sweep at most (at least
+   * one user): the sweep reloads them in one synchronous stretch, which must stay far below
+   * half a lease (the watchdog gives every pool up after that long without a heartbeat).
+   */
+  followsPerSweep?: number;
 }
 
 interface Waiting {
@@ -27,6 +33,7 @@ interface Waiting {
 const RETRY_BASE_MS = 500;
 const RETRY_MAX_MS = 30_000;
 const PUMP_MS = 250;
+const FOLLOWS_PER_SWEEP = 500_000;
 
 /**
  * The held users whose sources the store does not hold (dropped as gone, or lost with the
@@ -37,7 +44,10 @@ const PUMP_MS = 250;
 export class SourcesRefill {
   private readonly waiting = new Map<string, Waiting>();
   private readonly fetching = new Set<string>();
-  private installed = new Set<string>();
+  /** Installed users not handed to a sweep yet, with their follows and topics counted. */
+  private readonly installed = new Map<string, number>();
+  /** Handed to the last sweep and not settled by its load yet: offered again if it failed. */
+  private reloading = new Map<string, number>();
   private calls = 0;
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
@@ -49,8 +59,14 @@ export class SourcesRefill {
     return this.waiting.size;
   }
 
+  /** Users installed and not handed to a sweep yet. */
+  get installedCount(): number {
+    return this.installed.size;
+  }
+
   /** A held user's sources are not in the store: fetch them. */
   need(user: string): void {
+    this.reloading.delete(user);
     if (this.stopped || this.waiting.has(user) || this.fetching.has(user)) return;
     this.waiting.set(user, { attempts: 0, dueAt: 0 });
     this.schedule(0);
@@ -59,13 +75,36 @@ export class SourcesRefill {
   /** The user was loaded from sources the store holds: nothing to fetch for them. */
   settled(user: string): void {
     this.waiting.delete(user);
+    this.reloading.delete(user);
   }
 
-  /** The users installed since the last call, still held: the sweep reloads their follows. */
+  /**
+   * Users installed and still held, the longest waiting first, up to `followsPerSweep` follows
+   * in all: the sweep reloads their follows. The others wait for the next sweeps. Those handed
+   * to the sweep before that its load did not settle (the load failed: a command timed out)
+   * come first, so none is left with the follows it had before its install.
+   */
   takeInstalled(): string[] {
-    const { holds } = this.options;
-    const users = [...this.installed].filter(holds);
-    this.installed = new Set();
+    const { holds, followsPerSweep = FOLLOWS_PER_SWEEP } = this.options;
+    const again = this.reloading;
+    this.reloading = new Map();
+    const users: string[] = [];
+    let follows = 0;
+    const take = (user: string, count: number) => {
+      if (!holds(user)) return;
+      users.push(user);
+      follows += count;
+      this.reloading.set(user, count);
+    };
+    // Within one sweep's budget already, when it was taken.
+    for (const [user, count] of again) take(user, count);
+    for (const [user, count] of this.installed) {
+      if (users.length > 0 && follows + count > followsPerSweep) break;
+      this.installed.delete(user);
+      take(user, count);
+    }
+    // Room for the fetches held back while installs waited (see pump).
+    if (this.waiting.size > 0) this.schedule(0);
     return users;
   }
 
@@ -86,7 +125,11 @@ export class SourcesRefill {
   private pump(): void {
     const { holds, batch = 1000, inFlight = 4 } = this.options;
     const now = Date.now();
-    while (this.calls < inFlight) {
+    // Fetched answers wait in the store until sweeps take them: no more than a few sweeps'
+    // worth ahead, or a mass refill fetches everyone long before any is loaded (and the
+    // reconciler, finding them held with no follows in memory, "repairs" them one by one).
+    const ahead = batch * inFlight;
+    while (this.calls < inFlight && this.installed.size + this.fetching.size < ahead) {
       const due: string[] = [];
       for (const [user, entry] of this.waiting) {
         if (!holds(user)) {
@@ -115,7 +158,7 @@ export class SourcesRefill {
 
   private async fetch(users: string[], attempts: Map<string, number>): Promise<void> {
     const { store, fetcher, caps, timeoutMs, log } = this.options;
-    let installed = new Map<string, unknown>();
+    let installed = new Map<string, FeedInputs>();
     try {
       if (fetcher) installed = await fetchAndInstall(store, fetcher, users, { caps, timeoutMs });
     } catch (err) {
@@ -124,8 +167,9 @@ export class SourcesRefill {
     const now = Date.now();
     for (const user of users) {
       this.fetching.delete(user);
-      if (installed.has(user)) {
-        this.installed.add(user);
+      const inputs = installed.get(user);
+      if (inputs) {
+        this.installed.set(user, inputs.follows.length + inputs.topics.length);
         continue;
       }
       if (this.stopped || !this.options.holds(user)) continue;

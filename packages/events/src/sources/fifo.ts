@@ -3,6 +3,11 @@ export class Fifo<T> {
   private items: T[] = [];
   private head = 0;
 
+  /** Items pushed and not shifted yet. */
+  get size(): number {
+    return this.items.length - this.head;
+  }
+
   push(item: T): void {
     this.items.push(item);
   }
