@@ -273,8 +273,8 @@ export async function benchMemory(partial: Partial<MemoryOptions> = {}) {
     const activeUser = perUser(online, n);
     const offlineUser = perUser(offline, n);
     const inactiveUser = perUser(inactive, n);
-    // What the platform told about them, kept (docs/semantics.md, Lifecycle): follows and
-    // memberships with their conversation cursors.
+    // What the platform told about them (docs/semantics.md, Lifecycle): memberships with their
+    // conversation cursors stay after the drop; follows too, without a sources endpoint.
     const sourceClasses = ['follows', 'conversations'] as const;
     const sourceBytes = (s: RedisMemorySnapshot) =>
       sourceClasses.reduce((sum, name) => sum + s.bytes[name], 0);

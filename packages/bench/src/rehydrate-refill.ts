@@ -55,6 +55,7 @@ const PRESENCE_TTL_MS = 6 * HOUR_MS;
 /** The posts span 6 of the 7 days of lookback, so none ages out of a badge during a run. */
 const POSTS_SPAN_MS = 6 * DAY_MS;
 const LOOKBACK_MS = 7 * DAY_MS;
+const STUCK_MS = 90_000;
 
 /**
  * bench.md "rehydrate", second part: `users` online (presence, no sockets) held by one
@@ -108,7 +109,7 @@ export async function measureRehydrateRefill(partial: Partial<RehydrateRefillOpt
     });
     children.push(core);
     const firstWatch = new ExactBadges(admin, keys, workload.users, expected);
-    await untilExact(firstWatch, core, options, 'the first load');
+    await untilExact(firstWatch, core, admin, options, 'the first load');
     const firstLoadSeconds = (performance.now() - coreStarted) / 1000;
     log(
       `rehydrate: the first load of ${options.users} users exact in ${firstLoadSeconds.toFixed(1)} s`,
@@ -122,7 +123,7 @@ export async function measureRehydrateRefill(partial: Partial<RehydrateRefillOpt
     const refed = performance.now();
     const watch = new ExactBadges(admin, keys, workload.users, expected);
     const reheld = heldAgain(admin, options, restarted);
-    await untilExact(watch, core, options, 'the refill');
+    await untilExact(watch, core, admin, options, 'the refill');
     const exactAt = performance.now();
     const cpuAfter = await cpuOf(core.pid);
     const check = await watch.verify();
@@ -197,16 +198,37 @@ async function feedPlatform(
   return figures;
 }
 
+/**
+ * Polls until every user is exact. Ends at once, with the reason, when the core exited or has
+ * held every pool with fewer users than are online for `STUCK_MS`: a sweep whose load of a
+ * pool's users failed leaves them unloaded for good (docs/benchmarks-history.md, "rehydrate").
+ */
 async function untilExact(
   watch: ExactBadges,
   core: RoleProcess,
+  admin: Redis,
   options: RehydrateRefillOptions,
   label: string,
 ): Promise<void> {
   let lastLog = performance.now();
+  let fatal: Error | undefined;
+  let shortSince: number | undefined;
   await waitFor(
     async () => {
-      if (core.exit) throw new Error(`the core exited (${exitText(core.exit)}):\n${core.tail()}`);
+      if (core.exit) {
+        fatal = new Error(`the core exited (${exitText(core.exit)}):\n${core.tail()}`);
+        return true;
+      }
+      const report = await latestReport(admin);
+      const short = report?.pools === options.pools && report.users < options.users;
+      shortSince = short ? (shortSince ?? performance.now()) : undefined;
+      if (shortSince !== undefined && performance.now() - shortSince > STUCK_MS) {
+        fatal = new Error(
+          `rehydrate: ${label}: the core has held every pool with ${report!.users} of ` +
+            `${options.users} online users for ${STUCK_MS / 1000} s: a load failed`,
+        );
+        return true;
+      }
       const pending = await watch.poll();
       if (performance.now() - lastLog > 5000) {
         lastLog = performance.now();
@@ -220,6 +242,14 @@ async function untilExact(
       message: `rehydrate: ${label}: every online user's badge exact`,
     },
   );
+  if (fatal) throw fatal;
+}
+
+async function latestReport(admin: Redis): Promise<SweepReport | undefined> {
+  const reports = Object.values(await admin.hgetall(`${KEY_PREFIX}:{g}:sweeps`)).map(
+    (json) => JSON.parse(json) as SweepReport,
+  );
+  return reports.sort((a, b) => b.at - a.at)[0];
 }
 
 /** Seconds from `since` until the core reports holding every pool and every user again. */
