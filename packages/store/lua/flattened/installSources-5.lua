@@ -10,9 +10,10 @@
   KEYS[4] cursors  HASH    ARGV[3] → the feed cursor
   KEYS[5] marks    HASH    seen → the notice cursor
   ARGV[1] follow cap · ARGV[2] topic cap · ARGV[3] the feed cursor's field
-  ARGV[4] readAt or '' · ARGV[5] noticesSeen or '' · ARGV[6] n, the number of follows
-  ARGV[7..6+n] the answer's follows · ARGV[7+n..] its topics
-  Returns { authors list, topics list or false, readAt or false } after the install
+  ARGV[4] readAt or '' · ARGV[5] noticesSeen or '' · ARGV[6] the answer's follows joined by ','
+  (de-duplicated, within the cap) · ARGV[7] its topics, likewise
+  Returns { authors list or false, topics list or false, readAt or false }: the lists only when
+  they are not the answer's (changes were recorded, or the user was held already)
 ]]
 --[[
   A follow list (format v2, RedisKeys' header): a user's followed authors, or topics, as ONE
@@ -177,20 +178,23 @@ end
 local authorsKey, topicsKey, fetchKey, cursorsKey, marksKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local feedField = ARGV[3]
 
+-- One kind's list after the install: the answer's own string when nothing was recorded for
+-- it (the common case: no split, no join), else the answer with the changes on top.
+local function installed(answer, changes, cap)
+  if not changes.replaced and #changes.adds == 0 and next(changes.removes) == nil then
+    return answer, false
+  end
+  return table.concat(withRecordedChanges(followListIds(answer), changes, cap), ','), true
+end
+
+local changed = true
 if redis.call('EXISTS', authorsKey) == 0 then
   local changes = recordedFollowChanges(fetchKey)
-  local follows, topics = {}, {}
-  local n = tonumber(ARGV[6])
-  for i = 7, 6 + n do
-    follows[#follows + 1] = ARGV[i]
-  end
-  for i = 7 + n, #ARGV do
-    topics[#topics + 1] = ARGV[i]
-  end
-  follows = withRecordedChanges(follows, changes.a, tonumber(ARGV[1]))
-  topics = withRecordedChanges(topics, changes.t, tonumber(ARGV[2]))
-  writeFollowList(authorsKey, table.concat(follows, ','), true)
-  writeFollowList(topicsKey, table.concat(topics, ','), false)
+  local follows, followsChanged = installed(ARGV[6], changes.a, tonumber(ARGV[1]))
+  local topics, topicsChanged = installed(ARGV[7], changes.t, tonumber(ARGV[2]))
+  changed = followsChanged or topicsChanged
+  writeFollowList(authorsKey, follows, true)
+  writeFollowList(topicsKey, topics, false)
   if ARGV[4] ~= '' and redis.call('HEXISTS', cursorsKey, feedField) == 0 then
     redis.call('HSET', cursorsKey, feedField, ARGV[4])
   end
@@ -199,8 +203,11 @@ if redis.call('EXISTS', authorsKey) == 0 then
   end
 end
 redis.call('DEL', fetchKey)
+if not changed then
+  return { false, false, redis.call('HGET', cursorsKey, feedField) }
+end
 return {
-  redis.call('GET', authorsKey),
-  redis.call('GET', topicsKey),
+  redis.call('GET', authorsKey) or '',
+  redis.call('GET', topicsKey) or '',
   redis.call('HGET', cursorsKey, feedField),
 }

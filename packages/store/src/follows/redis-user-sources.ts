@@ -48,6 +48,9 @@ export class RedisUserSources implements UserSources {
     const { keys } = this;
     return Promise.all(
       entries.map(async ({ user, answer }) => {
+        // Each list once, as the Lua side writes the joined answer as it is.
+        const answerFollows = [...new Set(answer.follows)];
+        const answerTopics = [...new Set(answer.topics)];
         const [follows, topics, readAt] = await this.run.installSources(
           [
             keys.follows(user),
@@ -62,14 +65,14 @@ export class RedisUserSources implements UserSources {
             FEED_CURSOR,
             answer.readAt ?? '',
             answer.noticesSeen ?? '',
-            answer.follows.length,
-            ...answer.follows,
-            ...answer.topics,
+            answerFollows.join(','),
+            answerTopics.join(','),
           ],
         );
+        // The lists come back only when they are not the answer's (see installSources-5.lua).
         return {
-          follows: decodeFollowList(follows),
-          topics: decodeFollowList(topics),
+          follows: follows === null ? answerFollows : decodeFollowList(follows),
+          topics: topics === null ? answerTopics : decodeFollowList(topics),
           readAt: readAt === null ? null : Number(readAt),
           held: true,
         };

@@ -244,8 +244,8 @@ export const SCRIPTS = {
       feedCursorField: string,
       readAt: number | '',
       noticesSeen: number | '',
-      followCount: number,
-      ...followsThenTopics: string[],
+      followsJoined: string,
+      topicsJoined: string,
     ],
     [authors: string | null, topics: string | null, readAt: string | null]
   >(5),
