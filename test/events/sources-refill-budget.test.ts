@@ -46,17 +46,18 @@ async function rig(users: string[], followsEach: number) {
   await waitFor(() => refill.installedCount === users.length, {
     message: 'every user installed',
   });
-  return { store, refill, letGo };
+  const take = () => refill.takeInstalled().map(({ user }) => user);
+  return { store, refill, letGo, take };
 }
 
 describe('sources refill: what a sweep is handed', () => {
   it('hands each sweep at most its budget of follows, the longest waiting first', async () => {
     const users = Array.from({ length: 8 }, (_, i) => `r${i}`);
-    const { store, refill } = await rig(users, 10);
+    const { store, refill, take } = await rig(users, 10);
     expect(await store.sources.held(users)).toEqual(users.map(() => true));
     const handed: string[][] = [];
     for (let sweep = 0; sweep < 4; sweep++) {
-      const batch = refill.takeInstalled();
+      const batch = take();
       for (const user of batch) refill.settled(user);
       handed.push(batch);
     }
@@ -64,22 +65,38 @@ describe('sources refill: what a sweep is handed', () => {
     expect(handed.flat().sort()).toEqual([...users].sort());
   });
 
+  it("hands the sweep what the install left, the platform's follows and cursor", async () => {
+    const users = ['h0', 'h1'];
+    const { refill } = await rig(users, 4);
+    const handed = refill.takeInstalled();
+    expect(handed.map(({ user }) => user)).toEqual(users);
+    for (const { user, inputs } of handed) {
+      expect(inputs).toEqual({
+        follows: Array.from({ length: 4 }, (_, i) => `${user}.a${i}`),
+        topics: [],
+        readAt: null,
+        held: true,
+        answeredNoticesSeen: false,
+      });
+    }
+  });
+
   it('hands the users of a sweep whose load failed to the next sweep again', async () => {
     const users = Array.from({ length: 6 }, (_, i) => `f${i}`);
-    const { refill, letGo } = await rig(users, 10);
-    const first = refill.takeInstalled();
+    const { refill, letGo, take } = await rig(users, 10);
+    const first = take();
     expect(first).toHaveLength(3);
     // The sweep's load failed: none of them was settled.
-    expect(refill.takeInstalled()).toEqual(first);
+    expect(take()).toEqual(first);
     // Loaded now, but one of them was let go meanwhile.
     letGo.add(first[2]!);
     refill.settled(first[0]!);
-    const third = refill.takeInstalled();
+    const third = take();
     expect(third[0]).toBe(first[1]);
     expect(third).not.toContain(first[0]);
     expect(third).not.toContain(first[2]);
     for (const user of third) refill.settled(user);
-    expect(refill.takeInstalled()).toEqual(
+    expect(take()).toEqual(
       users.filter((u) => !first.includes(u) && !third.includes(u)),
     );
   });

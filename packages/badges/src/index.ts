@@ -5,7 +5,13 @@ export {
 } from './badge-service.js';
 export { DEFAULT_RULES, type BadgeRules } from './rules.js';
 export type { BadgeCallOptions, BadgeStateOf, ServedBadge } from './cold-start.js';
-export { fetchAndInstall, inFlightMs, Rehydration, type RehydratedInputs } from './rehydration.js';
+export {
+  fetchAndInstall,
+  inFlightMs,
+  Rehydration,
+  type InstalledInputs,
+  type RehydratedInputs,
+} from './rehydration.js';
 export type { BadgeExplanation } from './explain.js';
 export type { ConversationListItem, PlatformMessage } from './conversations.js';
 export type { GatewayLink, MissedReason } from './gateway-link.js';

@@ -10,6 +10,12 @@ export function inFlightMs(timeoutMs: number): number {
   return Math.max(30_000, 4 * timeoutMs);
 }
 
+/** What an install left in the store for one user. */
+export interface InstalledInputs extends FeedInputs {
+  /** The answer carried `noticesSeen`: the user's marks may have been set from it. */
+  answeredNoticesSeen: boolean;
+}
+
 /**
  * Asks `fetcher` for the sources of `users` (none held) and installs every answer, with the
  * follow changes that raced it on top: the install of docs/semantics.md, "Where a user's
@@ -21,8 +27,8 @@ export async function fetchAndInstall(
   fetcher: SourcesFetcher,
   users: readonly string[],
   options: { caps: { follows: number; topics: number }; timeoutMs: number; deadline?: number },
-): Promise<Map<string, FeedInputs>> {
-  const installed = new Map<string, FeedInputs>();
+): Promise<Map<string, InstalledInputs>> {
+  const installed = new Map<string, InstalledInputs>();
   if (users.length === 0) return installed;
   // Before the request: a change from now on is recorded and applied on top of the answer.
   await store.sources.beginFetch(users, inFlightMs(options.timeoutMs));
@@ -40,7 +46,9 @@ export async function fetchAndInstall(
   }
   if (entries.length === 0) return installed;
   const inputs = await store.sources.install(entries, options.caps);
-  entries.forEach(({ user }, i) => installed.set(user, inputs[i]!));
+  entries.forEach(({ user, answer }, i) =>
+    installed.set(user, { ...inputs[i]!, answeredNoticesSeen: answer.noticesSeen !== undefined }),
+  );
   return installed;
 }
 

@@ -342,19 +342,19 @@ export class CoreNode {
     this.counter.advanceTo(clock.now());
     const joined = await this.tenures.follow(await store.coordination.assignment());
     const joinedUsers = joined.flatMap((p) => [...p.users]);
-    await this.loader.load(joinedUsers, [], []);
+    await this.loader.load({ users: joinedUsers });
 
     const read = await this.logs.catchUp(this.tenures.all());
     const now = read.now;
-    // Users whose sources the platform's endpoint answered since the last sweep are loaded
-    // again whole: follows, and the cursors the answer may have set where none were.
-    const installed = this.refill.takeInstalled();
-    await this.loader.load(
-      [...new Set([...read.toLoad, ...installed])],
-      [...read.refollow],
-      [...read.remark],
-      [...read.recount],
-    );
+    // Users whose sources the platform's endpoint answered since the last sweep take what the
+    // install left: follows, and the cursor (and marks) the answer may have set where none were.
+    await this.loader.load({
+      users: [...read.toLoad],
+      refollow: [...read.refollow],
+      remark: [...read.remark],
+      recount: [...read.recount],
+      installed: this.refill.takeInstalled(),
+    });
     await this.tenures.expirePresence();
     const changed = await this.writeBack.write(now);
     const durationMs = performance.now() - started;

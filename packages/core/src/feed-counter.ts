@@ -203,6 +203,12 @@ export class FeedCounter {
     this.counts.recomputeAt(u, this.now, this.lookbackMs);
   }
 
+  /** readAt := max(readAt, at), the count left as it is: recompute() the user afterwards. */
+  raiseReadAt(user: string, at: number): void {
+    const u = this.users.idOf(user);
+    if (u !== undefined && at > this.counts.readAt[u]!) this.counts.readAt[u] = at;
+  }
+
   /**
    * Replaces the user's topic follows. Returns the topics whose posts must be loaded
    * (loadTopic) before the user's count is right; recompute() the user afterwards.

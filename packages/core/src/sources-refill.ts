@@ -1,7 +1,7 @@
-import { fetchAndInstall } from '@bubble/badges';
+import { fetchAndInstall, type InstalledInputs } from '@bubble/badges';
 import { backoffMs } from '@bubble/protocol';
 import type { SourcesFetcher } from '@bubble/protocol';
-import type { BubbleStore, FeedInputs } from '@bubble/store';
+import type { BubbleStore } from '@bubble/store';
 import type { Logger } from 'pino';
 
 export interface SourcesRefillOptions {
@@ -30,6 +30,12 @@ interface Waiting {
   dueAt: number;
 }
 
+/** A user whose sources were installed, with what the install left in the store. */
+export interface Installed {
+  user: string;
+  inputs: InstalledInputs;
+}
+
 const RETRY_BASE_MS = 500;
 const RETRY_MAX_MS = 30_000;
 const PUMP_MS = 250;
@@ -44,10 +50,13 @@ const FOLLOWS_PER_SWEEP = 500_000;
 export class SourcesRefill {
   private readonly waiting = new Map<string, Waiting>();
   private readonly fetching = new Set<string>();
-  /** Installed users not handed to a sweep yet, with their follows and topics counted. */
-  private readonly installed = new Map<string, number>();
+  /**
+   * Installed users not handed to a sweep yet, with what the install left in the store: the
+   * sweep takes their follows from here rather than reading back what was just written.
+   */
+  private readonly installed = new Map<string, InstalledInputs>();
   /** Handed to the last sweep and not settled by its load yet: offered again if it failed. */
-  private reloading = new Map<string, number>();
+  private reloading = new Map<string, InstalledInputs>();
   private calls = 0;
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
@@ -84,28 +93,28 @@ export class SourcesRefill {
    * to the sweep before that its load did not settle (the load failed: a command timed out)
    * come first, so none is left with the follows it had before its install.
    */
-  takeInstalled(): string[] {
+  takeInstalled(): Installed[] {
     const { holds, followsPerSweep = FOLLOWS_PER_SWEEP } = this.options;
     const again = this.reloading;
     this.reloading = new Map();
-    const users: string[] = [];
+    const taken: Installed[] = [];
     let follows = 0;
-    const take = (user: string, count: number) => {
+    const take = (user: string, inputs: InstalledInputs) => {
       if (!holds(user)) return;
-      users.push(user);
-      follows += count;
-      this.reloading.set(user, count);
+      taken.push({ user, inputs });
+      follows += sourcesOf(inputs);
+      this.reloading.set(user, inputs);
     };
     // Within one sweep's budget already, when it was taken.
-    for (const [user, count] of again) take(user, count);
-    for (const [user, count] of this.installed) {
-      if (users.length > 0 && follows + count > followsPerSweep) break;
+    for (const [user, inputs] of again) take(user, inputs);
+    for (const [user, inputs] of this.installed) {
+      if (taken.length > 0 && follows + sourcesOf(inputs) > followsPerSweep) break;
       this.installed.delete(user);
-      take(user, count);
+      take(user, inputs);
     }
     // Room for the fetches held back while installs waited (see pump).
     if (this.waiting.size > 0) this.schedule(0);
-    return users;
+    return taken;
   }
 
   close(): void {
@@ -158,7 +167,7 @@ export class SourcesRefill {
 
   private async fetch(users: string[], attempts: Map<string, number>): Promise<void> {
     const { store, fetcher, caps, timeoutMs, log } = this.options;
-    let installed = new Map<string, FeedInputs>();
+    let installed = new Map<string, InstalledInputs>();
     try {
       if (fetcher) installed = await fetchAndInstall(store, fetcher, users, { caps, timeoutMs });
     } catch (err) {
@@ -169,7 +178,7 @@ export class SourcesRefill {
       this.fetching.delete(user);
       const inputs = installed.get(user);
       if (inputs) {
-        this.installed.set(user, inputs.follows.length + inputs.topics.length);
+        this.installed.set(user, inputs);
         continue;
       }
       if (this.stopped || !this.options.holds(user)) continue;
@@ -180,4 +189,8 @@ export class SourcesRefill {
       });
     }
   }
+}
+
+function sourcesOf(inputs: InstalledInputs): number {
+  return inputs.follows.length + inputs.topics.length;
 }

@@ -2,7 +2,7 @@ import type { CounterScope } from '@bubble/badges';
 import type { BubbleStore } from '@bubble/store';
 import type { ExtrasTracker } from './extras-tracker.js';
 import type { FeedCounter } from './feed-counter.js';
-import type { SourcesRefill } from './sources-refill.js';
+import type { Installed, SourcesRefill } from './sources-refill.js';
 import type { StoredBeliefs } from './stored-beliefs.js';
 
 export interface UserLoaderOptions {
@@ -14,7 +14,28 @@ export interface UserLoaderOptions {
   counterScope: CounterScope;
   /** Where users whose sources the store does not hold go to be fetched. */
   refill: SourcesRefill;
+  /** Users loaded whole per batch of reads (a pool hand-over of 100k users is many batches). */
+  sliceUsers?: number;
 }
+
+/** What one sweep brings into memory (UserLoader.load). */
+export interface LoadRequest {
+  /** Users loaded whole: follows, topics, cursor, marks, conversations, counters, stored badge. */
+  users?: readonly string[];
+  /** Users whose follows and topics are read again. */
+  refollow?: readonly string[];
+  /** Users whose marks, conversations and counters are read again. */
+  remark?: readonly string[];
+  /** Users whose counters alone are read again. */
+  recount?: readonly string[];
+  /**
+   * Users whose sources the refill installed, with what the install left in the store: taken
+   * as they are, no read (a user also in `users` or `refollow` is read instead, a fresher view).
+   */
+  installed?: readonly Installed[];
+}
+
+const SLICE_USERS = 2000;
 
 /**
  * Brings users into memory (or refreshes their follows, or their marks and conversations):
@@ -38,34 +59,45 @@ export class UserLoader {
   }
 
   /**
-   * Loads `users` whole, the follows of `refollow`, the marks, conversations and counters of
-   * `remark`, the counters alone of `recount`.
+   * Brings in what `request` names. Users loaded whole go in slices of `sliceUsers`, each its
+   * own batch of reads: a hand-over of 100k users at once queued a million commands, past the
+   * store's command timeout, and held the event loop for seconds at a stretch.
    */
-  async load(
-    users: string[],
-    refollow: string[],
-    remark: string[],
-    recount: string[] = [],
-  ): Promise<void> {
-    if (users.length + refollow.length + remark.length + recount.length === 0) return;
-    const marksOf = [...users, ...remark];
-    const marked = new Set(marksOf);
+  async load(request: LoadRequest): Promise<void> {
+    const { users = [], refollow = [], remark = [], recount = [] } = request;
+    const read = new Set([...users, ...refollow]);
+    const installed = (request.installed ?? []).filter(({ user }) => !read.has(user));
+    const marksOf = [
+      ...remark,
+      ...installed.filter(({ inputs }) => inputs.answeredNoticesSeen).map(({ user }) => user),
+    ];
+    const marked = new Set([...users, ...marksOf]);
     const countersOf = recount.filter((user) => !marked.has(user));
+    const work = users.length + refollow.length + installed.length + marksOf.length;
+    if (work + countersOf.length === 0) return;
     const changedMeanwhile = (this.changedWhileLoading = new Set());
+    const slice = this.options.sliceUsers ?? SLICE_USERS;
     try {
-      await this.loadNow(users, refollow, marksOf, countersOf, changedMeanwhile);
+      for (let first = 0; first < users.length; first += slice) {
+        await this.loadNow(users.slice(first, first + slice), [], [], [], [], changedMeanwhile);
+      }
+      await this.loadNow([], refollow, installed, marksOf, countersOf, changedMeanwhile);
     } finally {
       this.changedWhileLoading = null;
     }
   }
 
   private async loadNow(
-    users: string[],
-    refollow: string[],
-    marksOf: string[],
-    countersOf: string[],
+    users: readonly string[],
+    refollow: readonly string[],
+    installed: readonly Installed[],
+    remark: readonly string[],
+    countersOf: readonly string[],
     changedMeanwhile: ReadonlySet<string>,
   ): Promise<void> {
+    const work = users.length + refollow.length + installed.length + remark.length;
+    if (work + countersOf.length === 0) return;
+    const marksOf = [...users, ...remark];
     const { store, counter, extras, beliefs, lookbackMs, counterScope, refill } = this.options;
     const { kinds, windowMs } = counterScope;
     const [inputs, stored, follows, marks, memberships, counts, recounts] = await Promise.all([
@@ -98,6 +130,13 @@ export class UserLoader {
       for (const author of counter.setFollows(user, f)) authors.add(author);
       for (const topic of counter.setTopics(user, t)) topics.add(topic);
     });
+    for (const { user, inputs } of installed) {
+      refill.settled(user);
+      for (const author of counter.setFollows(user, inputs.follows)) authors.add(author);
+      for (const topic of counter.setTopics(user, inputs.topics)) topics.add(topic);
+      // Where bubble held no cursor, the install set the platform's; one set since stays.
+      if (inputs.readAt !== null) counter.raiseReadAt(user, inputs.readAt);
+    }
     marksOf.forEach((user, i) =>
       extras.setUser(user, marks[i]!, memberships[i]!, counts[i]!.counts, counts[i]!.asOf),
     );
@@ -113,6 +152,7 @@ export class UserLoader {
     for (const [topic, posts] of topicWindows) counter.loadTopic(topic, posts);
     for (const user of users) counter.recompute(user);
     for (const user of refollow) counter.recompute(user);
+    for (const { user } of installed) counter.recompute(user);
     users.forEach((user, i) => {
       // Dropped while loading (the watchdog gives pools up on a timer, sweeps or not).
       const id = counter.users.idOf(user);
