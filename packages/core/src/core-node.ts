@@ -380,6 +380,9 @@ export class CoreNode {
       sourcesWaiting: this.refill.waitingCount,
     };
     this.lastReport = report;
+    // A refill hands each sweep a bounded share of the installed users: take the next share
+    // now rather than at the next tick.
+    if (this.refill.installedCount > 0) this.sweepFollows = true;
     const metrics = this.options.metrics;
     metrics?.sweepSeconds.observe(durationMs / 1000);
     metrics?.usersHeld.set(this.counter.userCount);

@@ -66,8 +66,11 @@ export class Reconciler {
     // Once each: a suspect also next in the round robin (always, when fewer users are held
     // than a batch takes) was checked twice in one sweep, and the second check "confirmed" the
     // signature the first had just recorded, with nothing read from the logs between them.
-    const batch = [...new Set([...suspects, ...this.queue.splice(0, budget)])].filter((u) =>
-      counter.hasUser(u),
+    // A user whose sources the refill is bringing back is not compared: the store may hold
+    // them already while the core counts none until the sweep takes the install.
+    const { refill } = this.options;
+    const batch = [...new Set([...suspects, ...this.queue.splice(0, budget)])].filter(
+      (u) => counter.hasUser(u) && !refill.pending(u),
     );
     const marked = await store.reddots.all();
     // The stored sources of the whole batch at once: one round trip per step, not per user.

@@ -73,6 +73,19 @@ export class SourcesRefill {
     return this.installed.size;
   }
 
+  /**
+   * Whether the user's sources are on their way (waiting, being fetched, or installed and not
+   * loaded yet): what the store holds for them is not what the core counts, and no drift.
+   */
+  pending(user: string): boolean {
+    return (
+      this.waiting.has(user) ||
+      this.fetching.has(user) ||
+      this.installed.has(user) ||
+      this.reloading.has(user)
+    );
+  }
+
   /** A held user's sources are not in the store: fetch them. */
   need(user: string): void {
     this.reloading.delete(user);

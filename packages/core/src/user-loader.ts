@@ -67,11 +67,12 @@ export class UserLoader {
     const { users = [], refollow = [], remark = [], recount = [] } = request;
     const read = new Set([...users, ...refollow]);
     const installed = (request.installed ?? []).filter(({ user }) => !read.has(user));
+    const whole = new Set(users);
     const marksOf = [
-      ...remark,
+      ...remark.filter((user) => !whole.has(user)),
       ...installed.filter(({ inputs }) => inputs.answeredNoticesSeen).map(({ user }) => user),
     ];
-    const marked = new Set([...users, ...marksOf]);
+    const marked = new Set([...whole, ...marksOf]);
     const countersOf = recount.filter((user) => !marked.has(user));
     const work = users.length + refollow.length + installed.length + marksOf.length;
     if (work + countersOf.length === 0) return;
@@ -79,47 +80,75 @@ export class UserLoader {
     const slice = this.options.sliceUsers ?? SLICE_USERS;
     try {
       for (let first = 0; first < users.length; first += slice) {
-        await this.loadNow(users.slice(first, first + slice), [], [], [], [], changedMeanwhile);
+        await this.loadWhole(users.slice(first, first + slice), changedMeanwhile);
       }
-      await this.loadNow([], refollow, installed, marksOf, countersOf, changedMeanwhile);
+      await this.loadChanges(refollow, installed, marksOf, countersOf);
     } finally {
       this.changedWhileLoading = null;
     }
   }
 
-  private async loadNow(
+  /**
+   * Users loaded whole: their own inputs in one call each (a chunk of users per call on one
+   * Redis server), the stored badge, then the conversations' sequences and the authors' and
+   * topics' windows nobody held followed yet.
+   */
+  private async loadWhole(
     users: readonly string[],
-    refollow: readonly string[],
-    installed: readonly Installed[],
-    remark: readonly string[],
-    countersOf: readonly string[],
     changedMeanwhile: ReadonlySet<string>,
   ): Promise<void> {
-    const work = users.length + refollow.length + installed.length + remark.length;
-    if (work + countersOf.length === 0) return;
-    const marksOf = [...users, ...remark];
-    const { store, counter, extras, beliefs, lookbackMs, counterScope, refill } = this.options;
-    const { kinds, windowMs } = counterScope;
-    const [inputs, stored, follows, marks, memberships, counts, recounts] = await Promise.all([
-      Promise.all(users.map((user) => store.feedInputs(user))),
+    const { store, counter, extras, beliefs, counterScope, refill } = this.options;
+    const [inputs, stored] = await Promise.all([
+      store.userInputs(users, counterScope),
       Promise.all(users.map((user) => store.badges.load(user))),
-      Promise.all(refollow.map((user) => store.feedInputs(user))),
-      Promise.all(marksOf.map((user) => store.marks.state(user))),
-      store.conversations.membershipSeqs(marksOf),
-      Promise.all(marksOf.map((user) => store.counters.counts(user, kinds, windowMs))),
-      Promise.all(countersOf.map((user) => store.counters.counts(user, kinds, windowMs))),
     ]);
+    const memberships = await store.conversations.membershipSeqs(
+      users,
+      inputs.map(({ conversations }) => conversations),
+    );
     const authors = new Set<string>();
     const topics = new Set<string>();
     // A user whose sources are not held counts no feed until the platform's answer is
     // installed (SourcesRefill); one held already keeps the follows it had meanwhile.
     users.forEach((user, i) => {
-      const { follows: f, topics: t, readAt, held } = inputs[i]!;
-      if (held) refill.settled(user);
+      const { feed, marks, counters } = inputs[i]!;
+      if (feed.held) refill.settled(user);
       else refill.need(user);
-      for (const author of counter.setUser(user, f, readAt)) authors.add(author);
-      for (const topic of counter.setTopics(user, t)) topics.add(topic);
+      for (const author of counter.setUser(user, feed.follows, feed.readAt)) authors.add(author);
+      for (const topic of counter.setTopics(user, feed.topics)) topics.add(topic);
+      extras.setUser(user, marks, memberships[i]!, counters.counts, counters.asOf);
     });
+    await this.loadWindows(authors, topics);
+    users.forEach((user, i) => {
+      counter.recompute(user);
+      // Dropped while loading (the watchdog gives pools up on a timer, sweeps or not).
+      const id = counter.users.idOf(user);
+      if (id !== undefined) beliefs.loaded(id, user, stored[i] ?? null, changedMeanwhile.has(user));
+    });
+  }
+
+  /**
+   * The follows of `refollow` read again, those of `installed` taken as the install left them,
+   * the marks, conversations and counters of `remark`, the counters alone of `countersOf`.
+   */
+  private async loadChanges(
+    refollow: readonly string[],
+    installed: readonly Installed[],
+    remark: readonly string[],
+    countersOf: readonly string[],
+  ): Promise<void> {
+    if (refollow.length + installed.length + remark.length + countersOf.length === 0) return;
+    const { store, counter, extras, counterScope, refill } = this.options;
+    const { kinds, windowMs } = counterScope;
+    const [follows, marks, memberships, counts, recounts] = await Promise.all([
+      Promise.all(refollow.map((user) => store.feedInputs(user))),
+      Promise.all(remark.map((user) => store.marks.state(user))),
+      store.conversations.membershipSeqs(remark),
+      Promise.all(remark.map((user) => store.counters.counts(user, kinds, windowMs))),
+      Promise.all(countersOf.map((user) => store.counters.counts(user, kinds, windowMs))),
+    ]);
+    const authors = new Set<string>();
+    const topics = new Set<string>();
     refollow.forEach((user, i) => {
       const { follows: f, topics: t, held } = follows[i]!;
       if (!held) {
@@ -137,12 +166,21 @@ export class UserLoader {
       // Where bubble held no cursor, the install set the platform's; one set since stays.
       if (inputs.readAt !== null) counter.raiseReadAt(user, inputs.readAt);
     }
-    marksOf.forEach((user, i) =>
+    remark.forEach((user, i) =>
       extras.setUser(user, marks[i]!, memberships[i]!, counts[i]!.counts, counts[i]!.asOf),
     );
     countersOf.forEach((user, i) =>
       extras.setCounters(user, recounts[i]!.counts, recounts[i]!.asOf),
     );
+    await this.loadWindows(authors, topics);
+    for (const user of refollow) counter.recompute(user);
+    for (const { user } of installed) counter.recompute(user);
+  }
+
+  /** The windows of authors and topics newly followed, from the stored posts. */
+  private async loadWindows(authors: Set<string>, topics: Set<string>): Promise<void> {
+    const { store, counter, lookbackMs } = this.options;
+    if (authors.size + topics.size === 0) return;
     const after = counter.time - lookbackMs;
     const [windows, topicWindows] = await Promise.all([
       store.posts.window([...authors], after),
@@ -150,13 +188,5 @@ export class UserLoader {
     ]);
     for (const [author, posts] of windows) counter.loadAuthor(author, posts);
     for (const [topic, posts] of topicWindows) counter.loadTopic(topic, posts);
-    for (const user of users) counter.recompute(user);
-    for (const user of refollow) counter.recompute(user);
-    for (const { user } of installed) counter.recompute(user);
-    users.forEach((user, i) => {
-      // Dropped while loading (the watchdog gives pools up on a timer, sweeps or not).
-      const id = counter.users.idOf(user);
-      if (id !== undefined) beliefs.loaded(id, user, stored[i] ?? null, changedMeanwhile.has(user));
-    });
   }
 }
