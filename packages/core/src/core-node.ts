@@ -70,6 +70,8 @@ export class CoreNode {
   private sweeping: Promise<void> | null = null;
   /** A tick came while a sweep was running: sweep again as soon as it ends. */
   private sweepFollows = false;
+  /** A tick (or sweepNow) asked for a sweep since the last one started. */
+  private ticked = false;
   private lastTickAt = 0;
   private lastHeartbeatAt = Date.now();
   private startedAt = 0;
@@ -212,6 +214,7 @@ export class CoreNode {
    */
   requestSweep(): void {
     if (this.stopped) return;
+    this.ticked = true;
     if (this.sweeping) {
       if (this.sweepFollows) {
         this.totals.skipped++;
@@ -220,13 +223,22 @@ export class CoreNode {
       this.sweepFollows = true;
       return;
     }
+    this.startSweep();
+  }
+
+  private startSweep(): void {
     this.sweeping = this.sweep()
       .catch((err: unknown) => this.log.error({ err }, 'sweep failed'))
       .finally(() => {
         this.sweeping = null;
+        if (this.stopped) return;
         if (this.sweepFollows) {
           this.sweepFollows = false;
           this.requestSweep();
+        } else if (this.refill.installedCount > 0) {
+          // A refill hands each sweep a bounded share of the installed users: the next share
+          // now rather than at the next tick (without a reconciliation of its own).
+          this.startSweep();
         }
       });
   }
@@ -337,6 +349,9 @@ export class CoreNode {
     const reading = this.logs.reading;
     if (reading) await reading;
     const commandsBefore = store.commandsSent();
+    // The reconciliation's rate is per tick: a sweep the refill started goes without.
+    const ticked = this.ticked;
+    this.ticked = false;
 
     // Users loaded for newly taken pools are counted as of now, not replayed from the past.
     this.counter.advanceTo(clock.now());
@@ -360,7 +375,7 @@ export class CoreNode {
     const durationMs = performance.now() - started;
     // Behind on the logs, many counts look drifted for a sweep or two: a smaller batch then.
     const reconcileStarted = performance.now();
-    await this.reconcile(now, read.behind);
+    if (ticked) await this.reconcile(now, read.behind);
     const reconcileMs = performance.now() - reconcileStarted;
     // After the badges are written: the users let go this sweep leave the follower lists.
     if (this.counter.unreclaimedFollows > 0) this.counter.reclaim();
@@ -380,9 +395,6 @@ export class CoreNode {
       sourcesWaiting: this.refill.waitingCount,
     };
     this.lastReport = report;
-    // A refill hands each sweep a bounded share of the installed users: take the next share
-    // now rather than at the next tick.
-    if (this.refill.installedCount > 0) this.sweepFollows = true;
     const metrics = this.options.metrics;
     metrics?.sweepSeconds.observe(durationMs / 1000);
     metrics?.usersHeld.set(this.counter.userCount);
