@@ -3,9 +3,11 @@
 import {
   freePort,
   startRedisServer,
+  startSourcesEndpoint,
   waitFor,
   type RedisServerHandle,
   type RoleProcess,
+  type SourcesEndpoint,
 } from '@bubble/test-utils';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Cluster } from '../cluster/harness.js';
@@ -34,6 +36,9 @@ describe.skipIf(skippedWithout('kubectl', kubectl, NAMED_METRICS))(NAMED_METRICS
   let server: RoleProcess;
   let core: RoleProcess | undefined;
   let gatewayInternal: string;
+  // The sources client and its metrics exist in a role only with BUBBLE_SOURCES_URL set.
+  let sources: SourcesEndpoint;
+  let sourcesEnv: Record<string, string>;
   const pools = 8;
 
   beforeAll(async () => {
@@ -41,11 +46,15 @@ describe.skipIf(skippedWithout('kubectl', kubectl, NAMED_METRICS))(NAMED_METRICS
     // The store the roles use, separate from the harness's, so this test can stop it.
     store = await startRedisServer();
     cluster = await Cluster.start({ label: 'k8s-metrics', pools });
+    const secret = 'k8s-metrics-sources-secret-5d1e9a7c3b2f4e60';
+    sources = await startSourcesEndpoint({ secret, graph: new Map() });
+    sourcesEnv = { BUBBLE_SOURCES_URL: sources.url, BUBBLE_SOURCES_SECRET: secret };
   }, 300_000);
 
   afterAll(async () => {
     await cluster?.close();
     await store?.stop();
+    await sources?.close();
   });
 
   it('bubble_pools_unowned counts the pools no core holds, on the leader, until a core owns them', async () => {
@@ -60,7 +69,7 @@ describe.skipIf(skippedWithout('kubectl', kubectl, NAMED_METRICS))(NAMED_METRICS
       },
       { timeoutMs: 15_000, message: 'the lone server never led with every pool unowned' },
     );
-    core = await cluster.spawn('core', { REDIS_URL: store.url });
+    core = await cluster.spawn('core', { REDIS_URL: store.url, ...sourcesEnv });
     await waitFor(
       async () =>
         gaugeValue(await scrape(server.url), 'bubble_pools_unowned') === 0 &&
@@ -97,6 +106,7 @@ describe.skipIf(skippedWithout('kubectl', kubectl, NAMED_METRICS))(NAMED_METRICS
     const internalPort = await freePort();
     const gateway = await cluster.spawn('gateway', {
       REDIS_URL: store.url,
+      ...sourcesEnv,
       BUBBLE_INTERNAL_PORT: String(internalPort),
     });
     gatewayInternal = `http://127.0.0.1:${internalPort}`;
