@@ -236,6 +236,25 @@ describeOnEachEngine('HTTP gateway routes', 'http', (apps, engine) => {
       }
     });
 
+    it('a body nested deeper than 32 levels is 400 UB_ERR_BAD_REQUEST', async () => {
+      // A message preview 100k arrays deep: it parses, but the preview's size check (a
+      // JSON.stringify) overflowed the stack and the route answered 500.
+      const deep = '['.repeat(100_000) + ']'.repeat(100_000);
+      const reply = await platform(app, 'POST', '/v1/conversations/deep/messages', {
+        rawBody: `{"seq":1,"from":"u9","preview":{"x":${deep}}}`,
+        headers: { 'content-type': 'application/json' },
+      });
+      expectError(reply, 400, 'UB_ERR_BAD_REQUEST');
+      expect(reply.text).toMatch(/deeper than 32 levels/);
+      // 32 levels is a body like any other: past the body's checks (404: no such conversation).
+      const nested = '{"a":'.repeat(29) + '1' + '}'.repeat(29);
+      const fine = await platform(app, 'POST', '/v1/conversations/deep/messages', {
+        rawBody: `{"seq":1,"from":"u9","preview":${nested}}`,
+        headers: { 'content-type': 'application/json' },
+      });
+      expectError(fine, 404, 'UB_ERR_NOT_FOUND');
+    });
+
     it('a request without Content-Length or chunking has an empty body: 400', async () => {
       await followAll('u1', ['keep']);
       const conn = await RawConnection.open(app.port);

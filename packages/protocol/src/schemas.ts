@@ -4,6 +4,8 @@ import { ID_PATTERN } from './ids.js';
 /** Limits every request body is held to. */
 export const LIMITS = {
   maxBodyBytes: 1024 * 1024,
+  /** Arrays and objects nested in one JSON body (a frame, an entry, an answer), at most. */
+  maxJsonDepth: 32,
   maxPostsPerBatch: 1000,
   /** Topics one post may carry. */
   maxTopicsPerPost: 10,

@@ -8,6 +8,7 @@ import {
   BubbleError,
   LIMITS,
   isWellFormedPost,
+  parseJsonText,
   type MessageInput,
   type PostInput,
 } from '@bubble/protocol';
@@ -58,12 +59,7 @@ export function parseIngestEntry(fields: readonly string[]): ParsedPlatformOp {
     const post = onePostText(body);
     if (post) return { kind: 'posts', op: 'post', posts: [post] };
   }
-  let json: unknown;
-  try {
-    json = JSON.parse(body) as unknown;
-  } catch (err) {
-    throw new BubbleError('UB_ERR_BAD_REQUEST', 'the body is not valid JSON', { cause: err });
-  }
+  const json = parseJsonText(body);
   return (op === 'post' && singlePost(json)) || parsePlatformOp(op, json);
 }
 

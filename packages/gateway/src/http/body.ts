@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { BubbleError, LIMITS, parseInput } from '@bubble/protocol';
+import { BubbleError, LIMITS, parseInput, parseJsonText } from '@bubble/protocol';
 import type { z } from 'zod';
 
 /** A request whose Content-Length is over `limit` is refused (413) before any byte is read. */
@@ -35,11 +35,7 @@ export async function readJson(
   }
   const text = Buffer.concat(chunks, size).toString('utf8');
   if (text.trim() === '') throw new BubbleError('UB_ERR_BAD_REQUEST', 'a JSON body is required');
-  try {
-    return JSON.parse(text) as unknown;
-  } catch (err) {
-    throw new BubbleError('UB_ERR_BAD_REQUEST', 'the body is not valid JSON', { cause: err });
-  }
+  return parseJsonText(text);
 }
 
 export async function readBody<T extends z.ZodType>(

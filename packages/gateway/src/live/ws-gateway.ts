@@ -6,6 +6,8 @@ import {
   CLOSE,
   checkInput,
   isNewerState,
+  LIMITS,
+  parseJsonText,
   readRequestSchema,
   validationError,
 } from '@bubble/protocol';
@@ -310,9 +312,9 @@ export class WsGateway {
     let frame: unknown;
     try {
       if (isBinary) throw new Error('binary');
-      frame = JSON.parse(data.toString());
+      frame = parseJsonText(data.toString(), 'the frame');
     } catch {
-      ws.close(CLOSE.policy, 'frames are JSON text');
+      ws.close(CLOSE.policy, `frames are JSON text nested at most ${LIMITS.maxJsonDepth} deep`);
       return;
     }
     const type =

@@ -3,3 +3,4 @@ export * from './issue-message.js';
 export * from './validate.js';
 export * from './posts.js';
 export * from './cursor-migration.js';
+export * from './json-text.js';
