@@ -133,6 +133,7 @@ export class CoreNode {
       lookbackMs,
       counterScope,
       refill,
+      holdsUser: (user) => tenures.holdsUser(user),
     });
     const totals = this.totals;
     this.writeBack = new BadgeWriteBack({

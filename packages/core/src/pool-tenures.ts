@@ -1,3 +1,4 @@
+import { poolOf } from '@bubble/protocol';
 import type { Assignment, BubbleStore, HeldLock, PoolLocks } from '@bubble/store';
 import type { Logger } from 'pino';
 
@@ -49,6 +50,11 @@ export class PoolTenures {
 
   get(pool: number): PoolTenure | undefined {
     return this.held.get(pool);
+  }
+
+  /** Whether the user is online in a pool held now. */
+  holdsUser(user: string): boolean {
+    return this.held.get(poolOf(user, this.options.store.pools))?.users.has(user) ?? false;
   }
 
   /**

@@ -14,6 +14,8 @@ export interface UserLoaderOptions {
   counterScope: CounterScope;
   /** Where users whose sources the store does not hold go to be fetched. */
   refill: SourcesRefill;
+  /** Whether the user is still online in a pool held (a load spans awaits; pools go meanwhile). */
+  holdsUser: (user: string) => boolean;
   /** Users loaded whole per batch of reads (a pool hand-over of 100k users is many batches). */
   sliceUsers?: number;
 }
@@ -97,7 +99,7 @@ export class UserLoader {
     users: readonly string[],
     changedMeanwhile: ReadonlySet<string>,
   ): Promise<void> {
-    const { store, counter, extras, beliefs, counterScope, refill } = this.options;
+    const { store, counter, extras, beliefs, counterScope, refill, holdsUser } = this.options;
     const [inputs, stored] = await Promise.all([
       store.userInputs(users, counterScope),
       Promise.all(users.map((user) => store.badges.load(user))),
@@ -111,6 +113,9 @@ export class UserLoader {
     // A user whose sources are not held counts no feed until the platform's answer is
     // installed (SourcesRefill); one held already keeps the follows it had meanwhile.
     users.forEach((user, i) => {
+      // Let go meanwhile (pool given up, gone offline): taking them in now would hold a user
+      // no pool of ours names, counted and written for nobody.
+      if (!holdsUser(user)) return;
       const { feed, marks, counters } = inputs[i]!;
       if (feed.held) refill.settled(user);
       else refill.need(user);
