@@ -102,6 +102,25 @@ function counterSuite(engine: Engine, rig: () => Rig): void {
     expect(counters(await service.badge('u1'))).toEqual({ like: 1 });
   });
 
+  it('tells apart retractions whose kind and id overlap ("like" + "post:1", "like:post" + "1")', async () => {
+    const { store } = rig();
+    const windowMs = 7 * DAY_MS;
+    await store.counters.retract({ user: 'u1', kind: 'like:post', id: '1' }, windowMs);
+    expect(
+      await store.counters.ingest([{ user: 'u1', kind: 'like', id: 'post:1' }], windowMs),
+    ).toEqual({ accepted: 1, ignored: 0 });
+    await store.counters.retract({ user: 'u1', kind: 'like', id: 'post:9' }, windowMs);
+    expect(
+      await store.counters.ingest(
+        [
+          { user: 'u1', kind: 'like:post', id: '9' },
+          { user: 'u1', kind: 'like', id: 'post:9' },
+        ],
+        windowMs,
+      ),
+    ).toEqual({ accepted: 1, ignored: 1 });
+  });
+
   it('a read with upTo clears what the client was shown; one without clears the kind', async () => {
     const { service, advance } = rig();
     await service.ingestCounterEvents([

@@ -3,7 +3,9 @@
   server's clock.
   KEYS[1]  state      HASH  c → time of the last count · l → last stamp of any kind ·
                             l:<kind> → the kind's last stamp · r:<kind> → its readAt
-  KEYS[2]  retracted  ZSET  "<kind>:<id>" → time of the retraction
+  KEYS[2]  retracted  ZSET  "<length of kind>:<kind>:<id>" → time of the retraction (see
+                            retractCounter-3; "<kind>:<id>", written before 2026-12-07, is
+                            still honoured until it leaves the window)
   KEYS[3]  events     ZSET  event id → arrivedAt, of this kind
   ARGV[1]  windowMs   events, retractions and the keys themselves are forgotten after it
   ARGV[2]  kind
@@ -38,7 +40,9 @@ local accepted = 0
 local ignored = 0
 for i = 3, #ARGV do
   local id = ARGV[i]
-  if redis.call('ZSCORE', retractedKey, kind .. ':' .. id) or redis.call('ZSCORE', eventsKey, id) then
+  local retracted = redis.call('ZSCORE', retractedKey, #kind .. ':' .. kind .. ':' .. id)
+    or redis.call('ZSCORE', retractedKey, kind .. ':' .. id)
+  if retracted or redis.call('ZSCORE', eventsKey, id) then
     ignored = ignored + 1
   else
     last = math.max(now, last + 1, readAt + 1, countedAt + 1)

@@ -2,7 +2,9 @@
   Retract one interaction event: it no longer counts, and an ingest of it within the window
   (a retry, a late duplicate) is ignored.
   KEYS[1]  state      HASH  as ingestCounters-3 (kept alive with the rest)
-  KEYS[2]  retracted  ZSET  "<kind>:<id>" → time of the retraction
+  KEYS[2]  retracted  ZSET  "<length of kind>:<kind>:<id>" → time of the retraction (kinds and
+                            ids may hold ':': the length tells "like" + "post:1" from
+                            "like:post" + "1")
   KEYS[3]  events     ZSET  event id → arrivedAt, of the event's kind
   ARGV[1]  windowMs
   ARGV[2]  kind
@@ -28,7 +30,7 @@ local id = ARGV[3]
 local now = storeNow()
 redis.call('ZREMRANGEBYSCORE', retractedKey, '-inf', now - windowMs)
 local removed = redis.call('ZREM', eventsKey, id)
-redis.call('ZADD', retractedKey, now, kind .. ':' .. id)
+redis.call('ZADD', retractedKey, now, #kind .. ':' .. kind .. ':' .. id)
 redis.call('PEXPIRE', retractedKey, windowMs)
 if redis.call('EXISTS', stateKey) == 1 then
   redis.call('PEXPIRE', stateKey, windowMs)

@@ -9,7 +9,7 @@ interface KindState {
 
 interface UserCounters {
   kinds: Map<string, KindState>;
-  /** `<kind>:<id>` → when it was retracted */
+  /** retractionKey(kind, id) → when it was retracted */
   retracted: Map<string, number>;
   /** The store time of the last count: later events are stamped after it. */
   countedAt: number;
@@ -39,7 +39,7 @@ export class MemoryCounters implements InteractionCounters {
     for (const { user, kind, id } of events) {
       let state = states.get(user);
       if (!state) states.set(user, (state = this.live(user, now, windowMs, true)!));
-      const key = `${kind}:${id}`;
+      const key = retractionKey(kind, id);
       const k = kindOf(state, kind);
       if (state.retracted.has(key) || k.events.has(id)) continue;
       const stamp = Math.max(now, state.last + 1, k.readAt + 1, state.countedAt + 1);
@@ -55,7 +55,7 @@ export class MemoryCounters implements InteractionCounters {
     const now = this.now();
     const state = this.live(user, now, windowMs, true)!;
     const removed = kindOf(state, kind).events.delete(id);
-    state.retracted.set(`${kind}:${id}`, now);
+    state.retracted.set(retractionKey(kind, id), now);
     state.touchedAt = now;
     return removed;
   }
@@ -133,4 +133,9 @@ function kindOf(state: UserCounters, kind: string): KindState {
   let k = state.kinds.get(kind);
   if (!k) state.kinds.set(kind, (k = { events: new Map(), readAt: 0 }));
   return k;
+}
+
+/** Kinds and ids may hold ':': the kind's length tells "like" + "post:1" from "like:post" + "1". */
+function retractionKey(kind: string, id: string): string {
+  return `${kind.length}:${kind}:${id}`;
 }
