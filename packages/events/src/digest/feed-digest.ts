@@ -1,0 +1,208 @@
+import type { BadgeService } from '@bubble/badges';
+import { DAY_MS } from '@bubble/protocol';
+import { RedisWebhookQueue, type RedisStore } from '@bubble/store';
+import pino, { type Logger } from 'pino';
+import { Registry } from 'prom-client';
+import { DigestMetrics } from './digest-metrics.js';
+import { DigestPass } from './digest-pass.js';
+import { PostActivity } from './post-activity.js';
+
+export interface FeedDigestOptions {
+  /** BUBBLE_DIGEST_INTERVAL_MS: a user's feed is counted at most this often. */
+  intervalMs: number;
+  /** BUBBLE_DIGEST_DAYS: users seen (and offline) within this many days are counted. */
+  days: number;
+  /** BUBBLE_DIGEST_RATE: users this process looks at per second, at most. */
+  rate: number;
+  /** BUBBLE_WEBHOOK_MIN_INTERVAL_MS and BUBBLE_WEBHOOK_QUEUE_MAX, as the due set applies them. */
+  webhookMinIntervalMs: number;
+  queueMax: number;
+  /** Users per page claimed; by default a tenth of a second's worth, 1 to 200. */
+  pageSize?: number;
+  registry?: Registry;
+  logger?: Logger;
+}
+
+export interface DigestStats {
+  /** Users handed to this process (each once a pass, in one process). */
+  users: number;
+  /** Of them: online (their badge goes live), skipped (no followed author or topic posted
+   * since their last count), counted, and counted with a changed feed (made due). */
+  online: number;
+  skipped: number;
+  counted: number;
+  changed: number;
+  /** How far behind its schedule the pass was at this process's last claim (ms). */
+  lagMs: number;
+}
+
+export interface FeedDigest {
+  readonly metrics: DigestMetrics;
+  stats(): DigestStats;
+  close(): Promise<void>;
+}
+
+/** The reason a digest delivery carries (docs/api.md, "The feed on phones"). */
+export const FEED_REASON = 'feed';
+
+/**
+ * Starts the feed digest in this process (docs/architecture.md, "The feed on phones"): the
+ * users seen within `days` and offline have their feed counted about once per `intervalMs`,
+ * and those whose feed count changed are made due for offline delivery with reason "feed".
+ */
+export async function startFeedDigest(
+  store: RedisStore,
+  service: BadgeService,
+  options: FeedDigestOptions,
+): Promise<FeedDigest> {
+  const digest = new Digest(store, service, options);
+  await digest.start();
+  return digest;
+}
+
+class Digest implements FeedDigest {
+  readonly metrics: DigestMetrics;
+  private readonly queue: RedisWebhookQueue;
+  private readonly pass: DigestPass;
+  private readonly activity: PostActivity;
+  private readonly logger: Logger;
+  private readonly pageSize: number;
+  private readonly counts: DigestStats = {
+    users: 0,
+    online: 0,
+    skipped: 0,
+    counted: 0,
+    changed: 0,
+    lagMs: 0,
+  };
+  private running = true;
+  private loop: Promise<void> | undefined;
+  private wake: (() => void) | undefined;
+
+  constructor(
+    private readonly store: RedisStore,
+    private readonly service: BadgeService,
+    private readonly o: FeedDigestOptions,
+  ) {
+    this.queue = new RedisWebhookQueue(store.redis, store.keys);
+    this.pass = new DigestPass(store.redis, store.keys);
+    this.activity = new PostActivity(store.changes);
+    this.logger = (o.logger ?? pino({ enabled: false })).child({ module: 'digest' });
+    this.pageSize = o.pageSize ?? Math.min(200, Math.max(1, Math.round(o.rate / 10)));
+    this.metrics = new DigestMetrics(o.registry ?? new Registry(), () => this.counts.lagMs);
+  }
+
+  async start(): Promise<void> {
+    await this.activity.catchUp(this.store.clock.now());
+    this.loop = this.run();
+  }
+
+  stats(): DigestStats {
+    return { ...this.counts };
+  }
+
+  async close(): Promise<void> {
+    this.running = false;
+    this.wake?.();
+    await this.loop;
+  }
+
+  private async run(): Promise<void> {
+    const windowMs = this.o.days * DAY_MS;
+    let lastPrune = 0;
+    while (this.running) {
+      const began = performance.now();
+      let handed = 0;
+      try {
+        const now = this.store.clock.now();
+        await this.activity.catchUp(now);
+        if (now - lastPrune > this.o.intervalMs) {
+          // A user not seen within the window is not counted: what happened before is not needed.
+          this.activity.forget(now - windowMs - this.o.intervalMs);
+          lastPrune = now;
+        }
+        const claim = await this.pass.next(now, this.o.intervalMs, windowMs, this.pageSize);
+        this.counts.lagMs = claim.lagMs;
+        if (claim.kind === 'wait') {
+          await this.pause(Math.min(claim.waitMs, 1_000));
+          continue;
+        }
+        handed = claim.users.length;
+        await this.digest(claim.users);
+      } catch (err) {
+        if (!this.running) return;
+        this.logger.warn({ err }, 'feed digest: a page failed');
+        await this.pause(1_000);
+        continue;
+      }
+      // The rate bound: a page of n users takes at least n / rate seconds in this process.
+      const spent = performance.now() - began;
+      const owed = (handed * 1000) / this.o.rate - spent;
+      if (owed > 0) await this.pause(Math.ceil(owed));
+    }
+  }
+
+  /** One page: leaves out who is online and who cannot have changed, counts the others. */
+  private async digest(users: readonly string[]): Promise<void> {
+    const online = await this.queue.onlineAmong(users);
+    const offline = users.filter((_, i) => !online[i]);
+    this.counts.users += users.length;
+    this.counts.online += users.length - offline.length;
+    this.metrics.users.inc({ outcome: 'online' }, users.length - offline.length);
+    const { badges, follows, topics } = this.store;
+    const looked = await Promise.all(
+      offline.map(async (user) => {
+        const [state, authors, followed] = await Promise.all([
+          badges.load(user),
+          follows.list(user),
+          topics.list(user),
+        ]);
+        return { user, state, authors, followed };
+      }),
+    );
+    const toCount = looked.filter(
+      ({ state, authors, followed }) =>
+        state === null || this.activity.changedSince(authors, followed, state.computedAt),
+    );
+    const skipped = looked.length - toCount.length;
+    this.counts.skipped += skipped;
+    this.metrics.users.inc({ outcome: 'skipped' }, skipped);
+    if (toCount.length === 0) return;
+    // Counted as offline delivery counts (and stored): the sender then finds the same state.
+    const counted = await this.service.badges(toCount.map(({ user }) => user));
+    this.counts.counted += counted.length;
+    this.metrics.users.inc({ outcome: 'counted' }, counted.length);
+    const changed = toCount
+      .filter(({ state }, i) => (state?.fields['f'] ?? 0) !== counted[i]!.feed)
+      .map(({ user }) => user);
+    if (changed.length === 0) return;
+    const now = this.store.clock.now();
+    const scheduled = await this.queue.schedule({
+      now,
+      intervalMs: this.o.webhookMinIntervalMs,
+      bound: this.o.queueMax,
+      consumer: '',
+      job: '',
+      nextCursor: '',
+      users: changed,
+      reason: FEED_REASON,
+    });
+    this.counts.changed += changed.length;
+    this.metrics.users.inc({ outcome: 'changed' }, changed.length);
+    if (scheduled && scheduled.shed > 0) {
+      this.logger.warn({ shed: scheduled.shed }, 'feed digest: delivery queue full, oldest shed');
+    }
+  }
+
+  private pause(ms: number): Promise<void> {
+    if (!this.running) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wake = done;
+    });
+  }
+}
