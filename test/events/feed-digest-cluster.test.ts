@@ -55,8 +55,8 @@ describe('feed digest [3-master Redis Cluster]', () => {
       queueMax: 100_000,
     };
     const digests = [
-      await startFeedDigest(stack.store, stack.service, options),
-      await startFeedDigest(other.store, other.service, options),
+      await startFeedDigest(stack.store, options),
+      await startFeedDigest(other.store, options),
     ];
     cleanups.push(async () => {
       for (const digest of digests) await digest.close();

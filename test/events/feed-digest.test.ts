@@ -16,7 +16,7 @@ async function digestOf(
   stack: Stack,
   options: Partial<FeedDigestOptions> = {},
 ): Promise<FeedDigest> {
-  const digest = await startFeedDigest(stack.store, stack.service, {
+  const digest = await startFeedDigest(stack.store, {
     intervalMs: 1_500,
     days: 3,
     rate: 10_000,

@@ -10,7 +10,7 @@ describe('feed digest configuration', () => {
     const config = loadConfig({});
     expect(config.BUBBLE_DIGEST_DAYS).toBe(3);
     expect(config.BUBBLE_DIGEST_INTERVAL_MS).toBe(900_000);
-    expect(config.BUBBLE_DIGEST_RATE).toBe(1_000);
+    expect(config.BUBBLE_DIGEST_RATE).toBe(2_000);
   });
 
   it('takes feed as a webhook source', () => {

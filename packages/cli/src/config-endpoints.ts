@@ -81,7 +81,7 @@ export const webhooks = z
         "the feed digest counts each such user's feed about this often (never more often), and delivers it when it changed",
       ),
     BUBBLE_DIGEST_RATE: int(1, 1_000_000)
-      .default(1_000)
+      .default(2_000)
       .describe(
         'users the feed digest looks at per second in each gateway, at most: gateways × rate × interval must cover the users seen within `BUBBLE_DIGEST_DAYS`',
       ),

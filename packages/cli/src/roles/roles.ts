@@ -275,7 +275,7 @@ export async function startRole(
         });
         if (config.BUBBLE_WEBHOOK_SOURCES.includes('feed')) {
           // The feed on phones (docs/api.md): a share of the digest's pass in every gateway.
-          const digest = await startFeedDigest(store, service, {
+          const digest = await startFeedDigest(store, {
             intervalMs: config.BUBBLE_DIGEST_INTERVAL_MS,
             days: config.BUBBLE_DIGEST_DAYS,
             rate: config.BUBBLE_DIGEST_RATE,

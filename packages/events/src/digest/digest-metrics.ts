@@ -8,13 +8,13 @@ export class DigestMetrics {
     const registers = [registry];
     this.users = new Counter({
       name: 'bubble_digest_users_total',
-      help: 'users the feed digest looked at, by outcome: online, skipped (nothing they follow posted since their count), counted, changed (made due)',
+      help: 'users the feed digest looked at, by outcome: online, skipped (nothing they follow had a post stored or deleted since their badge was counted), changed (made due with reason feed)',
       labelNames: ['outcome'],
       registers,
     });
     new Gauge({
       name: 'bubble_digest_lag_seconds',
-      help: 'how far the shared digest pass was behind its schedule at this process last claim: the oldest user not yet counted is past their interval by this much',
+      help: 'how far the shared digest pass was behind its schedule at this process last claim: the oldest user not yet looked at is past their interval by this much',
       registers,
       collect() {
         this.set(lagMs() / 1000);

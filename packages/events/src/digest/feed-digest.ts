@@ -1,4 +1,3 @@
-import type { BadgeService } from '@bubble/badges';
 import { DAY_MS } from '@bubble/protocol';
 import { RedisWebhookQueue, type RedisStore } from '@bubble/store';
 import pino, { type Logger } from 'pino';
@@ -26,11 +25,12 @@ export interface FeedDigestOptions {
 export interface DigestStats {
   /** Users handed to this process (each once a pass, in one process). */
   users: number;
-  /** Of them: online (their badge goes live), skipped (no followed author or topic posted
-   * since their last count), counted, and counted with a changed feed (made due). */
+  /**
+   * Of them: online (their badge goes live), skipped (no followed author or topic had a post
+   * stored or deleted since their badge was counted), changed (made due with reason feed).
+   */
   online: number;
   skipped: number;
-  counted: number;
   changed: number;
   /** How far behind its schedule the pass was at this process's last claim (ms). */
   lagMs: number;
@@ -46,16 +46,16 @@ export interface FeedDigest {
 export const FEED_REASON = 'feed';
 
 /**
- * Starts the feed digest in this process (docs/architecture.md, "The feed on phones"): the
- * users seen within `days` and offline have their feed counted about once per `intervalMs`,
- * and those whose feed count changed are made due for offline delivery with reason "feed".
+ * Starts the feed digest in this process (docs/architecture.md, "The feed on phones"): about
+ * once per `intervalMs`, each user seen within `days` and offline whose followed authors or
+ * topics had a post stored or deleted since their badge was last counted is made due for
+ * offline delivery with reason "feed"; the sender counts them then (once), stores and delivers.
  */
 export async function startFeedDigest(
   store: RedisStore,
-  service: BadgeService,
   options: FeedDigestOptions,
 ): Promise<FeedDigest> {
-  const digest = new Digest(store, service, options);
+  const digest = new Digest(store, options);
   await digest.start();
   return digest;
 }
@@ -71,7 +71,6 @@ class Digest implements FeedDigest {
     users: 0,
     online: 0,
     skipped: 0,
-    counted: 0,
     changed: 0,
     lagMs: 0,
   };
@@ -81,7 +80,6 @@ class Digest implements FeedDigest {
 
   constructor(
     private readonly store: RedisStore,
-    private readonly service: BadgeService,
     private readonly o: FeedDigestOptions,
   ) {
     this.queue = new RedisWebhookQueue(store.redis, store.keys);
@@ -160,21 +158,17 @@ class Digest implements FeedDigest {
         return { user, state, authors, followed };
       }),
     );
-    const toCount = looked.filter(
-      ({ state, authors, followed }) =>
-        state === null || this.activity.changedSince(authors, followed, state.computedAt),
-    );
-    const skipped = looked.length - toCount.length;
+    // A post stored or deleted since the count moves the count (a live post is stamped now,
+    // after every readAt): the sender counts these users once, stores and delivers the badge.
+    const changed = looked
+      .filter(
+        ({ state, authors, followed }) =>
+          state === null || this.activity.changedSince(authors, followed, state.computedAt),
+      )
+      .map(({ user }) => user);
+    const skipped = looked.length - changed.length;
     this.counts.skipped += skipped;
     this.metrics.users.inc({ outcome: 'skipped' }, skipped);
-    if (toCount.length === 0) return;
-    // Counted as offline delivery counts (and stored): the sender then finds the same state.
-    const counted = await this.service.badges(toCount.map(({ user }) => user));
-    this.counts.counted += counted.length;
-    this.metrics.users.inc({ outcome: 'counted' }, counted.length);
-    const changed = toCount
-      .filter(({ state }, i) => (state?.fields['f'] ?? 0) !== counted[i]!.feed)
-      .map(({ user }) => user);
     if (changed.length === 0) return;
     const now = this.store.clock.now();
     const scheduled = await this.queue.schedule({
