@@ -181,6 +181,8 @@ export async function benchDigest(partial: Partial<DigestOptions> = {}) {
         users > 0 && shares.gateway !== null && shares.gateway !== undefined
           ? round2((shares.gateway * wall * 1e6) / users)
           : null,
+      // Users made due and not yet sent: growing, the sender is what holds the digest back.
+      queuedAtEnd: await admin.zcard(keys.webhook('due')),
       seedSeconds: round2(seeded.seconds),
       follows: seeded.follows,
       receiverFaults: totals.faults,

@@ -42,6 +42,9 @@ export interface FeedDigest {
   close(): Promise<void>;
 }
 
+/** Pages one process has in flight at most. */
+const PAGES_IN_FLIGHT = 4;
+
 /** The reason a digest delivery carries (docs/api.md, "The feed on phones"). */
 export const FEED_REASON = 'feed';
 
@@ -77,6 +80,7 @@ class Digest implements FeedDigest {
   private running = true;
   private loop: Promise<void> | undefined;
   private wake: (() => void) | undefined;
+  private readonly pages = new Set<Promise<void>>();
 
   constructor(
     private readonly store: RedisStore,
@@ -103,6 +107,7 @@ class Digest implements FeedDigest {
     this.running = false;
     this.wake?.();
     await this.loop;
+    await Promise.all(this.pages);
   }
 
   private async run(): Promise<void> {
@@ -115,7 +120,7 @@ class Digest implements FeedDigest {
         const now = this.store.clock.now();
         await this.activity.catchUp(now);
         if (now - lastPrune > this.o.intervalMs) {
-          // A user not seen within the window is not counted: what happened before is not needed.
+          // A user not seen within the window is not looked at: older activity is not needed.
           this.activity.forget(now - windowMs - this.o.intervalMs);
           lastPrune = now;
         }
@@ -126,16 +131,20 @@ class Digest implements FeedDigest {
           continue;
         }
         handed = claim.users.length;
-        await this.digest(claim.users);
+        // Pages overlap (their reads are round trips, not work): a few in flight at once.
+        const page = this.digest(claim.users)
+          .catch((err: unknown) => this.logger.warn({ err }, 'feed digest: a page failed'))
+          .finally(() => this.pages.delete(page));
+        this.pages.add(page);
+        if (this.pages.size >= PAGES_IN_FLIGHT) await Promise.race(this.pages);
       } catch (err) {
         if (!this.running) return;
-        this.logger.warn({ err }, 'feed digest: a page failed');
+        this.logger.warn({ err }, 'feed digest: claiming a page failed');
         await this.pause(1_000);
         continue;
       }
-      // The rate bound: a page of n users takes at least n / rate seconds in this process.
-      const spent = performance.now() - began;
-      const owed = (handed * 1000) / this.o.rate - spent;
+      // The rate bound: the claims of n users are at least n / rate seconds apart.
+      const owed = (handed * 1000) / this.o.rate - (performance.now() - began);
       if (owed > 0) await this.pause(Math.ceil(owed));
     }
   }
