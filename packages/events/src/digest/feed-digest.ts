@@ -149,7 +149,7 @@ class Digest implements FeedDigest {
     }
   }
 
-  /** One page: leaves out who is online and who cannot have changed, counts the others. */
+  /** One page: leaves out who is online and who cannot have changed, makes the others due. */
   private async digest(users: readonly string[]): Promise<void> {
     const online = await this.queue.onlineAmong(users);
     const offline = users.filter((_, i) => !online[i]);
