@@ -32,6 +32,8 @@ export interface DigestOptions extends BenchOptions {
   followMedian: number;
   followCap: number;
   postsPerSec: number;
+  /** Gateways sharing the pass (each with its senders). */
+  gateways: number;
   /** BUBBLE_DIGEST_DAYS, BUBBLE_DIGEST_INTERVAL_MS; BUBBLE_DIGEST_RATE (its default if unset). */
   days: number;
   intervalMs: number;
@@ -52,6 +54,7 @@ export const DIGEST_DEFAULTS: DigestOptions = {
   followMedian: 150,
   followCap: 2000,
   postsPerSec: 1000,
+  gateways: 1,
   days: 3,
   intervalMs: 900_000,
   rate: undefined,
@@ -102,7 +105,7 @@ export async function benchDigest(partial: Partial<DigestOptions> = {}) {
     label: 'digest',
     log,
   });
-  let gateway: RoleProcess | undefined;
+  const gateways: RoleProcess[] = [];
   try {
     await storePostsAndCursors(store, service, workload);
     log(`digest: ${workload.posts.length} window posts of ${options.authors} authors stored`);
@@ -118,23 +121,31 @@ export async function benchDigest(partial: Partial<DigestOptions> = {}) {
     log(`digest: posts alone cost Redis ${round2(baseline * 100)} % of a core`);
 
     const url = await receiver.listen();
-    gateway = await startProfiledGateway(redis.url, benchSecrets(), options, stamp, {
-      env: {
-        BUBBLE_WEBHOOK_URL: url,
-        BUBBLE_WEBHOOK_SECRET: secret,
-        BUBBLE_WEBHOOK_SOURCES: 'feed',
-        BUBBLE_WEBHOOK_CONCURRENCY: '16',
-        BUBBLE_DIGEST_DAYS: String(options.days),
-        BUBBLE_DIGEST_INTERVAL_MS: String(options.intervalMs),
-        ...(options.rate !== undefined && { BUBBLE_DIGEST_RATE: String(options.rate) }),
-      },
-    });
+    for (let g = 0; g < options.gateways; g++) {
+      gateways.push(
+        await startProfiledGateway(redis.url, benchSecrets(), options, `${stamp}-${g}`, {
+          env: {
+            BUBBLE_WEBHOOK_URL: url,
+            BUBBLE_WEBHOOK_SECRET: secret,
+            BUBBLE_WEBHOOK_SOURCES: 'feed',
+            BUBBLE_WEBHOOK_CONCURRENCY: '16',
+            BUBBLE_DIGEST_DAYS: String(options.days),
+            BUBBLE_DIGEST_INTERVAL_MS: String(options.intervalMs),
+            ...(options.rate !== undefined && { BUBBLE_DIGEST_RATE: String(options.rate) }),
+          },
+        }),
+      );
+    }
+    const pids = Object.fromEntries([
+      ...gateways.map((gateway, g) => [`gateway${g}`, gateway.pid] as const),
+      ['bench', process.pid] as const,
+    ]);
     const pass = new DigestPass(admin, keys);
     const taken = new PassCounter(admin, keys);
     await sleep(options.warmupSeconds * 1000);
 
     const before = {
-      cpu: await cpuSnapshot({ gateway: gateway.pid, bench: process.pid }),
+      cpu: await cpuSnapshot(pids),
       redis: await redisCpuSeconds(admin),
       users: await taken.read(),
       deliveries: receiver.totals().userDeliveries,
@@ -148,7 +159,7 @@ export async function benchDigest(partial: Partial<DigestOptions> = {}) {
       await taken.read();
     }
     const after = {
-      cpu: await cpuSnapshot({ gateway: gateway.pid, bench: process.pid }),
+      cpu: await cpuSnapshot(pids),
       redis: await redisCpuSeconds(admin),
       users: await taken.read(),
       deliveries: receiver.totals().userDeliveries,
@@ -161,6 +172,7 @@ export async function benchDigest(partial: Partial<DigestOptions> = {}) {
     const neededPerSec = options.users / (options.intervalMs / 1000);
     const shares = cpuShares(before.cpu, after.cpu);
     const totals = receiver.totals();
+    const gatewayShare = gateways.reduce((sum, _, g) => sum + (shares[`gateway${g}`] ?? 0), 0);
     return {
       scenario: 'digest',
       users: options.users,
@@ -176,11 +188,9 @@ export async function benchDigest(partial: Partial<DigestOptions> = {}) {
       postsPerSec: round2((after.posts - before.posts) / wall),
       redisCpuShare: round2(redisSeconds / wall),
       redisCpuShareOfPosts: round2(baseline),
-      gatewayCpuShare: shares.gateway,
-      gatewayCpuUsPerDigestUser:
-        users > 0 && shares.gateway !== null && shares.gateway !== undefined
-          ? round2((shares.gateway * wall * 1e6) / users)
-          : null,
+      gateways: options.gateways,
+      gatewayCpuShare: round2(gatewayShare),
+      gatewayCpuUsPerDigestUser: users > 0 ? round2((gatewayShare * wall * 1e6) / users) : null,
       // Users made due and not yet sent: growing, the sender is what holds the digest back.
       queuedAtEnd: await admin.zcard(keys.webhook('due')),
       seedSeconds: round2(seeded.seconds),
@@ -192,7 +202,7 @@ export async function benchDigest(partial: Partial<DigestOptions> = {}) {
     };
   } finally {
     await posts.stop();
-    await gateway?.stop();
+    for (const gateway of gateways) await gateway.stop();
     await receiver.close();
     await redis.stop();
   }

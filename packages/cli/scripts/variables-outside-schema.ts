@@ -83,6 +83,11 @@ export const VARIABLES_OUTSIDE_SCHEMA: OutsideGroup[] = [
         description: 'how long `bench digest` measures, seconds (after its warm-up)',
       },
       {
+        name: 'BUBBLE_BENCH_DIGEST_GATEWAYS',
+        default: '`1`',
+        description: 'gateways sharing the pass of `bench digest`',
+      },
+      {
         name: 'BUBBLE_BENCH_PROBE',
         default: '—',
         description:

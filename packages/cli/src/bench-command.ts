@@ -41,6 +41,7 @@ export const SCENARIOS: Record<string, Scenario> = {
       profileDir,
       ...benchNumber('BUBBLE_BENCH_DIGEST_USERS', 'users'),
       ...benchNumber('BUBBLE_BENCH_DIGEST_SECONDS', 'seconds'),
+      ...benchNumber('BUBBLE_BENCH_DIGEST_GATEWAYS', 'gateways'),
       ...benchNumber('BUBBLE_DIGEST_RATE', 'rate'),
     }),
   'ws-ceiling': (bench) => bench.benchWsCeiling({ log }),
