@@ -96,8 +96,6 @@ describe('sources refill: what a sweep is handed', () => {
     expect(third).not.toContain(first[0]);
     expect(third).not.toContain(first[2]);
     for (const user of third) refill.settled(user);
-    expect(take()).toEqual(
-      users.filter((u) => !first.includes(u) && !third.includes(u)),
-    );
+    expect(take()).toEqual(users.filter((u) => !first.includes(u) && !third.includes(u)));
   });
 });

@@ -28,7 +28,6 @@ describe('ingest stream and webhook configuration', () => {
   });
 
   it.each([
-    [{ BUBBLE_WEBHOOK_SOURCES: 'feed' }, /BUBBLE_WEBHOOK_SOURCES: feed is not a webhook source/],
     [{ BUBBLE_WEBHOOK_SOURCES: 'notices,likes' }, /BUBBLE_WEBHOOK_SOURCES: unknown source "likes"/],
     [{ BUBBLE_WEBHOOK_URL: 'ftp://push.example' }, /BUBBLE_WEBHOOK_URL: must be an http\(s\) URL/],
     [{ BUBBLE_WEBHOOK_URL: 'https://push.example/hook' }, /BUBBLE_WEBHOOK_SECRET: required/],

@@ -1,6 +1,7 @@
 export { benchCompute, COMPUTE_DEFAULTS, type ComputeOptions } from './compute.js';
 export { benchColdStart, COLD_START_DEFAULTS, type ColdStartOptions } from './cold-start.js';
 export { benchConnections, CONNECTIONS_DEFAULTS, type ConnectionsOptions } from './connections.js';
+export { benchDigest, DIGEST_DEFAULTS, type DigestOptions } from './digest.js';
 export { benchFanout, FANOUT_DEFAULTS, type FanoutOptions } from './fanout.js';
 export { benchIngest, INGEST_DEFAULTS, type IngestOptions } from './ingest.js';
 export {

@@ -192,7 +192,7 @@ function shuffledDraw(rank: ZipfSampler, random: () => number): () => number {
   return () => order[rank.next()]!;
 }
 
-function followCount(shape: WorkloadOptions['follows'], random: () => number): number {
+export function followCount(shape: WorkloadOptions['follows'], random: () => number): number {
   if ('fixed' in shape) return shape.fixed;
   // Log-normal around the median, capped: a few users follow very many.
   const normal = Math.sqrt(-2 * Math.log(1 - random())) * Math.cos(2 * Math.PI * random());

@@ -73,6 +73,21 @@ export const VARIABLES_OUTSIDE_SCHEMA: OutsideGroup[] = [
         description: 'posts per second of `bench soak`',
       },
       {
+        name: 'BUBBLE_BENCH_DIGEST_USERS',
+        default: '`1000000`',
+        description: 'offline users seen within `BUBBLE_DIGEST_DAYS` of `bench digest`',
+      },
+      {
+        name: 'BUBBLE_BENCH_DIGEST_SECONDS',
+        default: '`120`',
+        description: 'how long `bench digest` measures, seconds (after its warm-up)',
+      },
+      {
+        name: 'BUBBLE_BENCH_DIGEST_GATEWAYS',
+        default: '`1`',
+        description: 'gateways sharing the pass of `bench digest`',
+      },
+      {
         name: 'BUBBLE_BENCH_PROBE',
         default: '—',
         description:

@@ -35,6 +35,15 @@ export const SCENARIOS: Record<string, Scenario> = {
   ingest: (bench) => bench.benchIngest({ log, profileDir }),
   'ingest-stream': (bench) => bench.benchIngestStream({ log, profileDir }),
   webhook: (bench) => bench.benchWebhook({ log, profileDir }),
+  digest: (bench) =>
+    bench.benchDigest({
+      log,
+      profileDir,
+      ...benchNumber('BUBBLE_BENCH_DIGEST_USERS', 'users'),
+      ...benchNumber('BUBBLE_BENCH_DIGEST_SECONDS', 'seconds'),
+      ...benchNumber('BUBBLE_BENCH_DIGEST_GATEWAYS', 'gateways'),
+      ...benchNumber('BUBBLE_DIGEST_RATE', 'rate'),
+    }),
   'ws-ceiling': (bench) => bench.benchWsCeiling({ log }),
   memory: (bench) => bench.benchMemory({ log }),
   // The same without a sources endpoint: follows kept in Redis, as before issue 36.

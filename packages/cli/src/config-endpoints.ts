@@ -37,10 +37,7 @@ export const webhooks = z
           if (!WEBHOOK_SOURCES.includes(source as WebhookSource)) {
             ctx.addIssue({
               code: 'custom',
-              message:
-                source === 'feed'
-                  ? "feed is not a webhook source: bubble keeps no index of an author's followers (a post never walks them), so it cannot tell whose badge a post changed"
-                  : `unknown source ${JSON.stringify(source)}; one of ${WEBHOOK_SOURCES.join(', ')}`,
+              message: `unknown source ${JSON.stringify(source)}; one of ${WEBHOOK_SOURCES.join(', ')}`,
             });
             return z.NEVER;
           }
@@ -48,7 +45,7 @@ export const webhooks = z
         return [...new Set(sources)] as WebhookSource[];
       })
       .describe(
-        'the sources whose changes are delivered to offline users: `conversations`, `counters`, `notices`, `reddots` (not `feed`)',
+        'the sources whose changes are delivered to offline users: `conversations`, `counters`, `notices`, `reddots`, `feed` (the feed digest: users seen within `BUBBLE_DIGEST_DAYS`, counted every `BUBBLE_DIGEST_INTERVAL_MS`)',
       ),
     BUBBLE_WEBHOOK_TIMEOUT_MS: int(100, 120_000)
       .default(5_000)
@@ -73,6 +70,21 @@ export const webhooks = z
     BUBBLE_WEBHOOK_CONCURRENCY: int(1, 256)
       .default(8)
       .describe('webhook requests one gateway has in flight at once'),
+    BUBBLE_DIGEST_DAYS: int(1, 3650)
+      .default(3)
+      .describe(
+        'with `feed` in `BUBBLE_WEBHOOK_SOURCES`: offline users seen within this many days have their feed counted (at most `BUBBLE_INACTIVE_DAYS`)',
+      ),
+    BUBBLE_DIGEST_INTERVAL_MS: int(1_000, 86_400_000)
+      .default(900_000)
+      .describe(
+        "the feed digest counts each such user's feed about this often (never more often), and delivers it when it changed",
+      ),
+    BUBBLE_DIGEST_RATE: int(1, 1_000_000)
+      .default(2_000)
+      .describe(
+        'users the feed digest looks at per second in each gateway, at most: gateways × rate × interval must cover the users seen within `BUBBLE_DIGEST_DAYS`',
+      ),
   })
   .meta({
     title: 'Offline delivery (webhooks)',

@@ -392,6 +392,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       'invalid configuration:\n  BUBBLE_SOURCES_SECRET: required with BUBBLE_SOURCES_URL (requests are signed with it)',
     );
   }
+  if (config.BUBBLE_DIGEST_DAYS > config.BUBBLE_INACTIVE_DAYS) {
+    throw new ConfigError(
+      'invalid configuration:\n  BUBBLE_DIGEST_DAYS: must be at most BUBBLE_INACTIVE_DAYS (a user unseen longer is dropped)',
+    );
+  }
   if (config.BUBBLE_WEBHOOK_RETRY_MAX_MS < config.BUBBLE_WEBHOOK_RETRY_BASE_MS) {
     throw new ConfigError(
       'invalid configuration:\n  BUBBLE_WEBHOOK_RETRY_MAX_MS: must be at least BUBBLE_WEBHOOK_RETRY_BASE_MS',

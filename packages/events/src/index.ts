@@ -8,4 +8,5 @@ export type { IngestConsumerOptions } from './ingest/consumer-options.js';
 export { IngestMetrics } from './ingest/metrics.js';
 export { parseIngestEntry } from './ingest/entries.js';
 export * from './webhook/index.js';
+export * from './digest/index.js';
 export * from './sources/index.js';

@@ -12,6 +12,7 @@ import {
   IngestConsumers,
   redisOfflineJobs,
   startDeliveryWorkers,
+  startFeedDigest,
   type DeliveryWorkers,
 } from '@bubble/events';
 import { SchedulerNode, readClusterStatus, tickPeriodMs } from '@bubble/server';
@@ -272,6 +273,19 @@ export async function startRole(
           logger,
           registry: metrics.registry,
         });
+        if (config.BUBBLE_WEBHOOK_SOURCES.includes('feed')) {
+          // The feed on phones (docs/api.md): a share of the digest's pass in every gateway.
+          const digest = await startFeedDigest(store, {
+            intervalMs: config.BUBBLE_DIGEST_INTERVAL_MS,
+            days: config.BUBBLE_DIGEST_DAYS,
+            rate: config.BUBBLE_DIGEST_RATE,
+            webhookMinIntervalMs: config.BUBBLE_WEBHOOK_MIN_INTERVAL_MS,
+            queueMax: config.BUBBLE_WEBHOOK_QUEUE_MAX,
+            logger,
+            registry: metrics.registry,
+          });
+          stops.unshift(() => digest.close());
+        }
       }
     }
     // `url` reaches this process from its own host; the node list shows what others reach.

@@ -2,7 +2,7 @@ import type { OfflineJob, OfflineJobs } from '@bubble/badges';
 import type { RedisWebhookQueue } from '@bubble/store';
 
 /** What BUBBLE_WEBHOOK_SOURCES may name: the sources whose changes reach a user without a socket. */
-export const WEBHOOK_SOURCES = ['conversations', 'counters', 'notices', 'reddots'] as const;
+export const WEBHOOK_SOURCES = ['conversations', 'counters', 'notices', 'reddots', 'feed'] as const;
 export type WebhookSource = (typeof WEBHOOK_SOURCES)[number];
 
 /** The source whose change a job stands for. */

@@ -249,6 +249,14 @@ export class RedisKeys {
   }
 
   /**
+   * HASH of the feed digest's current pass over lastSeen (packages/events/src/digest): its
+   * start, size, cursor and count handed out. In lastSeen's slot: one script reads both.
+   */
+  digestPass(): string {
+    return `${this.prefix}:digest:{g}:pass`;
+  }
+
+  /**
    * HASH of one user's interaction counters: `c` the store time of the last count, `l:<kind>`
    * the kind's last arrival stamp, `r:<kind>` its readAt (ingestCounters-3.lua).
    */
