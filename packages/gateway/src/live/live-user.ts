@@ -82,12 +82,15 @@ export function addListener(live: LiveUser, listener: BadgeListener): void {
   else if (listeners !== listener) live.listeners = new Set([listeners, listener]);
 }
 
-export function removeListener(live: LiveUser, listener: BadgeListener): void {
+/** Returns whether `listener` was one of the user's. */
+export function removeListener(live: LiveUser, listener: BadgeListener): boolean {
   const { listeners } = live;
-  if (listeners === listener) live.listeners = null;
-  else if (listeners instanceof Set) {
-    listeners.delete(listener);
-    if (listeners.size === 1) live.listeners = listeners.values().next().value!;
-    else if (listeners.size === 0) live.listeners = null;
+  if (listeners === listener) {
+    live.listeners = null;
+    return true;
   }
+  if (!(listeners instanceof Set) || !listeners.delete(listener)) return false;
+  if (listeners.size === 1) live.listeners = listeners.values().next().value!;
+  else if (listeners.size === 0) live.listeners = null;
+  return true;
 }

@@ -139,8 +139,9 @@ export class LiveUsers {
 
   async detach(user: string, listener: BadgeListener): Promise<void> {
     const live = this.users.get(user);
-    if (!live) return;
-    removeListener(live, listener);
+    // A listener never attached (its socket closed while attach() was still holding the user)
+    // takes nobody else's place away.
+    if (!live || !removeListener(live, listener)) return;
     live.sockets = Math.max(0, live.sockets - 1);
     if (live.sockets === 0 && live.pollerUntil <= Date.now()) await this.release(user);
   }

@@ -1,7 +1,7 @@
 import type { Duplex } from 'node:stream';
 import { CLOSE, type Badge } from '@bubble/protocol';
 import { WebSocket } from 'ws';
-import type { AdmittedSocket } from './admission.js';
+import { releaseAdmission, type AdmittedSocket } from './admission.js';
 import type { HeldBadge } from './held-badge.js';
 import type { BadgeListener } from './live-user.js';
 
@@ -42,6 +42,8 @@ export class Peer extends WebSocket implements BadgeListener {
   admission: AdmittedSocket | null = null;
   /** The socket under the connection, which frames are written to (writeTextFrame). */
   wire: Duplex | null = null;
+  /** Its close was handled: an attach that ends after it must be undone. */
+  gone = false;
 
   onBadge(badge: HeldBadge): void {
     this.gateway?.send(this, badge);
@@ -67,5 +69,26 @@ export function onAuthTimeout(ws: Peer): void {
 
 function closeUnauthenticated(ws: Peer): void {
   // A frame being handled (ws.queue) is the auth frame, or closes the socket itself.
-  if (!ws.user && ws.queue === null) ws.close(CLOSE.authFailed, 'no authentication within 5 s');
+  if (!ws.user && ws.queue === null) {
+    closeBeforeAdmission(ws, CLOSE.authFailed, 'no authentication within 5 s');
+  }
+}
+
+/** How long a client that failed to authenticate has to answer the close frame. */
+export const UNAUTHENTICATED_CLOSE_MS = 1000;
+
+/**
+ * Closes a connection that never authenticated: its place among the connections being
+ * admitted is free at once (not when the client answers the close, 13–38 s later for one that
+ * does not), and the socket is cut after UNAUTHENTICATED_CLOSE_MS without that answer.
+ */
+export function closeBeforeAdmission(ws: Peer, code: number, reason: string): void {
+  if (ws.admission) releaseAdmission(ws.admission);
+  ws.admission = null;
+  ws.close(code, reason);
+  setTimeout(terminate, UNAUTHENTICATED_CLOSE_MS, ws).unref();
+}
+
+function terminate(ws: Peer): void {
+  if (ws.readyState !== WebSocket.CLOSED) ws.terminate();
 }

@@ -27,7 +27,7 @@ import { DEFAULT_DRAIN_MAX_MS, DEFAULT_DRAIN_RATE, closePaced } from './drain.js
 import { HeldBadge } from './held-badge.js';
 import { IpRateLimiter } from './ip-rate-limiter.js';
 import type { LiveUsers } from './live-users.js';
-import { Peer, onAuthTimeout, onError, onPong } from './peer.js';
+import { Peer, closeBeforeAdmission, onAuthTimeout, onError, onPong } from './peer.js';
 import { writeAsciiTextFrame, writeTextFrame } from './text-frame.js';
 import { WATCH_SAFETY_REFRESH_MS, WatchedLists } from './watched-lists.js';
 
@@ -271,6 +271,7 @@ export class WsGateway {
   }
 
   private closed(ws: Peer): void {
+    ws.gone = true;
     this.peers.delete(ws);
     if (ws.watched && ws.user) this.lists.unwatch(ws, ws.user);
     ws.watched = null;
@@ -293,11 +294,23 @@ export class WsGateway {
   }
 
   private async authenticated(ws: Peer, user: string): Promise<void> {
-    ws.user = user;
     if (ws.authTimer) clearTimeout(ws.authTimer);
     ws.authTimer = null;
+    // Closed while its token was verified: closed() ran with no user to detach.
+    if (ws.gone) {
+      if (ws.admission) releaseAdmission(ws.admission);
+      ws.admission = null;
+      return;
+    }
+    ws.user = user;
     try {
       const badge = await this.options.live.attach(user, ws);
+      // Closed while attach() held the user: closed() detached nothing (or before the attach
+      // took), and nothing else would, leaving the user online with no socket.
+      if (ws.gone) {
+        await this.options.live.detach(user, ws);
+        return;
+      }
       this.send(ws, badge);
     } catch (err) {
       this.log.warn({ err }, 'could not compute the badge of a new connection');
@@ -308,13 +321,23 @@ export class WsGateway {
     }
   }
 
+  /** Closes on a frame it cannot take; one that never authenticated as closeBeforeAdmission. */
+  private refuseFrame(ws: Peer, code: number, reason: string): void {
+    if (ws.user) ws.close(code, reason);
+    else closeBeforeAdmission(ws, code, reason);
+  }
+
   private async receive(ws: Peer, data: RawData, isBinary: boolean): Promise<void> {
     let frame: unknown;
     try {
       if (isBinary) throw new Error('binary');
       frame = parseJsonText(data.toString(), 'the frame');
     } catch {
-      ws.close(CLOSE.policy, `frames are JSON text nested at most ${LIMITS.maxJsonDepth} deep`);
+      this.refuseFrame(
+        ws,
+        CLOSE.policy,
+        `frames are JSON text nested at most ${LIMITS.maxJsonDepth} deep`,
+      );
       return;
     }
     const type =
@@ -322,22 +345,20 @@ export class WsGateway {
     if (type === 'auth') {
       const token = (frame as { token?: unknown }).token;
       if (ws.user || typeof token !== 'string') {
-        ws.close(ws.user ? CLOSE.policy : CLOSE.authFailed, 'unexpected auth');
+        this.refuseFrame(ws, ws.user ? CLOSE.policy : CLOSE.authFailed, 'unexpected auth');
         return;
       }
       try {
         const user = await this.options.auth.verifyToken(token);
         await this.authenticated(ws, user);
       } catch {
-        ws.close(CLOSE.authFailed, 'authentication failed');
+        closeBeforeAdmission(ws, CLOSE.authFailed, 'authentication failed');
       }
       return;
     }
     if (!ws.user) {
-      ws.close(
-        type === 'read' || type === 'ping' ? CLOSE.authFailed : CLOSE.policy,
-        'authenticate first',
-      );
+      const code = type === 'read' || type === 'ping' ? CLOSE.authFailed : CLOSE.policy;
+      closeBeforeAdmission(ws, code, 'authenticate first');
       return;
     }
     if (type === 'ping') {
