@@ -74,6 +74,9 @@ export interface LiveOptions {
   /** A drain's pace (BUBBLE_WS_DRAIN_RATE, BUBBLE_WS_DRAIN_MAX_MS); the gateway's defaults unset. */
   drainRate?: number;
   drainMaxMs?: number;
+  /** Connections being admitted at once, and the wait for an auth frame (the gateway's defaults). */
+  maxAdmitting?: number;
+  authTimeoutMs?: number;
 }
 
 export interface LiveApp {
@@ -174,6 +177,8 @@ async function startLive(
       pubsubCheckMs: options.pubsubCheckMs,
       drainRate: options.drainRate,
       drainMaxMs: options.drainMaxMs,
+      maxAdmitting: options.maxAdmitting,
+      authTimeoutMs: options.authTimeoutMs,
     },
   });
   const address = await gateway.listen(0, '127.0.0.1');

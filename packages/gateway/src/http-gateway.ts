@@ -83,6 +83,9 @@ export interface GatewayOptions {
     drainMaxMs?: number;
     /** Proxies whose X-Forwarded-For names the client (BUBBLE_TRUSTED_PROXIES). */
     trustedProxies?: readonly Cidr[];
+    /** Connections being admitted at once (DEFAULT_MAX_ADMITTING) and the auth frame's wait (5 s). */
+    maxAdmitting?: number;
+    authTimeoutMs?: number;
   };
   /**
    * Per-user and per-address limits of the client routes (default DEFAULT_CLIENT_LIMITS); the
@@ -229,6 +232,8 @@ export class HttpGateway {
           connectLimit: live.connectLimit,
           drainRate: live.drainRate,
           drainMaxMs: live.drainMaxMs,
+          maxAdmitting: live.maxAdmitting,
+          authTimeoutMs: live.authTimeoutMs,
           clientAddresses: new ClientAddressResolver(live.trustedProxies ?? []),
           gatewayId: live.gatewayId,
           onListRead: () => this.metrics.watchListReads.inc(),
