@@ -11,7 +11,7 @@ import path from 'node:path';
 import { rmSync } from 'node:fs';
 import { CoreNode } from '@bubble/core';
 import { BadgeService } from '@bubble/badges';
-import { HttpGateway, mintToken } from '@bubble/gateway';
+import { HttpGateway, mintToken, type ClientLimitOptions } from '@bubble/gateway';
 import { systemClock, type Badge } from '@bubble/protocol';
 import { SchedulerNode } from '@bubble/server';
 import {
@@ -77,6 +77,8 @@ export interface LiveOptions {
   /** Connections being admitted at once, and the wait for an auth frame (the gateway's defaults). */
   maxAdmitting?: number;
   authTimeoutMs?: number;
+  /** The client routes' limits, which `read` and `watch` frames draw on too (their defaults). */
+  clientLimits?: ClientLimitOptions;
 }
 
 export interface LiveApp {
@@ -166,6 +168,7 @@ async function startLive(
     auth: { apiKey: API_KEY, jwtSecret: JWT_SECRET, jwtAudience: options.jwtAudience },
     logger,
     drainTimeoutMs: 1000,
+    ...(options.clientLimits ? { clientLimits: options.clientLimits } : {}),
     live: {
       gatewayId: `gateway-${id}`,
       presenceTtlMs: options.presenceTtlMs ?? 10_000,

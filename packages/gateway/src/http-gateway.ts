@@ -234,6 +234,9 @@ export class HttpGateway {
           drainMaxMs: live.drainMaxMs,
           maxAdmitting: live.maxAdmitting,
           authTimeoutMs: live.authTimeoutMs,
+          ...(this.clientLimits
+            ? { frameBudget: (user: string) => this.clientLimits!.takeFrame(user) }
+            : {}),
           clientAddresses: new ClientAddressResolver(live.trustedProxies ?? []),
           gatewayId: live.gatewayId,
           onListRead: () => this.metrics.watchListReads.inc(),

@@ -13,6 +13,11 @@ export {
   type AuthOptions,
   type MintOptions,
 } from './auth.js';
+export {
+  DEFAULT_CLIENT_LIMITS,
+  type ClientLimitOptions,
+  type RateLimit,
+} from './http/client-limits.js';
 export { GatewayMetrics } from './metrics.js';
 export { LoadMonitor } from './load-monitor.js';
 export { LiveUsers, type PushStats } from './live/live-users.js';

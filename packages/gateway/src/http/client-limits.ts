@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { BubbleError } from '@bubble/protocol';
 import type { Authenticator } from '../auth.js';
-import { IpRateLimiter } from '../live/ip-rate-limiter.js';
+import { IpRateLimiter, type TakeResult } from '../live/ip-rate-limiter.js';
 import { ClientAddressResolver } from './client-address.js';
 
 export interface RateLimit {
@@ -91,5 +91,15 @@ export class ClientLimits {
       );
     }
     return user;
+  }
+
+  /**
+   * Charges one store-touching WebSocket frame (a `read`, a `watch`) to the user's bucket, the
+   * one their HTTP calls draw from: a socket is no way around the per-user limit.
+   */
+  takeFrame(user: string): TakeResult {
+    const byUser = this.users.take(user);
+    if (!byUser.allowed) this.onRefused('user');
+    return byUser;
   }
 }

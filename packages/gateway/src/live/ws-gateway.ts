@@ -25,7 +25,7 @@ import {
 } from './admission.js';
 import { DEFAULT_DRAIN_MAX_MS, DEFAULT_DRAIN_RATE, closePaced } from './drain.js';
 import { HeldBadge } from './held-badge.js';
-import { IpRateLimiter } from './ip-rate-limiter.js';
+import { IpRateLimiter, type TakeResult } from './ip-rate-limiter.js';
 import type { LiveUsers } from './live-users.js';
 import { Peer, closeBeforeAdmission, onAuthTimeout, onError, onPong } from './peer.js';
 import { writeAsciiTextFrame, writeTextFrame } from './text-frame.js';
@@ -74,6 +74,11 @@ export interface WsGatewayOptions {
   watchRefreshMs?: number;
   /** Told of every re-read of a watched list (bubble_watch_list_reads_total). */
   onListRead?: () => void;
+  /**
+   * The per-user budget of the client routes (ClientLimits.takeFrame): every frame that touches
+   * the store is charged to it, and one over it is answered with an error frame and not applied.
+   */
+  frameBudget?: (user: string) => TakeResult;
 }
 
 /** The heartbeat's defaults (docs/security.md): ping every 25 s, a pong due within 8 s. */
@@ -365,6 +370,7 @@ export class WsGateway {
       this.sendText(ws, '{"type":"pong"}');
       return;
     }
+    if ((type === 'watch' || type === 'read') && !this.withinBudget(ws, ws.user)) return;
     if (type === 'watch') {
       this.lists.watch(ws, ws.user, (frame as { what?: unknown }).what);
       return;
@@ -423,6 +429,20 @@ export class WsGateway {
     if (!ws.wire) ws.send(text);
     else if (ascii) writeAsciiTextFrame(ws.wire, text);
     else writeTextFrame(ws.wire, text);
+  }
+
+  /** Whether the frame may go on; if not, the client is told when to try again. */
+  private withinBudget(ws: Peer, user: string): boolean {
+    const taken = this.options.frameBudget?.(user);
+    if (taken === undefined || taken.allowed) return true;
+    this.sendError(
+      ws,
+      new BubbleError(
+        'UB_ERR_RATE_LIMITED',
+        `too many requests for this user; this frame was not applied, retry in ${taken.retryAfterSeconds} s`,
+      ),
+    );
+    return false;
   }
 
   private sendError(ws: Peer, error: BubbleError): void {
