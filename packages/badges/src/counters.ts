@@ -29,7 +29,12 @@ export class Counters {
       }
       await Promise.all(
         [...byUser].map(([user, items]) =>
-          jobs.append({ kind: 'user', user, source: 'counters', items: items.slice(-MAX_WEBHOOK_ITEMS) }),
+          jobs.append({
+            kind: 'user',
+            user,
+            source: 'counters',
+            items: items.slice(-MAX_WEBHOOK_ITEMS),
+          }),
         ),
       );
     }

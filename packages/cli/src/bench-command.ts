@@ -35,6 +35,7 @@ export const SCENARIOS: Record<string, Scenario> = {
   ingest: (bench) => bench.benchIngest({ log, profileDir }),
   'ingest-stream': (bench) => bench.benchIngestStream({ log, profileDir }),
   webhook: (bench) => bench.benchWebhook({ log, profileDir }),
+  sync: (bench) => bench.benchSync({ log, profileDir }),
   'ws-ceiling': (bench) => bench.benchWsCeiling({ log }),
   memory: (bench) => bench.benchMemory({ log }),
   // The same without a sources endpoint: follows kept in Redis, as before issue 36.

@@ -57,7 +57,9 @@ export function parseJob(text: string | null): OfflineJob | null {
     if ('items' in job && job.items !== undefined && !Array.isArray(job.items)) return null;
     switch (job?.kind) {
       case 'conversation':
-        return isString(job.conversation) && Number.isFinite(job.maxSeq) && Array.isArray(job.senders)
+        return isString(job.conversation) &&
+          Number.isFinite(job.maxSeq) &&
+          Array.isArray(job.senders)
           ? job
           : null;
       case 'notice':
