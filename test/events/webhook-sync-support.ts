@@ -116,7 +116,9 @@ export async function everyDecreaseCorrectsPhone(rig: SyncRig, prefix: string): 
   const { service } = rig.stack;
   const eve = `${prefix}eve`;
   const author = `${prefix}writer`;
-  const [kept, dissolved, left] = ['kept', 'dissolved', 'left'].map((c) => `${prefix}${c}`);
+  const kept = `${prefix}kept`;
+  const dissolved = `${prefix}dissolved`;
+  const left = `${prefix}left`;
   const now = Date.now();
   await service.follow(eve, author);
   await service.ingestPosts([{ author, id: `${prefix}p1`, ts: now - 60_000 }]);

@@ -244,27 +244,43 @@ class Workers implements DeliveryWorkers {
         bound: this.o.queueMax,
         consumer: this.o.consumer,
       };
-      if (page.lowered.length > 0) {
-        // A lowering within a raising job (a sender's own message) is a read of theirs.
-        const online = await this.queue.onlineAmong(page.lowered);
-        const counted = await this.queue.schedule({
+      // Lowered users are due online too, if bubble delivered to them before.
+      const online = await this.queue.onlineAmong(page.lowered);
+      const lowered = {
+        users: page.lowered.filter((_, i) => !online[i]),
+        ifShown: page.lowered.filter((_, i) => online[i]),
+      };
+      let scheduled: ScheduledPage | null;
+      if (lowers(job)) {
+        scheduled = await this.queue.schedule({
           ...base,
-          job: '',
-          nextCursor: '',
-          users: page.lowered.filter((_, i) => !online[i]),
-          ifShown: page.lowered.filter((_, i) => online[i]),
-          reason: lowers(job) ? reason : 'read',
+          job: entry.id,
+          nextCursor,
+          ...lowered,
+          reason,
         });
-        if (counted) this.counted(counted);
+      } else {
+        // A raising job's lowered users are its senders: their own message read it for them.
+        if (page.lowered.length > 0) {
+          const senders = await this.queue.schedule({
+            ...base,
+            job: '',
+            nextCursor: '',
+            ...lowered,
+            reason: 'read',
+          });
+          if (senders) this.counted(senders);
+        }
+        const users = await this.offline(page.raised);
+        scheduled = await this.queue.schedule({
+          ...base,
+          job: entry.id,
+          nextCursor,
+          users,
+          reason,
+          items,
+        });
       }
-      const scheduled = await this.queue.schedule({
-        ...base,
-        job: entry.id,
-        nextCursor,
-        users: await this.offline(page.raised),
-        reason,
-        items,
-      });
       // Another worker claimed the job (this one was taken for dead): it resumes it.
       if (!scheduled) return;
       this.counted(scheduled);
