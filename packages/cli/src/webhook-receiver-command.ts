@@ -53,7 +53,9 @@ async function startWebhookReceiver(options: WebhookReceiverOptions): Promise<Se
     // A retry of a request handled before: acknowledged, not handled twice.
     if (seen.has(key)) return 200;
     const body = JSON.parse(raw.toString('utf8')) as { id: string; deliveries: WebhookDelivery[] };
-    for (const delivery of body.deliveries) {
+    const entries = Array.isArray(body.deliveries) ? body.deliveries : [];
+    if (!entries.every((d) => typeof d.seq === 'number' && Array.isArray(d.items))) return 400;
+    for (const delivery of entries) {
       if (delivery.seq <= (lastSeq.get(delivery.user) ?? 0)) {
         print(JSON.stringify({ id: body.id, ...delivery, stale: true }));
         continue;
