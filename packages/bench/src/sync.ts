@@ -10,12 +10,15 @@ import { mintJwt } from './identity.js';
 import { logProfiles } from './profile-summary.js';
 import {
   benchSecrets,
+  cpuShares,
+  cpuSnapshot,
   machineFacts,
   round2,
   sleep,
   startProfiledGateway,
   type BenchSecrets,
 } from './live-stack.js';
+import { redisCpuSeconds } from './redis-probe.js';
 import { SyncReceiver } from './sync-receiver.js';
 import { percentile } from './workload.js';
 import type { WsConnectResult } from './ws-driver.js';
@@ -150,6 +153,9 @@ export async function benchSync(partial: Partial<SyncOptions> = {}) {
 
     // Reads on the desktops at a steady rate; each answer's time against its phone's correction.
     receiver.watch(0);
+    const pids = { gateway: gateway.pid, bench: process.pid };
+    const cpuBefore = await cpuSnapshot(pids);
+    const redisBefore = await redisCpuSeconds(redis.admin);
     const answeredAt = new Float64Array(users.length).fill(NaN);
     const failedReads: Record<string, number> = {};
     const readsStarted = performance.now();
@@ -174,6 +180,10 @@ export async function benchSync(partial: Partial<SyncOptions> = {}) {
       await sleep(5);
     }
     const readSeconds = (performance.now() - readsStarted) / 1000;
+    const cpu = cpuShares(cpuBefore, await cpuSnapshot(pids));
+    cpu['redis-server'] = round2(
+      ((await redisCpuSeconds(redis.admin)) - redisBefore) / readSeconds,
+    );
     await until(
       () => users.every((u) => receiver.correctedAt.has(u)),
       options.minIntervalMs + options.drainTimeoutMs,
@@ -213,6 +223,12 @@ export async function benchSync(partial: Partial<SyncOptions> = {}) {
         perSec: round2(sent / readSeconds),
       },
       corrected: corrections.length,
+      // Cores used while the reads went on: each read's answer and its phone's correction.
+      cpuCores: cpu,
+      gatewayCpuUsPerRead:
+        cpu.gateway === null || cpu.gateway === undefined
+          ? null
+          : Math.round((cpu.gateway! * readSeconds * 1e6) / sent),
       receiver: {
         requests: receiver.requests,
         userDeliveries: receiver.userDeliveries,
