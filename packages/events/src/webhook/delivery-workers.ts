@@ -238,49 +238,21 @@ class Workers implements DeliveryWorkers {
       if (!this.running) return;
       const page = await pageOfJob(this.queue, job, cursor, this.o.pageSize, activeSince);
       const nextCursor = page.next === '0' ? JOB_DONE : page.next;
-      const base = {
+      // A lowered user is due, online too, if bubble ever set their phone; a raising job's
+      // lowered users are its senders: their own message read it for them.
+      const scheduled = await this.queue.schedule({
         now: this.now(),
         intervalMs: this.o.minIntervalMs,
         bound: this.o.queueMax,
         consumer: this.o.consumer,
-      };
-      // Lowered users are due online too, if bubble delivered to them before.
-      const online = await this.queue.onlineAmong(page.lowered);
-      const lowered = {
-        users: page.lowered.filter((_, i) => !online[i]),
-        ifShown: page.lowered.filter((_, i) => online[i]),
-      };
-      let scheduled: ScheduledPage | null;
-      if (lowers(job)) {
-        scheduled = await this.queue.schedule({
-          ...base,
-          job: entry.id,
-          nextCursor,
-          ...lowered,
-          reason,
-        });
-      } else {
-        // A raising job's lowered users are its senders: their own message read it for them.
-        if (page.lowered.length > 0) {
-          const senders = await this.queue.schedule({
-            ...base,
-            job: '',
-            nextCursor: '',
-            ...lowered,
-            reason: 'read',
-          });
-          if (senders) this.counted(senders);
-        }
-        const users = await this.offline(page.raised);
-        scheduled = await this.queue.schedule({
-          ...base,
-          job: entry.id,
-          nextCursor,
-          users,
-          reason,
-          items,
-        });
-      }
+        job: entry.id,
+        nextCursor,
+        users: await this.offline(page.raised),
+        reason,
+        items,
+        ifShown: page.lowered,
+        ifShownReason: lowers(job) ? reason : 'read',
+      });
       // Another worker claimed the job (this one was taken for dead): it resumes it.
       if (!scheduled) return;
       this.counted(scheduled);

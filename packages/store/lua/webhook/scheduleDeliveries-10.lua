@@ -19,8 +19,9 @@
   ARGV[1] now · ARGV[2] minimum interval · ARGV[3] queue bound · ARGV[4] group · ARGV[5] consumer
   ARGV[6] job id ("" for none) · ARGV[7] the page cursor after this page ("done" after the
   last page: the job is acknowledged, deleted and its cursor forgotten in the same step)
-  ARGV[8] the reason of every user of the page · ARGV[9] the page's items, a JSON array ("" none)
-  ARGV[10] n, the number of unconditional users · ARGV[11 .. 10+n] them · then conditional users
+  ARGV[8] the reason of the unconditional users · ARGV[9] their items, a JSON array ("" none)
+  ARGV[10] n, the number of unconditional users · ARGV[11] the reason of the conditional users
+  ARGV[12 .. 11+n] the unconditional users · then the conditional users (no items)
   Returns { added, coalesced, shed }, or { -1 } when the job is no longer this consumer's
   (another claimed it): nothing is scheduled then
 ]]
@@ -63,12 +64,13 @@ local function addItems(user)
   redis.call('HSET', items, user, cjson.encode(kept))
 end
 local added, coalesced = 0, 0
-local reason = ARGV[8]
-local comma = ',' .. reason .. ','
-local unconditional = 10 + tonumber(ARGV[10])
-for i = 11, #ARGV do
+local unconditional = 11 + tonumber(ARGV[10])
+for i = 12, #ARGV do
   local user = ARGV[i]
-  if i <= unconditional or redis.call('HEXISTS', shown, user) == 1
+  local sure = i <= unconditional
+  local reason = sure and ARGV[8] or ARGV[11]
+  local comma = ',' .. reason .. ','
+  if sure or redis.call('HEXISTS', shown, user) == 1
       or redis.call('ZSCORE', inflight, user) or redis.call('HEXISTS', pending, user) == 1 then
     local queued = redis.call('HGET', reasons, user)
     if redis.call('ZSCORE', due, user) then
@@ -89,7 +91,7 @@ for i = 11, #ARGV do
       redis.call('ZADD', since, now, user)
       redis.call('HSET', reasons, user, reason)
     end
-    if pageItems and #pageItems > 0 then
+    if sure and pageItems and #pageItems > 0 then
       addItems(user)
     end
   end

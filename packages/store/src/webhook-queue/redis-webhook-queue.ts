@@ -163,8 +163,9 @@ export class RedisWebhookQueue {
    * Schedules a page of users (each with the reason of the job, and its items) and keeps the
    * job's cursor in the same step; after the last page (JOB_DONE) the job is acknowledged and
    * forgotten in that step too (job '' for none: users made due outside a job). `ifShown` users
-   * are scheduled only when bubble delivered to them before (or is delivering now): a user with
-   * a live connection, for whom only a decrease of what their phone shows can be due.
+   * (with `ifShownReason`, `reason` by default, and no items) are scheduled only when bubble
+   * delivered to them before (or is delivering now): a decrease can be due only for a user whose
+   * phone bubble set.
    * Null when the job was claimed by another consumer meanwhile.
    */
   async schedule(page: {
@@ -178,6 +179,7 @@ export class RedisWebhookQueue {
     reason: string;
     items?: readonly WebhookItem[] | undefined;
     ifShown?: readonly string[] | undefined;
+    ifShownReason?: string | undefined;
   }): Promise<ScheduledPage | null> {
     const ifShown = page.ifShown ?? [];
     const [added, coalesced, shed] = await this.w.scheduleDeliveries(
@@ -204,6 +206,7 @@ export class RedisWebhookQueue {
         page.reason,
         page.items && page.items.length > 0 ? JSON.stringify(page.items) : '',
         page.users.length,
+        page.ifShownReason ?? page.reason,
         ...page.users,
         ...ifShown,
       ],
