@@ -12,14 +12,16 @@
   KEYS[4] last     ZSET   user → last delivery (ms), only the ones within the interval
   KEYS[5] cursors  HASH   job id → page cursor
   KEYS[6] jobs     STREAM the jobs (consumer group ARGV[4])
-  KEYS[7] items    HASH   user → JSON array of what caused their increase (at most 10)
+  KEYS[7] items    HASH   user → what caused their increase: JSON texts joined by \30 (the
+                          record separator, never unescaped in JSON), the newest 10
   KEYS[8] shown    HASH   user → "total,seq" last delivered
   KEYS[9] inflight ZSET   user → lease expiry (being prepared)
   KEYS[10] pending HASH   user → batch id not yet delivered
   ARGV[1] now · ARGV[2] minimum interval · ARGV[3] queue bound · ARGV[4] group · ARGV[5] consumer
   ARGV[6] job id ("" for none) · ARGV[7] the page cursor after this page ("done" after the
   last page: the job is acknowledged, deleted and its cursor forgotten in the same step)
-  ARGV[8] the reason of the unconditional users · ARGV[9] their items, a JSON array ("" none)
+  ARGV[8] the reason of the unconditional users · ARGV[9] their items, JSON texts joined by \30
+  ("" none)
   ARGV[10] n, the number of unconditional users · ARGV[11] the reason of the conditional users
   ARGV[12 .. 11+n] the unconditional users · then the conditional users (no items)
   Returns { added, coalesced, shed }, or { -1 } when the job is no longer this consumer's
@@ -44,24 +46,30 @@ if job ~= '' then
     redis.call('HSET', cursors, job, ARGV[7])
   end
 end
-local pageItems = nil
-if ARGV[9] ~= '' then
-  pageItems = cjson.decode(ARGV[9])
-end
+local RS = '\30'
+local pageItems = ARGV[9]
+local pageCount = select(2, string.gsub(pageItems, RS, RS)) + 1
+-- Joined as text, never decoded: a page of a large group costs a concatenation per user.
 local function addItems(user)
-  local merged = {}
   local queued = redis.call('HGET', items, user)
-  if queued then
-    merged = cjson.decode(queued)
+  if not queued and pageCount <= 10 then
+    redis.call('HSET', items, user, pageItems)
+    return
   end
-  for _, item in ipairs(pageItems) do
-    merged[#merged + 1] = item
+  local merged = queued and (queued .. RS .. pageItems) or pageItems
+  local separators = {}
+  local from = 1
+  while true do
+    local at = string.find(merged, RS, from, true)
+    if not at then break end
+    separators[#separators + 1] = at
+    from = at + 1
   end
-  local kept = {}
-  for i = math.max(1, #merged - 9), #merged do
-    kept[#kept + 1] = merged[i]
+  local excess = #separators + 1 - 10
+  if excess > 0 then
+    merged = string.sub(merged, separators[excess] + 1)
   end
-  redis.call('HSET', items, user, cjson.encode(kept))
+  redis.call('HSET', items, user, merged)
 end
 local added, coalesced = 0, 0
 local unconditional = 11 + tonumber(ARGV[10])
@@ -91,7 +99,7 @@ for i = 12, #ARGV do
       redis.call('ZADD', since, now, user)
       redis.call('HSET', reasons, user, reason)
     end
-    if sure and pageItems and #pageItems > 0 then
+    if sure and pageItems ~= '' then
       addItems(user)
     end
   end

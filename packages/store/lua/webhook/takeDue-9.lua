@@ -11,8 +11,8 @@
   KEYS[6] pending  HASH  user → id of their batch not yet delivered
   KEYS[7] last     ZSET  user → last delivery (ms): a user queued while their batch was being
                          delivered is due an interval after it
-  KEYS[8] items    HASH  user → JSON array of what caused their increase (kept while leased:
-                         storeBatch forgets them)
+  KEYS[8] items    HASH  user → what caused their increase, JSON texts joined by \30 (kept
+                         while leased: storeBatch forgets them)
   KEYS[9] shown    HASH  user → "total,seq" last delivered
   ARGV[1] now · ARGV[2] lease expiry · ARGV[3] limit · ARGV[4] minimum interval
   Returns { user, reasons, items ("" none), shown ("" never delivered), user, … }

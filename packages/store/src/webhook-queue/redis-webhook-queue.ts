@@ -204,7 +204,7 @@ export class RedisWebhookQueue {
         page.job,
         page.nextCursor,
         page.reason,
-        page.items && page.items.length > 0 ? JSON.stringify(page.items) : '',
+        joinItems(page.items),
         page.users.length,
         page.ifShownReason ?? page.reason,
         ...page.users,
@@ -292,7 +292,7 @@ export class RedisWebhookQueue {
       taken.push({
         user: flat[i]!,
         reasons: flat[i + 1]!.split(',').filter(Boolean),
-        items: flat[i + 2] ? (JSON.parse(flat[i + 2]!) as WebhookItem[]) : [],
+        items: splitItems(flat[i + 2]!),
         shown: shownBadge(flat[i + 3]!),
       });
     }
@@ -476,6 +476,19 @@ export class RedisWebhookQueue {
       deferred,
     };
   }
+}
+
+/** Items as the due set holds them: JSON texts joined by the record separator (scheduleDeliveries-10). */
+const ITEM_SEPARATOR = '\x1e';
+
+function joinItems(items: readonly WebhookItem[] | undefined): string {
+  return items ? items.map((item) => JSON.stringify(item)).join(ITEM_SEPARATOR) : '';
+}
+
+function splitItems(text: string): WebhookItem[] {
+  return text === ''
+    ? []
+    : text.split(ITEM_SEPARATOR).map((item) => JSON.parse(item) as WebhookItem);
 }
 
 function shownBadge(text: string): ShownBadge | null {
