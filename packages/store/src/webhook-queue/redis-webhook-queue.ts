@@ -3,6 +3,7 @@ import type { RedisKeys } from '../redis/keys.js';
 import { readNewEntries } from '../redis/read-group.js';
 import { scripts, type ScriptRunner } from '../redis/scripts.js';
 import { ScriptStatus } from '../redis/script-status.js';
+import { joinItems, shownBadge, splitItems } from './due-entries.js';
 import { onlineAmong } from './online-among.js';
 import { webhookScripts, type WebhookScripts } from './webhook-scripts.js';
 import { slotSpreadOf, type SlotSpread } from '../redis/slot-spread.js';
@@ -476,25 +477,6 @@ export class RedisWebhookQueue {
       deferred,
     };
   }
-}
-
-/** Items as the due set holds them: JSON texts joined by the record separator (scheduleDeliveries-10). */
-const ITEM_SEPARATOR = '\x1e';
-
-function joinItems(items: readonly WebhookItem[] | undefined): string {
-  return items ? items.map((item) => JSON.stringify(item)).join(ITEM_SEPARATOR) : '';
-}
-
-function splitItems(text: string): WebhookItem[] {
-  return text === ''
-    ? []
-    : text.split(ITEM_SEPARATOR).map((item) => JSON.parse(item) as WebhookItem);
-}
-
-function shownBadge(text: string): ShownBadge | null {
-  if (text === '') return null;
-  const [total, seq] = text.split(',').map(Number);
-  return { total: total!, seq: seq! };
 }
 
 function fieldOf(fields: readonly string[], name: string): string | null {
