@@ -33,10 +33,11 @@ export async function pageOfJob(
         const value = flat[i + 1]!;
         // A sender's message marked the conversation read for them: what their phone shows
         // may be too high. A muted member's total does not move; one who read up to maxSeq
-        // has nothing new.
+        // has nothing new. A sender of a merged job may have both: a message of theirs, then
+        // others' after it.
         if (senders.has(member)) page.lowered.push(member);
-        else if (value.endsWith('m') || Number.parseInt(value, 10) >= job.maxSeq) continue;
-        else page.raised.push(member);
+        if (value.endsWith('m') || Number.parseInt(value, 10) >= job.maxSeq) continue;
+        page.raised.push(member);
       }
       return page;
     }
