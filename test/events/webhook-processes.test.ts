@@ -99,16 +99,16 @@ describe('offline delivery in the processes', () => {
     // b claims what a held: its job after BUBBLE_INGEST_CLAIM_MS idle, its leased users and
     // batches after their lease (timeout + 10 s).
     const b = await startGateway(env, 'gateway-b');
-    await waitFor(() => new Set(printed(receiver.proc).map((d) => d.user)).size >= MEMBERS, {
+    // Not the sender: their total stays 0, what their phone shows.
+    await waitFor(() => new Set(printed(receiver.proc).map((d) => d.user)).size >= MEMBERS - 1, {
       timeoutMs: 50_000,
       intervalMs: 200,
       message: 'every member delivered',
     });
     const lines = printed(receiver.proc);
     const users = lines.map((d) => d.user);
-    expect(new Set(users).size).toBe(MEMBERS);
-    // The sender too (their message marks the conversation read for them), with nothing unread.
-    expect(lines.every((d) => d.badge.total === (d.user === 'p0' ? 0 : 1))).toBe(true);
+    expect(new Set(users).size).toBe(MEMBERS - 1);
+    expect(lines.every((d) => d.user !== 'p0' && d.badge.total === 1)).toBe(true);
     console.info(`gateway a delivered ${deliveredByA} before its kill, b the rest`);
 
     const cluster = (await jsonBody(await platform(b.url, 'GET', '/v1/cluster'))) as {
@@ -132,13 +132,15 @@ describe('offline delivery in the processes', () => {
     const receiver = await startReceiver();
     const body = JSON.stringify({
       id: 'd1',
-      deliveries: [{ user: 'u1', badge: { total: 3 }, reasons: ['notices'] }],
+      deliveries: [
+        { user: 'u1', badge: { total: 3 }, reasons: ['notices'], shown: 1, seq: 7, items: [] },
+      ],
     });
-    const post = (signature: string) =>
+    const post = (signature: string, raw = body, key = 'd1') =>
       fetch(receiver.url, {
         method: 'POST',
-        headers: { 'x-bubble-signature': signature, 'idempotency-key': 'd1' },
-        body,
+        headers: { 'x-bubble-signature': signature, 'idempotency-key': key },
+        body: raw,
       });
     const now = Date.now() / 1000;
     expect(
@@ -147,9 +149,33 @@ describe('offline delivery in the processes', () => {
     expect((await post(signWebhook(SECRET, body, now - 301))).status).toBe(401);
     expect((await post(signWebhook(SECRET, body, now))).status).toBe(200);
     expect((await post(signWebhook(SECRET, body, now))).status).toBe(200);
-    expect(printed(receiver.proc)).toEqual([
-      { id: 'd1', user: 'u1', badge: { total: 3 }, reasons: ['notices'] },
+    // An older entry (seq 6) arriving after it, and a decrease: stale, then a silent badge.
+    const later = JSON.stringify({
+      id: 'd2',
+      deliveries: [
+        { user: 'u1', badge: { total: 2 }, reasons: ['read'], shown: 1, seq: 6, items: [] },
+        { user: 'u1', badge: { total: 0 }, reasons: ['read'], shown: 3, seq: 8, items: [] },
+      ],
+    });
+    expect((await post(signWebhook(SECRET, later, now), later, 'd2')).status).toBe(200);
+    const lines = printed(receiver.proc) as unknown as Array<Record<string, unknown>>;
+    expect(lines.map((line) => [line.id, line.seq, line.stale ?? false])).toEqual([
+      ['d1', 7, false],
+      ['d2', 6, true],
+      ['d2', 8, false],
     ]);
+    // An increase naming nothing, and a decrease: both badge-only, no banner.
+    expect(lines[0]!.apns).toEqual({
+      headers: { 'apns-push-type': 'alert', 'apns-priority': '5' },
+      payload: { aps: { badge: 3 } },
+    });
+    expect(lines[2]!.fcm).toEqual({
+      message: {
+        token: '<device token of u1>',
+        android: { priority: 'normal' },
+        data: { badge: '0', seq: '8' },
+      },
+    });
   });
 
   it('bubble all without Redis refuses BUBBLE_WEBHOOK_URL before it listens', async () => {

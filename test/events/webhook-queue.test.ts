@@ -46,8 +46,8 @@ describe('the offline-delivery queue', () => {
     });
     const taken = await queue.takeDue(2_000, 9_000, 100, 1_000);
     expect(taken).toEqual([
-      { user: 'a', reasons: ['conversations', 'notices'] },
-      { user: 'b', reasons: ['conversations'] },
+      { user: 'a', reasons: ['conversations', 'notices'], items: [], shown: null },
+      { user: 'b', reasons: ['conversations'], items: [], shown: null },
     ]);
     await queue.schedule(page(['u1', 'u2', 'u3'], 'notices', 3_000));
     const shed = await queue.schedule(page(['u4', 'u5'], 'notices', 3_100, 3));
@@ -60,7 +60,8 @@ describe('the offline-delivery queue', () => {
     const { queue } = await stack();
     await queue.schedule(page(['a'], 'conversations', 1_000));
     const [first] = await queue.takeDue(1_000, 5_000, 100, 1_000);
-    await queue.storeBatch({ id: 'b1', body: '{}', leaseUntil: 9_000, users: ['a'], dropped: [] });
+    const sent = [{ user: 'a', total: 3, seq: 1_000 }];
+    await queue.storeBatch({ id: 'b1', body: '{}', leaseUntil: 9_000, now: 1_000, sent, left: [] });
     // Queued again while b1 is not delivered: not taken, however due.
     await queue.schedule(page(['a'], 'notices', 1_200));
     expect(await queue.takeDue(1_500, 5_000, 100, 1_000)).toEqual([]);
@@ -68,7 +69,7 @@ describe('the offline-delivery queue', () => {
     // Delivered at 1600: not before 2600.
     expect(await queue.takeDue(2_599, 5_000, 100, 1_000)).toEqual([]);
     expect(await queue.takeDue(2_600, 5_000, 100, 1_000)).toEqual([
-      { user: 'a', reasons: ['notices'] },
+      { user: 'a', reasons: ['notices'], items: [], shown: { total: 3, seq: 1_000 } },
     ]);
   });
 
@@ -88,8 +89,9 @@ describe('the offline-delivery queue', () => {
       id: 'b1',
       body: 'body',
       leaseUntil: 5_000,
-      users: ['a'],
-      dropped: [],
+      now: 1_000,
+      sent: [{ user: 'a', total: 1, seq: 1 }],
+      left: [],
     });
     expect(await queue.claimBatches(4_999, 9_000, 10)).toEqual([]);
     expect(await queue.claimBatches(5_000, 9_000, 10)).toEqual([
@@ -126,6 +128,7 @@ describe('the offline-delivery queue', () => {
       conversation: 'pair',
       maxSeq: 1,
       senders: ['a'],
+      items: [{ kind: 'message', conversation: 'pair', seq: 1, from: 'a' }],
     });
     const noticeJob = JSON.stringify({ kind: 'notice', id: 7 });
     expect(await jobs()).toEqual([conversationJob, conversationJob, noticeJob, noticeJob]);

@@ -29,6 +29,8 @@ describe('BubbleClient.read', () => {
     const badge = await c.read({ scope: 'feed', upTo: 1_700_000_000_000 });
     expect(badge).toMatchObject({ epoch: 'E1', version: 2, feed: 0 });
     expect(c.badge).toEqual(badge);
+    // The icon's number is the badge's total, the number a push carries.
+    expect(c.iconBadge).toBe(badge.total);
     expect(readFrames()).toEqual([{ type: 'read', scope: 'feed', upTo: 1_700_000_000_000 }]);
     expect(posts()).toEqual([]);
     expect(events.badges.map((b) => b.version)).toEqual([1, 2]);

@@ -1,6 +1,13 @@
 import { BubbleError, LIMITS, assertId } from '@bubble/protocol';
-import { byActivity, type ConversationMessage, type Membership } from '@bubble/store';
+import {
+  byActivity,
+  MAX_WEBHOOK_ITEMS,
+  type ConversationMessage,
+  type Membership,
+  type WebhookItem,
+} from '@bubble/store';
 import type { BadgeContext } from './context.js';
+import { DISSOLVED_USERS_PER_JOB } from './offline-jobs.js';
 import { marksChanged } from './pool-events.js';
 import { assertPositiveId, notMember, uniqueIds } from './validation.js';
 
@@ -30,7 +37,7 @@ export class Conversations {
     assertId(conversation, 'conversation');
     const ids = uniqueIds(members, 'member');
     const { added, removed } = await this.ctx.store.conversations.replaceMembers(conversation, ids);
-    await this.listsChanged([...added, ...removed]);
+    await Promise.all([this.listsChanged([...added, ...removed]), this.membersLeft(removed)]);
   }
 
   async addMembers(conversation: string, members: readonly string[]): Promise<void> {
@@ -44,13 +51,14 @@ export class Conversations {
     assertId(conversation, 'conversation');
     assertId(user, 'member');
     if (await this.ctx.store.conversations.removeMember(conversation, user)) {
-      await this.listsChanged([user]);
+      await Promise.all([this.listsChanged([user]), this.membersLeft([user])]);
     }
   }
 
   async dissolve(conversation: string): Promise<void> {
     assertId(conversation, 'conversation');
-    await this.listsChanged(await this.ctx.store.conversations.dissolve(conversation));
+    const members = await this.ctx.store.conversations.dissolve(conversation);
+    await Promise.all([this.listsChanged(members), this.membersLeft(members)]);
   }
 
   /** 404 for a conversation never created or dissolved; the batch is all-or-nothing. */
@@ -79,6 +87,7 @@ export class Conversations {
       conversation,
       maxSeq: result.maxSeq,
       senders: Object.keys(result.senders),
+      items: batch.slice(-MAX_WEBHOOK_ITEMS).map((m) => messageItem(conversation, m)),
     });
     return { accepted: batch.length };
   }
@@ -110,6 +119,20 @@ export class Conversations {
     }));
   }
 
+  /** Offline delivery: the unread count of a conversation left no longer counts for them. */
+  private async membersLeft(users: readonly string[]): Promise<void> {
+    const jobs = this.ctx.offlineJobs;
+    if (!jobs) return;
+    for (let first = 0; first < users.length; first += DISSOLVED_USERS_PER_JOB) {
+      await jobs.append({
+        kind: 'users',
+        users: users.slice(first, first + DISSOLVED_USERS_PER_JOB),
+        source: 'conversations',
+        decrease: true,
+      });
+    }
+  }
+
   /**
    * Tells the gateways holding `users` that their lists changed in a way their badge may not
    * show (docs/architecture.md, "Watched lists"): the watchers among them read their list again.
@@ -122,6 +145,13 @@ export class Conversations {
 /** Newest activity first, then the higher seq, then by id. */
 export function sortedByActivity(memberships: readonly Membership[]): Membership[] {
   return [...memberships].sort(byActivity);
+}
+
+/** What a message tells a push service that writes an alert: its sender and preview as ingested. */
+function messageItem(conversation: string, m: ConversationMessage): WebhookItem {
+  return m.preview
+    ? { kind: 'message', conversation, seq: m.seq, from: m.from, preview: { ...m.preview } }
+    : { kind: 'message', conversation, seq: m.seq, from: m.from };
 }
 
 /** Every message's seq and sender checked, each stamped `now` unless it has a ts. */

@@ -1,5 +1,5 @@
 import { BubbleError, assertId } from '@bubble/protocol';
-import type { CounterEvent } from '@bubble/store';
+import { MAX_WEBHOOK_ITEMS, type CounterEvent, type WebhookItem } from '@bubble/store';
 import type { BadgeContext } from './context.js';
 import { countersChanged } from './pool-events.js';
 
@@ -18,14 +18,39 @@ export class Counters {
     if (events.length === 0) return { accepted: 0, ignored: 0 };
     const { store, counters } = this.ctx;
     const result = await store.counters.ingest(events, counters.windowMs);
-    await this.changed([...new Set(events.map((e) => e.user))]);
+    await countersChanged(this.ctx, [...new Set(events.map((e) => e.user))]);
+    const jobs = this.ctx.offlineJobs;
+    if (jobs) {
+      const byUser = new Map<string, WebhookItem[]>();
+      for (const { user, kind, id } of events) {
+        const items = byUser.get(user) ?? [];
+        items.push({ kind: 'counter', counter: kind, id });
+        byUser.set(user, items);
+      }
+      await Promise.all(
+        [...byUser].map(([user, items]) =>
+          jobs.append({
+            kind: 'user',
+            user,
+            source: 'counters',
+            items: items.slice(-MAX_WEBHOOK_ITEMS),
+          }),
+        ),
+      );
+    }
     return result;
   }
 
   async retract(event: CounterEvent): Promise<void> {
     this.assertEvent(event);
     await this.ctx.store.counters.retract(event, this.ctx.counters.windowMs);
-    await this.changed([event.user]);
+    await countersChanged(this.ctx, [event.user]);
+    await this.ctx.offlineJobs?.append({
+      kind: 'user',
+      user: event.user,
+      source: 'counters',
+      decrease: true,
+    });
   }
 
   /** A 400 UB_ERR_BAD_REQUEST for a kind outside BUBBLE_COUNTER_KINDS. */
@@ -43,15 +68,5 @@ export class Counters {
     assertId(event.user, 'user');
     this.assertKind(event.kind);
     assertId(event.id, 'counter event id');
-  }
-
-  private async changed(users: readonly string[]): Promise<void> {
-    await countersChanged(this.ctx, users);
-    const jobs = this.ctx.offlineJobs;
-    if (jobs) {
-      await Promise.all(
-        users.map((user) => jobs.append({ kind: 'user', user, source: 'counters' })),
-      );
-    }
   }
 }

@@ -120,7 +120,8 @@ export class Ingest {
     assertId(id, 'post id');
     const { store, clock, lookbackMs } = this.ctx;
     const now = clock.now();
-    await store.posts.remove(author, id, now, now - lookbackMs);
+    const ts = await store.posts.remove(author, id, now, now - lookbackMs);
+    if (ts !== null) await this.ctx.offlineJobs?.append({ kind: 'post', ts, decrease: true });
   }
 }
 

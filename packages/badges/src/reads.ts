@@ -81,6 +81,8 @@ export class Reads {
       request.scope === 'conversation' || request.scope === 'all'
         ? store.fencedBadges.signalLists([user])
         : undefined,
+      // The user's other devices: a phone shown a higher total is corrected (docs/api.md).
+      this.ctx.offlineJobs?.append({ kind: 'user', user, source: 'read', decrease: true }),
     ]);
     return this.coldStart.badge(user);
   }

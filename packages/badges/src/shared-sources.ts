@@ -20,7 +20,7 @@ export class SharedSources {
   async withdrawNotice(id: number): Promise<void> {
     assertPositiveId(id, 'notice id');
     await this.ctx.store.notices.withdraw(id);
-    await this.ctx.offlineJobs?.append({ kind: 'notice', id });
+    await this.ctx.offlineJobs?.append({ kind: 'notice', id, decrease: true });
   }
 
   async markReddot(name: string, ts?: number): Promise<void> {
@@ -33,6 +33,6 @@ export class SharedSources {
   async clearReddot(name: string): Promise<void> {
     assertId(name, 'red dot');
     await this.ctx.store.reddots.clear(name);
-    await this.ctx.offlineJobs?.append({ kind: 'reddot', name });
+    await this.ctx.offlineJobs?.append({ kind: 'reddot', name, decrease: true });
   }
 }

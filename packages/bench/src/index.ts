@@ -23,6 +23,7 @@ export { benchPushPeers, PUSH_PEERS_DEFAULTS, type PushPeersOptions } from './pu
 export { benchPoll, POLL_DEFAULTS, type PollOptions } from './poll.js';
 export { benchScale, SCALE_DEFAULTS, type ScaleOptions } from './scale.js';
 export { benchWebhook, WEBHOOK_DEFAULTS, type WebhookOptions } from './webhook.js';
+export { benchSync, SYNC_DEFAULTS, type SyncOptions } from './sync.js';
 export { benchSweep, SWEEP_DEFAULTS, type SweepOptions } from './sweep.js';
 export { benchWsCeiling, WS_CEILING_DEFAULTS, type WsCeilingOptions } from './ws-ceiling.js';
 export { buildWorkload, postBatch, ZipfSampler, percentile } from './workload.js';

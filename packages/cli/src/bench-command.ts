@@ -44,6 +44,7 @@ export const SCENARIOS: Record<string, Scenario> = {
       ...benchNumber('BUBBLE_BENCH_DIGEST_GATEWAYS', 'gateways'),
       ...benchNumber('BUBBLE_DIGEST_RATE', 'rate'),
     }),
+  sync: (bench) => bench.benchSync({ log, profileDir }),
   'ws-ceiling': (bench) => bench.benchWsCeiling({ log }),
   memory: (bench) => bench.benchMemory({ log }),
   // The same without a sources endpoint: follows kept in Redis, as before issue 36.

@@ -1,14 +1,16 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { verifyWebhook } from '@bubble/events';
+import { pushRequests, verifyWebhook, type WebhookDelivery } from '@bubble/events';
 
 /**
  * `bubble webhook-receiver --port N`: an example of the platform's side of offline delivery
  * (docs/api.md). It checks each request's X-Bubble-Signature with BUBBLE_WEBHOOK_SECRET (read
  * from the environment, never from the command line, where `ps` shows it) and the signature's
  * age (at most 5 min), answers a repeated Idempotency-Key 200 without handling it again, and
- * prints each delivery as one JSON line on stdout. examples/webhook-receiver.mjs is the same
- * with node: imports only.
+ * prints each delivery as one JSON line on stdout with what it would send to APNs (`apns`) and
+ * FCM (`fcm`) for it; an entry whose seq is not above the last one applied for its user is
+ * printed with `"stale": true` and sends nothing. examples/webhook-receiver.mjs is the same with
+ * node: imports only.
  */
 
 /** Bodies past this are refused (a request carries at most 100 badges). */
@@ -27,6 +29,7 @@ export interface WebhookReceiverOptions {
 async function startWebhookReceiver(options: WebhookReceiverOptions): Promise<Server> {
   const print = options.print ?? ((line: string) => process.stdout.write(`${line}\n`));
   const seen = new Set<string>();
+  const lastSeq = new Map<string, number>();
   const server = createServer((req, res) => {
     void handle(req).then(
       (status) => {
@@ -49,11 +52,19 @@ async function startWebhookReceiver(options: WebhookReceiverOptions): Promise<Se
     if (typeof key !== 'string' || key === '') return 400;
     // A retry of a request handled before: acknowledged, not handled twice.
     if (seen.has(key)) return 200;
-    const body = JSON.parse(raw.toString('utf8')) as {
-      id: string;
-      deliveries: Array<{ user: string; badge: unknown; reasons: string[] }>;
-    };
-    for (const delivery of body.deliveries) print(JSON.stringify({ id: body.id, ...delivery }));
+    const body = JSON.parse(raw.toString('utf8')) as { id: string; deliveries: WebhookDelivery[] };
+    const entries = Array.isArray(body.deliveries) ? body.deliveries : [];
+    if (!entries.every((d) => typeof d.seq === 'number' && Array.isArray(d.items))) return 400;
+    for (const delivery of entries) {
+      if (delivery.seq <= (lastSeq.get(delivery.user) ?? 0)) {
+        print(JSON.stringify({ id: body.id, ...delivery, stale: true }));
+        continue;
+      }
+      lastSeq.delete(delivery.user);
+      lastSeq.set(delivery.user, delivery.seq);
+      if (lastSeq.size > REMEMBERED_KEYS) lastSeq.delete(lastSeq.keys().next().value!);
+      print(JSON.stringify({ id: body.id, ...delivery, ...pushRequests(delivery) }));
+    }
     seen.add(key);
     if (seen.size > REMEMBERED_KEYS) seen.delete(seen.values().next().value!);
     return 200;

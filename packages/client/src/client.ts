@@ -120,6 +120,15 @@ export class BubbleClient extends Emitter<ClientEvents> {
     return this.held;
   }
 
+  /**
+   * The number the app sets as its icon badge (`badge.total`, undefined before the first badge):
+   * the same number offline delivery's push carries (docs/api.md, "Devices in sync"), so the
+   * icon agrees whichever of the two set it last.
+   */
+  get iconBadge(): number | undefined {
+    return this.held?.total;
+  }
+
   get state(): ClientState {
     return this.current;
   }

@@ -46,6 +46,10 @@ export { RedisWebhookQueue } from './webhook-queue/redis-webhook-queue.js';
 export {
   WEBHOOK_GROUP,
   JOB_DONE,
+  MAX_WEBHOOK_ITEMS,
+  type WebhookItem,
+  type ShownBadge,
+  type SentBadge,
   type WebhookJobEntry,
   type ScheduledPage,
   type DueUser,

@@ -1,18 +1,21 @@
 import { randomUUID } from 'node:crypto';
-import type { BadgeService, OfflineJob } from '@bubble/badges';
-import { backoffMs, DAY_MS, type Badge } from '@bubble/protocol';
+import type { BadgeService } from '@bubble/badges';
+import { backoffMs, DAY_MS } from '@bubble/protocol';
 import {
   JOB_DONE,
   RedisWebhookQueue,
   type DueUser,
   type RedisClient,
+  type ScheduledPage,
   type RedisKeys,
   type WebhookJobEntry,
   type WebhookQueueStats,
 } from '@bubble/store';
 import pino, { type Logger } from 'pino';
 import { Registry } from 'prom-client';
-import { parseJob, sourceOfJob } from './offline-jobs.js';
+import { pageOfJob } from './job-pages.js';
+import { lowers, parseJob, reasonOfJob } from './offline-jobs.js';
+import { deliveryFor, type WebhookDelivery } from './sync-decision.js';
 import { WebhookMetrics } from './webhook-metrics.js';
 import { postDelivery, webhookTarget, type WebhookTarget } from './webhook-request.js';
 
@@ -57,18 +60,14 @@ export interface DeliveryWorkers {
   close(): Promise<void>;
 }
 
-/** One delivery of a request body (docs/api.md). */
-export interface WebhookDelivery {
-  user: string;
-  badge: Badge;
-  reasons: string[];
-}
-
 /** Jobs one worker expands at once (a large group's pages do not hold up the pairs' jobs). */
 const JOBS_EXPANDING = 32;
 const MAX_BATCH = 100;
 /** How often a worker moves the deferred conversation jobs that are due back into expansion. */
 const RELEASE_EVERY_MS = 100;
+/** How often a worker forgets what it delivered to users past the lifecycle's window. */
+const TRIM_SHOWN_EVERY_MS = 60_000;
+const TRIM_SHOWN_LIMIT = 1_000;
 
 /**
  * Starts offline delivery's workers in this process: the expansion of jobs (a consumer of the
@@ -208,7 +207,8 @@ class Workers implements DeliveryWorkers {
       await this.queue.finishJob(entry.id);
       return;
     }
-    const reason = sourceOfJob(job);
+    const reason = reasonOfJob(job);
+    const items = 'items' in job ? job.items : undefined;
     // A job read for the first time has no cursor yet.
     let cursor = entry.resumed ? await this.queue.jobCursor(entry.id) : '0';
     // Only the ack was left (a page scheduled by an earlier version of the script).
@@ -225,6 +225,7 @@ class Workers implements DeliveryWorkers {
         conversation: job.conversation,
         maxSeq: job.maxSeq,
         senders: job.senders,
+        items,
       });
       if (admitted !== 'expand') {
         if (admitted === 'merged') this.metrics.jobsMerged.inc();
@@ -232,11 +233,13 @@ class Workers implements DeliveryWorkers {
       }
     }
     if (cursor === '0') this.metrics.expansions.inc({ kind: job.kind });
+    const activeSince = () => this.now() - this.service.rules.inactiveDays * DAY_MS;
     while (cursor !== JOB_DONE) {
       if (!this.running) return;
-      const page = await this.page(job, cursor);
-      const users = await this.offline(page.users);
+      const page = await pageOfJob(this.queue, job, cursor, this.o.pageSize, activeSince);
       const nextCursor = page.next === '0' ? JOB_DONE : page.next;
+      // A lowered user is due, online too, if bubble ever set their phone; a raising job's
+      // lowered users are its senders: their own message read it for them.
       const scheduled = await this.queue.schedule({
         now: this.now(),
         intervalMs: this.o.minIntervalMs,
@@ -244,54 +247,24 @@ class Workers implements DeliveryWorkers {
         consumer: this.o.consumer,
         job: entry.id,
         nextCursor,
-        users,
+        users: await this.offline(page.raised),
         reason,
+        items,
+        ifShown: page.lowered,
+        ifShownReason: lowers(job) ? reason : 'read',
       });
       // Another worker claimed the job (this one was taken for dead): it resumes it.
       if (!scheduled) return;
-      this.metrics.coalesced.inc(scheduled.coalesced);
-      if (scheduled.shed > 0) {
-        this.metrics.shed.inc(scheduled.shed);
-        this.logger.warn({ shed: scheduled.shed }, 'offline delivery: queue full, oldest shed');
-      }
+      this.counted(scheduled);
       cursor = nextCursor;
     }
   }
 
-  /** One page of the users a job may have changed the badge of, from `cursor`. */
-  private async page(job: OfflineJob, cursor: string): Promise<{ next: string; users: string[] }> {
-    const count = this.o.pageSize;
-    switch (job.kind) {
-      case 'conversation': {
-        const [next, flat] = await this.queue.scanMembers(job.conversation, cursor, count);
-        const senders = new Set(job.senders);
-        const users: string[] = [];
-        for (let i = 0; i < flat.length; i += 2) {
-          const member = flat[i]!;
-          const value = flat[i + 1]!;
-          // A muted member's total does not move; one who read up to maxSeq has nothing new,
-          // unless they sent in this batch: their message marked the conversation read for
-          // them, which lowers a count their phone may still show (an offline sender is rare:
-          // a platform sending on their behalf, another device).
-          if (value.endsWith('m')) continue;
-          if (Number.parseInt(value, 10) >= job.maxSeq && !senders.has(member)) continue;
-          users.push(member);
-        }
-        return { next, users };
-      }
-      case 'notice':
-      case 'reddot': {
-        // Users seen within the inactive window: the others have no badge to move.
-        const activeSince = this.now() - this.service.rules.inactiveDays * DAY_MS;
-        const [next, flat] = await this.queue.scanSeen(cursor, count);
-        const users: string[] = [];
-        for (let i = 0; i < flat.length; i += 2) {
-          if (Number(flat[i + 1]) >= activeSince) users.push(flat[i]!);
-        }
-        return { next, users };
-      }
-      case 'user':
-        return { next: '0', users: [job.user] };
+  private counted(scheduled: ScheduledPage): void {
+    this.metrics.coalesced.inc(scheduled.coalesced);
+    if (scheduled.shed > 0) {
+      this.metrics.shed.inc(scheduled.shed);
+      this.logger.warn({ shed: scheduled.shed }, 'offline delivery: queue full, oldest shed');
     }
   }
 
@@ -308,10 +281,16 @@ class Workers implements DeliveryWorkers {
 
   private async sendLoop(): Promise<void> {
     let releasedAt = 0;
+    let trimmedAt = 0;
     while (this.running) {
       let started = 0;
       try {
         const now = this.now();
+        if (now - trimmedAt >= TRIM_SHOWN_EVERY_MS) {
+          trimmedAt = now;
+          const cutoff = now - this.service.rules.inactiveDays * DAY_MS;
+          await this.queue.trimShown(cutoff, TRIM_SHOWN_LIMIT);
+        }
         // Deferred conversation jobs due go back to the jobs stream (any worker expands them).
         if (now - releasedAt >= RELEASE_EVERY_MS) {
           releasedAt = now;
@@ -362,26 +341,39 @@ class Workers implements DeliveryWorkers {
   }
 
   /**
-   * Leaves out who came online, computes the others' badges as a cold start does, stores the
-   * batch (its id, body and attempt) and makes its first request.
+   * Computes the due users' badges as a cold start does and keeps the ones with something to
+   * send (sync-decision.ts), stores the batch with what it shows them (its id, body and
+   * attempt) and makes its first request.
    */
   private async prepare(due: readonly DueUser[]): Promise<void> {
-    const online = await this.queue.onlineAmong(due.map((d) => d.user));
-    const sending = due.filter((_, i) => !online[i]);
-    const dropped = due.filter((_, i) => online[i]).map((d) => d.user);
-    this.metrics.skippedOnline.inc(dropped.length);
-    const badges = await this.service.badges(sending.map((d) => d.user));
-    const id = sending.length > 0 ? randomUUID() : '';
-    const deliveries: WebhookDelivery[] = sending.map((d, i) => ({
-      user: d.user,
-      badge: badges[i]!,
-      reasons: d.reasons,
-    }));
+    const users = due.map((d) => d.user);
+    const [online, badges] = await Promise.all([
+      this.queue.onlineAmong(users),
+      this.service.badges(users),
+    ]);
+    const now = this.now();
+    const deliveries: WebhookDelivery[] = [];
+    const left: string[] = [];
+    due.forEach((d, i) => {
+      const delivery = deliveryFor(d, online[i]!, badges[i]!, now);
+      if (delivery) deliveries.push(delivery);
+      else {
+        left.push(d.user);
+        if (online[i]) this.metrics.skippedOnline.inc();
+        else this.metrics.skippedUnchanged.inc();
+      }
+    });
+    const id = deliveries.length > 0 ? randomUUID() : '';
     const body = JSON.stringify({ id, deliveries });
-    const users = sending.map((d) => d.user);
-    const leaseUntil = this.now() + this.o.timeoutMs + this.o.leaseMs;
-    await this.queue.storeBatch({ id, body, leaseUntil, users, dropped });
-    if (id !== '') await this.attempt(id, body, users, 1);
+    await this.queue.storeBatch({
+      id,
+      body,
+      leaseUntil: this.now() + this.o.timeoutMs + this.o.leaseMs,
+      now,
+      sent: deliveries.map((d) => ({ user: d.user, total: d.badge.total, seq: d.seq })),
+      left,
+    });
+    if (id !== '') await this.attempt(id, body, usersOf(body), 1);
   }
 
   private async attempt(

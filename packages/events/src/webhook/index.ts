@@ -2,14 +2,16 @@ export {
   startDeliveryWorkers,
   type DeliveryWorkers,
   type DeliveryWorkersOptions,
-  type WebhookDelivery,
 } from './delivery-workers.js';
+export { deliveryFor, type WebhookDelivery } from './sync-decision.js';
 export {
+  lowers,
+  reasonOfJob,
   redisOfflineJobs,
-  sourceOfJob,
   WEBHOOK_SOURCES,
   type WebhookSource,
 } from './offline-jobs.js';
+export { pushRequests, type ApnsRequest, type FcmRequest } from './push-payloads.js';
 export { signWebhook, verifyWebhook, SIGNATURE_TOLERANCE_S } from './signature.js';
 export { WebhookMetrics } from './webhook-metrics.js';
 export {

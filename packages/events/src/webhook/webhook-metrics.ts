@@ -10,6 +10,7 @@ export class WebhookMetrics {
   readonly shed: Counter;
   readonly coalesced: Counter;
   readonly skippedOnline: Counter;
+  readonly skippedUnchanged: Counter;
   readonly expansions: Counter<'kind'>;
   readonly jobsMerged: Counter;
 
@@ -50,7 +51,12 @@ export class WebhookMetrics {
     });
     this.skippedOnline = new Counter({
       name: 'bubble_webhook_skipped_online_total',
-      help: 'users left out of a delivery because they were online',
+      help: 'users left out of a delivery because they were online (and their total did not go down)',
+      registers,
+    });
+    this.skippedUnchanged = new Counter({
+      name: 'bubble_webhook_skipped_unchanged_total',
+      help: 'due users left out of a delivery because their total is what bubble last delivered',
       registers,
     });
     this.expansions = new Counter({

@@ -105,81 +105,12 @@ export const SCRIPTS = {
   appendEvents: script<[log: string], [maxLen: number, ...entries: Arg[]], string>(1),
   checkOnline: script<[online: string], [user: string], number>(1),
   checkOnlineAmong: script<string[], string[], number[]>('n'),
-  // Offline delivery (redis-webhook-queue.ts): every key of these shares the tag {w}.
-  claimBatches: script<
-    [retry: string, batches: string, attempts: string],
-    [now: number, leaseUntil: number, limit: number],
-    Array<string | number>
-  >(3),
-  deferExpansion: script<
-    [jobs: string, cursors: string, deferred: string, deferDue: string, expanded: string],
-    [
-      now: number,
-      intervalMs: number,
-      group: string,
-      consumer: string,
-      job: string,
-      conversation: string,
-      maxSeq: number,
-      ...senders: string[],
-    ],
-    number
-  >(5),
+  // Offline delivery's scripts: webhook-queue/webhook-scripts.ts.
   replayDeadLetter: script<
     [dead: string, stream: string],
     [id: string],
     string | typeof ScriptStatus.Unchanged | null
   >(2),
-  releaseDeferred: script<
-    [jobs: string, deferred: string, deferDue: string],
-    [now: number, limit: number],
-    number
-  >(3),
-  finishBatch: script<
-    [retry: string, batches: string, attempts: string, pending: string, last: string],
-    [id: string, deliveredAt: number, intervalMs: number, ...users: string[]],
-    number
-  >(5),
-  scheduleDeliveries: script<
-    [due: string, reasons: string, since: string, last: string, cursors: string, jobs: string],
-    [
-      now: number,
-      intervalMs: number,
-      bound: number,
-      group: string,
-      consumer: string,
-      job: string,
-      nextCursor: string,
-      reason: string,
-      ...users: string[],
-    ],
-    number[]
-  >(6),
-  storeBatch: script<
-    [
-      inflight: string,
-      leased: string,
-      batches: string,
-      attempts: string,
-      retry: string,
-      pending: string,
-    ],
-    [id: string, body: string, leaseUntil: number, batchSize: number, ...users: string[]],
-    number
-  >(6),
-  takeDue: script<
-    [
-      due: string,
-      reasons: string,
-      since: string,
-      inflight: string,
-      leased: string,
-      pending: string,
-      last: string,
-    ],
-    [now: number, leaseUntil: number, limit: number, intervalMs: number],
-    string[]
-  >(7),
   beginFetch: script<[authors: string, fetch: string], [ttlMs: number], number>(2),
   countOnline: script<[online: string], [], number>(1),
   convertLegacyFollows: script<[string, string, string, string], [], number>(4),

@@ -1,9 +1,11 @@
-import { poolOf } from '@bubble/protocol';
 import type { RedisClient } from '../redis/connect.js';
 import type { RedisKeys } from '../redis/keys.js';
 import { readNewEntries } from '../redis/read-group.js';
 import { scripts, type ScriptRunner } from '../redis/scripts.js';
 import { ScriptStatus } from '../redis/script-status.js';
+import { joinItems, shownBadge, splitItems } from './due-entries.js';
+import { onlineAmong } from './online-among.js';
+import { webhookScripts, type WebhookScripts } from './webhook-scripts.js';
 import { slotSpreadOf, type SlotSpread } from '../redis/slot-spread.js';
 
 import {
@@ -12,6 +14,9 @@ import {
   type DeadDelivery,
   type DueUser,
   type ScheduledPage,
+  type SentBadge,
+  type ShownBadge,
+  type WebhookItem,
   type WebhookJobEntry,
   type WebhookQueueStats,
 } from './webhook-queue.js';
@@ -25,6 +30,7 @@ const DEAD_LETTERS_MAX = 100_000;
  */
 export class RedisWebhookQueue {
   private readonly run: ScriptRunner;
+  private readonly w: WebhookScripts;
   private readonly spread: SlotSpread;
   private readonly k: Record<
     | 'jobs'
@@ -41,7 +47,10 @@ export class RedisWebhookQueue {
     | 'retry'
     | 'deferred'
     | 'deferDue'
-    | 'expanded',
+    | 'expanded'
+    | 'items'
+    | 'shown'
+    | 'shownat',
     string
   >;
 
@@ -50,6 +59,7 @@ export class RedisWebhookQueue {
     private readonly keys: RedisKeys,
   ) {
     this.run = scripts(redis);
+    this.w = webhookScripts(redis);
     this.spread = slotSpreadOf(redis);
     const part = (name: string) => keys.webhook(name);
     this.k = {
@@ -68,6 +78,9 @@ export class RedisWebhookQueue {
       deferred: part('deferred'),
       deferDue: part('deferdue'),
       expanded: part('expanded'),
+      items: part('items'),
+      shown: part('shown'),
+      shownat: part('shownat'),
     };
   }
 
@@ -148,9 +161,13 @@ export class RedisWebhookQueue {
   }
 
   /**
-   * Schedules a page of users (each with the reason of the job) and keeps the job's cursor in
-   * the same step; after the last page (JOB_DONE) the job is acknowledged and forgotten in that
-   * step too. Null when the job was claimed by another consumer meanwhile.
+   * Schedules a page of users (each with the reason of the job, and its items) and keeps the
+   * job's cursor in the same step; after the last page (JOB_DONE) the job is acknowledged and
+   * forgotten in that step too (job '' for none: users made due outside a job). `ifShown` users
+   * (with `ifShownReason`, `reason` by default, and no items) are scheduled only when bubble
+   * delivered to them before (or is delivering now): a decrease can be due only for a user whose
+   * phone bubble set.
+   * Null when the job was claimed by another consumer meanwhile.
    */
   async schedule(page: {
     now: number;
@@ -161,9 +178,24 @@ export class RedisWebhookQueue {
     nextCursor: string;
     users: readonly string[];
     reason: string;
+    items?: readonly WebhookItem[] | undefined;
+    ifShown?: readonly string[] | undefined;
+    ifShownReason?: string | undefined;
   }): Promise<ScheduledPage | null> {
-    const [added, coalesced, shed] = await this.run.scheduleDeliveries(
-      [this.k.due, this.k.reasons, this.k.since, this.k.last, this.k.cursors, this.k.jobs],
+    const ifShown = page.ifShown ?? [];
+    const [added, coalesced, shed] = await this.w.scheduleDeliveries(
+      [
+        this.k.due,
+        this.k.reasons,
+        this.k.since,
+        this.k.last,
+        this.k.cursors,
+        this.k.jobs,
+        this.k.items,
+        this.k.shown,
+        this.k.inflight,
+        this.k.pending,
+      ],
       [
         page.now,
         page.intervalMs,
@@ -173,7 +205,11 @@ export class RedisWebhookQueue {
         page.job,
         page.nextCursor,
         page.reason,
+        joinItems(page.items),
+        page.users.length,
+        page.ifShownReason ?? page.reason,
         ...page.users,
+        ...ifShown,
       ],
     );
     if (added === ScriptStatus.Refused) return null;
@@ -193,8 +229,9 @@ export class RedisWebhookQueue {
     conversation: string;
     maxSeq: number;
     senders: readonly string[];
+    items?: readonly WebhookItem[] | undefined;
   }): Promise<'expand' | 'merged' | null> {
-    const admitted = await this.run.deferExpansion(
+    const admitted = await this.w.deferExpansion(
       [this.k.jobs, this.k.cursors, this.k.deferred, this.k.deferDue, this.k.expanded],
       [
         request.now,
@@ -204,6 +241,7 @@ export class RedisWebhookQueue {
         request.job,
         request.conversation,
         request.maxSeq,
+        request.items && request.items.length > 0 ? JSON.stringify(request.items) : '',
         ...request.senders,
       ],
     );
@@ -216,7 +254,7 @@ export class RedisWebhookQueue {
 
   /** Appends up to `limit` deferred jobs due by `now` to the jobs stream again; how many. */
   async releaseDeferred(now: number, limit: number): Promise<number> {
-    return this.run.releaseDeferred([this.k.jobs, this.k.deferred, this.k.deferDue], [now, limit]);
+    return this.w.releaseDeferred([this.k.jobs, this.k.deferred, this.k.deferDue], [now, limit]);
   }
 
   /** Acknowledges a job fully expanded (or not a job) and forgets it. */
@@ -236,7 +274,7 @@ export class RedisWebhookQueue {
     limit: number,
     intervalMs: number,
   ): Promise<DueUser[]> {
-    const flat = await this.run.takeDue(
+    const flat = await this.w.takeDue(
       [
         this.k.due,
         this.k.reasons,
@@ -245,28 +283,38 @@ export class RedisWebhookQueue {
         this.k.leased,
         this.k.pending,
         this.k.last,
+        this.k.items,
+        this.k.shown,
       ],
       [now, leaseUntil, limit, intervalMs],
     );
     const taken: DueUser[] = [];
-    for (let i = 0; i < flat.length; i += 2) {
-      taken.push({ user: flat[i]!, reasons: flat[i + 1]!.split(',').filter(Boolean) });
+    for (let i = 0; i < flat.length; i += 4) {
+      taken.push({
+        user: flat[i]!,
+        reasons: flat[i + 1]!.split(',').filter(Boolean),
+        items: splitItems(flat[i + 2]!),
+        shown: shownBadge(flat[i + 3]!),
+      });
     }
     return taken;
   }
 
   /**
-   * Stores a batch before its first request (id '' when every user was dropped) and ends the
-   * lease of its users and of the dropped ones.
+   * Stores a batch before its first request (id '' when no user is sent) with what it shows each
+   * of its users, and ends the lease of its users and of the ones left out, in one step.
    */
   async storeBatch(batch: {
     id: string;
     body: string;
     leaseUntil: number;
-    users: readonly string[];
-    dropped: readonly string[];
+    now: number;
+    sent: readonly SentBadge[];
+    left: readonly string[];
   }): Promise<void> {
-    await this.run.storeBatch(
+    const sent: Array<string | number> = [];
+    for (const { user, total, seq } of batch.sent) sent.push(user, total, seq);
+    await this.w.storeBatch(
       [
         this.k.inflight,
         this.k.leased,
@@ -274,21 +322,55 @@ export class RedisWebhookQueue {
         this.k.attempts,
         this.k.retry,
         this.k.pending,
+        this.k.items,
+        this.k.shown,
+        this.k.shownat,
       ],
       [
         batch.id,
         batch.body,
         batch.leaseUntil,
-        batch.users.length,
-        ...batch.users,
-        ...batch.dropped,
+        batch.now,
+        batch.sent.length,
+        ...sent,
+        ...batch.left,
       ],
     );
   }
 
+  /** What bubble last delivered to `user`, null when never (or forgotten). */
+  async shown(user: string): Promise<ShownBadge | null> {
+    return shownBadge((await this.redis.hget(this.k.shown, user)) ?? '');
+  }
+
+  /**
+   * Forgets, up to `limit` at a time, what bubble delivered to users it has not delivered to
+   * since `cutoff` (the lifecycle's window); how many.
+   */
+  async trimShown(cutoff: number, limit: number): Promise<number> {
+    return this.w.trimShown([this.k.shown, this.k.shownat], [cutoff, limit]);
+  }
+
+  /**
+   * One page of the users delivered to at or after `since` (those whose phone may show a post
+   * deleted since): [next cursor, '0' after the last page; users].
+   */
+  async scanShownSince(since: number, cursor: string, count: number): Promise<[string, string[]]> {
+    const offset = Number(cursor) || 0;
+    const users = await this.redis.zrangebyscore(
+      this.k.shownat,
+      since,
+      '+inf',
+      'LIMIT',
+      offset,
+      count,
+    );
+    return [users.length < count ? '0' : String(offset + users.length), users];
+  }
+
   /** Up to `limit` stored batches due for an attempt, leased to the caller. */
   async claimBatches(now: number, leaseUntil: number, limit: number): Promise<ClaimedBatch[]> {
-    const flat = await this.run.claimBatches(
+    const flat = await this.w.claimBatches(
       [this.k.retry, this.k.batches, this.k.attempts],
       [now, leaseUntil, limit],
     );
@@ -315,7 +397,7 @@ export class RedisWebhookQueue {
     intervalMs: number,
     users: readonly string[],
   ): Promise<boolean> {
-    const stored = await this.run.finishBatch(
+    const stored = await this.w.finishBatch(
       [this.k.retry, this.k.batches, this.k.attempts, this.k.pending, this.k.last],
       [id, deliveredAt, intervalMs, ...users],
     );
@@ -357,43 +439,9 @@ export class RedisWebhookQueue {
     });
   }
 
-  /**
-   * presence.isOnline() of each user, in input order, on the server's clock (as checkOnline-1):
-   * one script call for them all on one server, one per pool among them on a Cluster.
-   */
+  /** presence.isOnline() of each user, in input order (online-among.ts). */
   async onlineAmong(users: readonly string[]): Promise<boolean[]> {
-    const online = new Array<boolean>(users.length).fill(false);
-    if (users.length === 0) return online;
-    const byPool = new Map<number, number[]>();
-    for (let i = 0; i < users.length; i++) {
-      const pool = poolOf(users[i]!, this.keys.pools);
-      const indexes = byPool.get(pool);
-      if (indexes) indexes.push(i);
-      else byPool.set(pool, [i]);
-    }
-    // One call per pool on a Cluster, one for them all on one server.
-    const checkPools = async (pools: ReadonlyArray<[number, number[]]>) => {
-      const keys: string[] = [];
-      const args: string[] = [];
-      const order: number[] = [];
-      for (const [pool, indexes] of pools) {
-        keys.push(this.keys.online(pool));
-        const keyIndex = String(keys.length);
-        for (const i of indexes) {
-          args.push(keyIndex, users[i]!);
-          order.push(i);
-        }
-      }
-      const flags = await this.run.checkOnlineAmong(keys, args);
-      order.forEach((index, j) => (online[index] = flags[j] === 1));
-    };
-    await this.spread.map(
-      [...byPool],
-      Infinity,
-      (pool) => checkPools([pool]),
-      (all) => checkPools(all).then(() => []),
-    );
-    return online;
+    return onlineAmong(this.run, this.spread, this.keys, users);
   }
 
   /** One page of a conversation's members: [cursor, member, value, member, value, …]. */

@@ -22,9 +22,39 @@ export interface ScheduledPage {
   shed: number;
 }
 
+/** What caused an increase, as the job named it (docs/api.md, `items`). */
+export type WebhookItem =
+  | {
+      kind: 'message';
+      conversation: string;
+      seq: number;
+      from: string;
+      preview?: Record<string, unknown>;
+    }
+  | { kind: 'counter'; counter: string; id: string }
+  | { kind: 'notice'; id: number };
+
+/** The most items a user's entry holds (the newest kept). */
+export const MAX_WEBHOOK_ITEMS = 10;
+
+/** What bubble last delivered to a user: the total their phone shows, and its seq. */
+export interface ShownBadge {
+  total: number;
+  seq: number;
+}
+
 export interface DueUser {
   user: string;
   reasons: string[];
+  /** Oldest first, at most MAX_WEBHOOK_ITEMS. */
+  items: WebhookItem[];
+  /** Null when bubble never delivered to them (or forgot: trimShown). */
+  shown: ShownBadge | null;
+}
+
+/** A user of a stored batch and what it shows them. */
+export interface SentBadge extends ShownBadge {
+  user: string;
 }
 
 export interface ClaimedBatch {

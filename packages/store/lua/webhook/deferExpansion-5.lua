@@ -2,7 +2,7 @@
   Offline delivery: at most one expansion of a conversation per minimum interval. A
   conversation job read less than an interval after the conversation's last expansion began
   (or while one of its jobs is deferred) is merged into the conversation's one deferred job
-  (maxSeq the highest, senders the union), due at that expansion + the interval, and
+  (maxSeq the highest, senders the union, the last 10 items), due at that expansion + the interval, and
   acknowledged in the same step; otherwise the expansion is recorded as beginning now.
   KEYS[1] jobs      STREAM the jobs (consumer group ARGV[3])
   KEYS[2] cursors   HASH   job id → page cursor
@@ -10,7 +10,8 @@
   KEYS[4] deferDue  ZSET   conversation → when its merged job is due (ms)
   KEYS[5] expanded  ZSET   conversation → when its last expansion began (ms), trimmed by age
   ARGV[1] now · ARGV[2] minimum interval · ARGV[3] group · ARGV[4] consumer · ARGV[5] job id
-  ARGV[6] conversation · ARGV[7] maxSeq · ARGV[8..] senders
+  ARGV[6] conversation · ARGV[7] maxSeq · ARGV[8] the job's items, a JSON array ("" none)
+  ARGV[9..] senders
   Returns 1: expand the job now; 0: merged and acknowledged; -1: the job is no longer this
   consumer's (another claimed it)
 ]]
@@ -36,8 +37,14 @@ local function addSender(sender)
     senders[#senders + 1] = cjson.encode(sender)
   end
 end
+local items = {}
 if merged then
   local previous = cjson.decode(merged)
+  if type(previous.items) == 'table' then
+    for _, item in ipairs(previous.items) do
+      items[#items + 1] = item
+    end
+  end
   if tonumber(previous.maxSeq) > maxSeq then
     maxSeq = tonumber(previous.maxSeq)
   end
@@ -45,13 +52,22 @@ if merged then
     addSender(sender)
   end
 end
-for i = 8, #ARGV do
+for i = 9, #ARGV do
   addSender(ARGV[i])
+end
+if ARGV[8] ~= '' then
+  for _, item in ipairs(cjson.decode(ARGV[8])) do
+    items[#items + 1] = item
+  end
+end
+local kept = {}
+for i = math.max(1, #items - 9), #items do
+  kept[#kept + 1] = cjson.encode(items[i])
 end
 -- Built by hand: cjson encodes an empty array as an object.
 redis.call('HSET', deferred, conversation, '{"kind":"conversation","conversation":' ..
   cjson.encode(conversation) .. ',"maxSeq":' .. string.format('%d', maxSeq) ..
-  ',"senders":[' .. table.concat(senders, ',') .. ']}')
+  ',"senders":[' .. table.concat(senders, ',') .. '],"items":[' .. table.concat(kept, ',') .. ']}')
 if began then
   redis.call('ZADD', deferDue, 'NX', tonumber(began) + interval, conversation)
 else

@@ -11,11 +11,14 @@
   KEYS[6] pending  HASH  user → id of their batch not yet delivered
   KEYS[7] last     ZSET  user → last delivery (ms): a user queued while their batch was being
                          delivered is due an interval after it
+  KEYS[8] items    HASH  user → what caused their increase, JSON texts joined by \30 (kept
+                         while leased: storeBatch forgets them)
+  KEYS[9] shown    HASH  user → "total,seq" last delivered
   ARGV[1] now · ARGV[2] lease expiry · ARGV[3] limit · ARGV[4] minimum interval
-  Returns { user, reasons, user, reasons, … }
+  Returns { user, reasons, items ("" none), shown ("" never delivered), user, … }
 ]]
-local due, reasons, since, inflight, leased, pending, last =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local due, reasons, since, inflight, leased, pending, last, items, shown =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local now, leaseUntil, limit, interval = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 for _, user in ipairs(redis.call('ZRANGEBYSCORE', inflight, '-inf', now, 'LIMIT', 0, 1000)) do
   redis.call('ZREM', inflight, user)
@@ -52,6 +55,8 @@ for _, user in ipairs(candidates) do
     redis.call('HSET', leased, user, queued)
     taken[#taken + 1] = user
     taken[#taken + 1] = queued
+    taken[#taken + 1] = redis.call('HGET', items, user) or ''
+    taken[#taken + 1] = redis.call('HGET', shown, user) or ''
   end
 end
 return taken
