@@ -1,6 +1,6 @@
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { verifyWebhook } from '@bubble/events';
+import { PushServer } from './push-server.js';
 
 const BODY_LIMIT = 1 << 20;
 
@@ -17,7 +17,7 @@ interface Entry {
  * per user the total their icon shows and when it first showed `watchedTotal` after `watch()`.
  */
 export class SyncReceiver {
-  private server: http.Server | undefined;
+  private readonly server = new PushServer((request, response) => this.handle(request, response));
   private readonly accepted = new Set<string>();
   readonly icon = new Map<string, number>();
   private readonly lastSeq = new Map<string, number>();
@@ -32,18 +32,12 @@ export class SyncReceiver {
 
   constructor(private readonly secret: string) {}
 
-  async listen(): Promise<string> {
-    this.server = http.createServer((request, response) => this.handle(request, response));
-    this.server.keepAliveTimeout = 60_000;
-    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
-    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/push`;
+  listen(): Promise<string> {
+    return this.server.listen();
   }
 
   close(): Promise<void> {
-    const server = this.server;
-    if (!server) return Promise.resolve();
-    server.closeAllConnections();
-    return new Promise((resolve) => server.close(() => resolve()));
+    return this.server.close();
   }
 
   /** From now on, records when each user's icon first shows `total`. */

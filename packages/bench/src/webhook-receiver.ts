@@ -1,8 +1,8 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 
 import { round2 } from './live-stack.js';
+import { PushServer } from './push-server.js';
 
 const SIGNATURE_TOLERANCE_S = 300;
 const BODY_LIMIT = 1 << 20;
@@ -34,7 +34,7 @@ const emptyCounters = (): PhaseCounters => ({
  * shortest time between two accepted deliveries of one user.
  */
 export class WebhookReceiver {
-  private server: http.Server | undefined;
+  private readonly server = new PushServer((request, response) => this.handle(request, response));
   private readonly attempts = new Map<string, number>();
   private readonly accepted = new Set<string>();
   private readonly lastBadge = new Map<string, Record<string, number>>();
@@ -62,18 +62,12 @@ export class WebhookReceiver {
     private readonly random: () => number,
   ) {}
 
-  async listen(): Promise<string> {
-    this.server = http.createServer((request, response) => this.handle(request, response));
-    this.server.keepAliveTimeout = 60_000;
-    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
-    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/push`;
+  listen(): Promise<string> {
+    return this.server.listen();
   }
 
   close(): Promise<void> {
-    const server = this.server;
-    if (!server) return Promise.resolve();
-    server.closeAllConnections();
-    return new Promise((resolve) => server.close(() => resolve()));
+    return this.server.close();
   }
 
   startPhase(_label: string, failShare: number): void {
