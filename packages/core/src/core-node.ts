@@ -72,6 +72,8 @@ export class CoreNode {
   private sweepFollows = false;
   /** A tick (or sweepNow) asked for a sweep since the last one started. */
   private ticked = false;
+  /** The sweep that just ended left installed users waiting: the next one follows at once. */
+  private refillFollows = false;
   private lastTickAt = 0;
   private lastHeartbeatAt = Date.now();
   private startedAt = 0;
@@ -236,9 +238,11 @@ export class CoreNode {
         if (this.sweepFollows) {
           this.sweepFollows = false;
           this.requestSweep();
-        } else if (this.refill.installedCount > 0) {
+        } else if (this.refillFollows) {
           // A refill hands each sweep a bounded share of the installed users: the next share
-          // now rather than at the next tick (without a reconciliation of its own).
+          // now rather than at the next tick (without a reconciliation of its own). Only after
+          // a sweep that succeeded: failing ones wait for the tick, not spin.
+          this.refillFollows = false;
           this.startSweep();
         }
       });
@@ -396,6 +400,7 @@ export class CoreNode {
       sourcesWaiting: this.refill.waitingCount,
     };
     this.lastReport = report;
+    this.refillFollows = this.refill.installedCount > 0;
     const metrics = this.options.metrics;
     metrics?.sweepSeconds.observe(durationMs / 1000);
     metrics?.usersHeld.set(this.counter.userCount);
